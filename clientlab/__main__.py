@@ -1,0 +1,3 @@
+from clientlab.cli import entry
+
+entry()

@@ -1,0 +1,63 @@
+"""Building drivers, cached: a driver is rebuilt only when its build inputs change."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+from clientlab import paths
+from clientlab.manifest import Driver
+
+_SKIP_DIRS = {".venv", "build", "node_modules", "target", "__pycache__", "vendor"}
+
+
+def _inputs(driver: Driver) -> list[Path]:
+    folder = driver.folder
+    patterns = driver.manifest.build_inputs
+    if patterns:
+        files = {p for pattern in patterns for p in folder.glob(pattern) if p.is_file()}
+    else:
+        files = {
+            p for p in folder.rglob("*")
+            if p.is_file() and not (set(p.relative_to(folder).parts[:-1]) & _SKIP_DIRS)
+        }
+    return sorted(files)
+
+
+def fingerprint(driver: Driver) -> str:
+    """Digest of the build command and every build input (names and contents)."""
+    digest = hashlib.sha256(repr(driver.manifest.build).encode())
+    for path in _inputs(driver):
+        digest.update(str(path.relative_to(driver.folder)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _stamp(driver: Driver) -> Path:
+    return paths.lab_home() / "build" / f"{driver.id}.stamp"
+
+
+def is_built(driver: Driver) -> bool:
+    stamp = _stamp(driver)
+    return stamp.exists() and stamp.read_text().strip() == fingerprint(driver)
+
+
+def build(driver: Driver, force: bool = False) -> tuple[bool, str]:
+    """Build one driver. Returns (ok, what happened); output of a failed build is in the message."""
+    if not driver.manifest.build:
+        return True, "nothing to build"
+    if not force and is_built(driver):
+        return True, "up to date"
+    argv = driver.expand(driver.manifest.build)
+    try:
+        proc = subprocess.run(argv, cwd=driver.folder, capture_output=True, text=True, timeout=1800)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"build command {argv} failed: {exc}"
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        return False, f"build exited {proc.returncode}:\n{tail}"
+    stamp = _stamp(driver)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(fingerprint(driver) + "\n")
+    return True, "built"

@@ -1,0 +1,281 @@
+"""The `clientlab` command: parse, load, run, store, print."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from clientlab import build as builder
+from clientlab import export as exporters
+from clientlab import machine, manifest, paths, scenario
+from clientlab.errors import LabError, LabInputError
+from clientlab.output.progress import ProgressEvents
+from clientlab.output.table import results_table
+from clientlab.runner import RunOptions, run_matrix
+from clientlab.stats import StopRule
+from clientlab.store import Store
+
+out = Console()
+err = Console(stderr=True)
+
+driver_path_option = click.option(
+    "--driver-path", "driver_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Also load drivers from this folder (a driver folder, or a folder of them). Repeatable.",
+)
+
+
+def _drivers(driver_paths: tuple[Path, ...]) -> list[manifest.Driver]:
+    drivers, problems = manifest.discover(list(driver_paths))
+    for problem in problems:
+        err.print(f"[yellow]warning:[/] {problem}", highlight=False)
+    return drivers
+
+
+def _split(values: tuple[str, ...]) -> list[str] | None:
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    return names or None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """clientlab — the HTTP client lab.
+
+    Benchmarks HTTP client libraries (drivers) on workloads (scenarios) against an
+    instrumented bench server it starts itself. Every cell is verified before it is timed;
+    wall time, CPU and peak memory are measured by the lab, never taken from the driver.
+
+    \b
+    Typical use:
+      clientlab drivers                 what clients exist and which are installed
+      clientlab scenarios               the workloads
+      clientlab run                     every installed driver on the default scenarios
+      clientlab run -d python-requests -s get-small -p count=500
+      clientlab show last               the table of the last run again
+    """
+
+
+@main.command("drivers")
+@driver_path_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool) -> None:
+    """List drivers, whether they are installed, and why not."""
+    drivers = _drivers(driver_paths)
+    rows = [{
+        "id": d.id, "language": d.manifest.language, "library": d.manifest.library,
+        "description": d.manifest.description, "capabilities": d.manifest.capabilities,
+        "default": d.manifest.default, "folder": str(d.folder),
+        "installed": (missing := d.missing()) is None, "why_not": missing,
+    } for d in drivers]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="drivers")
+    for column in ("id", "library", "installed", "capabilities", "how it is used"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        installed = "[green]yes[/]" if r["installed"] else f"[red]no[/]: {r['why_not']}"
+        table.add_row(r["id"], r["library"], installed, ", ".join(r["capabilities"]), r["description"])
+    out.print(table)
+
+
+@main.command("scenarios")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def scenarios_cmd(as_json: bool) -> None:
+    """List scenarios, their parameters and what they need from a driver."""
+    files, problems = scenario.discover()
+    rows = []
+    for f in files:
+        s = f.expand()
+        rows.append({"name": s.name, "description": s.description, "default": s.default, "metric": s.metric,
+                     "params": f.params, "requests": s.total_requests, "file": str(f.path)})
+    if as_json:
+        click.echo(json.dumps({"scenarios": rows, "invalid": problems}, indent=2))
+        return
+    table = Table(title="scenarios")
+    for column in ("name", "default", "requests", "params", "description"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        params = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        table.add_row(r["name"], "yes" if r["default"] else "no", str(r["requests"]), params, r["description"])
+    out.print(table)
+    for problem in problems:
+        err.print(f"[red]invalid scenario:[/] {problem}", highlight=False)
+
+
+@main.command("build")
+@driver_path_option
+@click.option("-d", "--drivers", "driver_names", multiple=True, help="Only these drivers (comma-separated).")
+@click.option("--force", is_flag=True, help="Rebuild even when the build inputs did not change.")
+def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], force: bool) -> None:
+    """Build drivers (venvs, compiled programs); skips the ones that are up to date."""
+    drivers = _drivers(driver_paths)
+    wanted = _split(driver_names)
+    chosen = manifest.select(drivers, wanted) if wanted else drivers
+    failed = 0
+    for d in chosen:
+        ok, what = builder.build(d, force=force)
+        failed += not ok
+        style = "green" if ok else "red"
+        err.print(f"[{style}]{d.id}[/]: {what}", highlight=False)
+    if failed:
+        raise SystemExit(1)
+
+
+@main.command("run")
+@driver_path_option
+@click.option("-d", "--drivers", "driver_names", multiple=True,
+              help="Drivers to run (comma-separated or repeated). Default: every installed default driver.")
+@click.option("-s", "--scenarios", "scenario_names", multiple=True,
+              help="Scenarios to run (comma-separated or repeated). Default: the default scenarios.")
+@click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
+              help="Override a scenario parameter, e.g. -p count=500 or -p download-file.size=1GB.")
+@click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
+@click.option("--min-trials", default=3, show_default=True, type=click.IntRange(1))
+@click.option("--max-trials", default=10, show_default=True, type=click.IntRange(1))
+@click.option("--precision", default=0.02, show_default=True, type=click.FloatRange(0.0001, 1),
+              help="Stop adding trials once half the median's 95% CI is this fraction of the median.")
+@click.option("--max-cell-seconds", default=60.0, show_default=True,
+              help="After --min-trials, stop a cell's trials once they took this long.")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(0), help="Untimed trials first.")
+@click.option("--fresh-process", is_flag=True, help="Start a new driver process for every trial (cold cost).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the run as JSON here (rewritten after every cell).")
+def run_cmd(driver_paths, driver_names, scenario_names, params, trials, min_trials, max_trials, precision,
+            max_cell_seconds, warmup, fresh_process, json_path) -> None:  # noqa: ANN001
+    """Verify, then time every selected driver on every selected scenario."""
+    drivers = _drivers(driver_paths)
+    wanted = _split(driver_names)
+    chosen = manifest.select(drivers, wanted)
+    if not wanted:
+        skipped = [d for d in chosen if d.missing()]
+        for d in skipped:
+            err.print(f"[dim]not installed, skipped: {d.id} ({d.missing()})[/]", highlight=False)
+        chosen = [d for d in chosen if d not in skipped]
+    if not chosen:
+        raise LabInputError("no installed driver to run (see: clientlab drivers)")
+    files, problems = scenario.discover()
+    for problem in problems:
+        err.print(f"[red]invalid scenario, skipped:[/] {problem}", highlight=False)
+    scenarios = scenario.select(files, _split(scenario_names), scenario.parse_overrides(list(params)))
+    if not scenarios:
+        raise LabInputError("no scenario selected")
+    stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
+                    target_precision=precision, max_seconds=max_cell_seconds)
+    options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process)
+    config = {"drivers": [d.id for d in chosen], "scenarios": [s.name for s in scenarios],
+              "params": {s.name: s.params for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
+              "stop": vars(stop), "net": "loopback", "lab_version": _lab_version()}
+    store = Store(paths.results_db())
+    run_id = store.start_run(machine.describe(), config)
+    err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s), results in {store.path}",
+               highlight=False)
+
+    def after_cell(_result) -> None:  # noqa: ANN001
+        if json_path:
+            exporters.write(store, run_id, "json", json_path)
+
+    status = "failed"
+    try:
+        with ProgressEvents(len(chosen) * len(scenarios), err) as events:
+            run_matrix(store, run_id, chosen, scenarios, options, events, after_cell)
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        err.print("[yellow]interrupted: everything measured so far is kept[/]")
+    finally:
+        store.finish_run(run_id, status)
+        if json_path:
+            exporters.write(store, run_id, "json", json_path)
+    _print_run(store, run_id)
+    if status == "interrupted":
+        raise SystemExit(130)
+
+
+def _lab_version() -> str:
+    from clientlab import __version__
+    return __version__
+
+
+def _print_run(store: Store, run_id: int) -> None:
+    run = store.run(run_id)
+    m = run["machine"]
+    title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
+             f"kernel {m.get('kernel')}, net {run['config'].get('net', 'loopback')}")
+    cells = store.cells(run_id)
+    if not cells:
+        out.print(f"{title}: no cells measured")
+        return
+    out.print(results_table(cells, title))
+
+
+@main.command("show")
+@click.argument("run_ref", default="last", metavar="RUN")
+def show_cmd(run_ref: str) -> None:
+    """Show a stored run's table (RUN: a run id or 'last')."""
+    store = Store(paths.results_db())
+    _print_run(store, store.resolve(run_ref))
+
+
+@main.command("runs")
+@click.option("--limit", default=20, show_default=True)
+def runs_cmd(limit: int) -> None:
+    """List stored runs."""
+    store = Store(paths.results_db())
+    table = Table(title=f"runs in {store.path}")
+    for column in ("id", "status", "started", "drivers", "scenarios"):
+        table.add_column(column)
+    import datetime as dt
+    for run in store.runs(limit):
+        started = dt.datetime.fromtimestamp(run["started_at"]).strftime("%Y-%m-%d %H:%M")
+        table.add_row(str(run["id"]), run["status"], started, ", ".join(run["config"].get("drivers", [])),
+                      ", ".join(run["config"].get("scenarios", [])))
+    out.print(table)
+
+
+@main.command("export")
+@click.argument("run_ref", default="last", metavar="RUN")
+@click.option("--format", "fmt", type=click.Choice(sorted(exporters.EXPORTERS)), default="json", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout).")
+def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
+    """Export a stored run (RUN: a run id or 'last') as JSON or CSV."""
+    store = Store(paths.results_db())
+    run_id = store.resolve(run_ref)
+    if output:
+        exporters.write(store, run_id, fmt, output)
+    else:
+        click.echo(exporters.export(store, run_id, fmt), nl=False)
+
+
+@main.command("selfbench")
+@driver_path_option
+@click.option("-d", "--drivers", "driver_names", multiple=True, help="Drivers to compare with (default: all installed).")
+@click.option("--seconds", default=5, show_default=True, help="Length of the wrk measurement.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures here.")
+def selfbench_cmd(driver_paths, driver_names, seconds, json_path) -> None:  # noqa: ANN001
+    """The lab's own figures: bench server capacity vs the fastest driver, and the lab's overhead."""
+    from clientlab import selfbench
+
+    drivers = manifest.select(_drivers(driver_paths), _split(driver_names))
+    selfbench.run(drivers, seconds, out, err, json_path)
+
+
+def entry() -> None:
+    try:
+        main(standalone_mode=False)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except LabInputError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+    except LabError as exc:
+        err.print(f"[red]lab error:[/] {exc}", highlight=False)
+        sys.exit(3)

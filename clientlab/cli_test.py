@@ -1,0 +1,116 @@
+"""The command line as a user meets it: real processes, a scratch data directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clientlab import paths
+
+TESTDRIVERS = Path(__file__).parent / "testdrivers"
+CLI = [sys.executable, "-m", "clientlab"]
+
+
+@pytest.fixture
+def lab_home(tmp_path):
+    """A fresh data directory that shares the built server and certificates."""
+    home = tmp_path / "lab"
+    home.mkdir()
+    (home / "bin").symlink_to(paths.lab_home() / "bin")
+    (home / "tls").symlink_to(paths.lab_home() / "tls")
+    return home
+
+
+def clientlab(*args: str, home: Path, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CLIENTLAB_HOME": str(home), "COLUMNS": "200"}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=300, **kwargs)
+
+
+def test_drivers_json_lists_installed_state_and_reason(lab_home):
+    proc = clientlab("drivers", "--json", "--driver-path", str(TESTDRIVERS), home=lab_home)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["id"]: r for r in json.loads(proc.stdout)}
+    assert rows["python-fake-reference"]["installed"] is True
+    assert {"id", "language", "library", "capabilities", "installed", "why_not"} <= set(rows["python-fake-reference"])
+
+
+def test_scenarios_json_lists_parameters(lab_home):
+    proc = clientlab("scenarios", "--json", home=lab_home)
+    rows = {r["name"]: r for r in json.loads(proc.stdout)["scenarios"]}
+    assert rows["get-small"]["params"] == {"count": 2000, "size": 1024}
+
+
+def test_run_writes_json_cells_and_show_export_read_them(lab_home, tmp_path):
+    out = tmp_path / "run.json"
+    proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference,python-fake-crash",
+                     "-s", "get-small,parallel-feeds", "-p", "count=20", "--trials", "2", "--warmup", "0",
+                     "--json", str(out), home=lab_home)
+    assert proc.returncode == 0, proc.stderr  # a failed driver does not fail the run
+    doc = json.loads(out.read_text())
+    cells = {(c["driver"], c["scenario"]): c for c in doc["cells"]}
+    ok = cells[("python-fake-reference", "get-small")]
+    assert ok["status"] == "ok" and ok["figures"]["unit"] == "req/s"
+    assert {"throughput", "cpu_user_s", "cpu_sys_s", "peak_rss_kb", "startup_s"} <= set(ok["figures"])
+    assert [t["kind"] for t in ok["trials"]] == ["verify", "timed", "timed"]
+    assert cells[("python-fake-crash", "get-small")]["status"] == "failed"
+    assert cells[("python-fake-reference", "parallel-feeds")]["status"] == "unsupported"
+    assert doc["run"]["status"] == "complete" and doc["run"]["machine"]["cores"] >= 1
+    assert "FAILED" in proc.stdout and "unsupported" in proc.stdout
+    show = clientlab("show", "last", home=lab_home)
+    assert show.returncode == 0 and "python-fake-reference" in show.stdout
+    csv = clientlab("export", "last", "--format", "csv", home=lab_home)
+    assert csv.stdout.splitlines()[0].startswith("run,driver,scenario,status")
+    assert len(csv.stdout.splitlines()) == 1 + 4
+
+
+def test_interrupted_run_keeps_its_finished_trials(lab_home):
+    env = {**os.environ, "CLIENTLAB_HOME": str(lab_home)}
+    proc = subprocess.Popen([*CLI, "run", "--driver-path", str(TESTDRIVERS),
+                             "-d", "python-fake-reference,python-fake-hang", "-s", "get-small",
+                             "-p", "count=20", "--trials", "2", "--warmup", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    db = lab_home / "results.sqlite"
+    deadline = time.monotonic() + 120
+    finished = 0
+    while time.monotonic() < deadline and not finished:
+        time.sleep(0.2)
+        if db.exists():
+            with sqlite3.connect(db) as conn:
+                finished = conn.execute("SELECT COUNT(*) FROM cells WHERE status = 'ok'").fetchone()[0]
+    assert finished, "the reference cell never finished"
+    time.sleep(1.0)  # the hang driver is now stuck in its timed phase
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+        trials = conn.execute("SELECT COUNT(*) FROM trials t JOIN cells c ON t.cell_id = c.id "
+                              "WHERE c.driver = 'python-fake-reference'").fetchone()[0]
+    assert trials == 3
+    assert "python-fake-reference" in stdout
+
+
+def test_bad_scenario_selection_is_a_clear_error(lab_home):
+    proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "nope",
+                     home=lab_home)
+    assert proc.returncode == 2
+    assert "unknown scenario(s): nope" in proc.stderr
+
+
+def test_unknown_driver_is_a_clear_error(lab_home):
+    proc = clientlab("run", "-d", "python-nope", home=lab_home)
+    assert proc.returncode == 2 and "unknown driver(s): python-nope" in proc.stderr
+
+
+def test_show_without_runs_says_so(lab_home):
+    proc = clientlab("show", "last", home=lab_home)
+    assert proc.returncode == 2 and "no runs stored yet" in proc.stderr

@@ -1,0 +1,59 @@
+"""Shared fixtures: the real bench server, a scratch results store, the test drivers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clientlab import manifest, paths, scenario
+from clientlab.runner import CellRunner, RunOptions
+from clientlab.scenario import Scenario
+from clientlab.server import BenchServer
+from clientlab.stats import StopRule
+from clientlab.store import Store
+
+TESTDRIVERS = Path(__file__).parent / "testdrivers"
+
+
+@pytest.fixture(scope="session")
+def bench_server():
+    if not paths.server_binary().exists():
+        pytest.fail(f"{paths.server_binary()} is missing: run ./setup.sh first")
+    with BenchServer() as server:
+        yield server
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "results.sqlite")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def test_drivers() -> dict[str, manifest.Driver]:
+    drivers, problems = manifest.discover([TESTDRIVERS])
+    assert problems == []
+    return {d.id: d for d in drivers}
+
+
+def shipped(name: str, **params) -> Scenario:
+    files, _ = scenario.discover()
+    return next(f for f in files if f.name == name).expand(params)
+
+
+@pytest.fixture
+def cell(bench_server, store, test_drivers):
+    """Run one cell quickly: cell("python-fake-reference", scenario) -> (CellResult, trials)."""
+    run_id = store.start_run({}, {})
+
+    def run(driver_id: str, sc: Scenario, trials: int = 2, warmup: int = 0, **kwargs):
+        driver = test_drivers.get(driver_id) or manifest.select(manifest.discover()[0], [driver_id])[0]
+        options = RunOptions(warmup=warmup, stop=StopRule(min_trials=trials, max_trials=trials), pin_cpus=False,
+                             **kwargs)
+        result = CellRunner(bench_server, store, run_id, options).run_cell(driver, sc)
+        cells = store.cells(run_id)
+        return result, store.trials(cells[-1]["id"])
+
+    return run

@@ -1,0 +1,77 @@
+"""A cell's reported figures, computed from its timed trials (and nothing the driver timed)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from clientlab import stats
+from clientlab.store import Trial
+
+STALL_GAP_NS = 30_000_000  # a pause of 30 ms or more inside one request's arrival (Nagle is ~40 ms)
+
+
+def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]:
+    """What the server saw in one trial, kept with the trial (the diagnosis reads this)."""
+    log = snapshot.get("log", [])
+    per_conn = [c.get("requests", 0) for c in snapshot.get("conns", [])]
+    arrivals = sorted(e["first_byte_ns"] for e in log if e.get("first_byte_ns"))
+    summary: dict[str, Any] = {
+        "connections": snapshot.get("connections", 0),
+        "requests": snapshot.get("requests", 0),
+        "tls": snapshot.get("tls", {}),
+        "versions": snapshot.get("versions", {}),
+        "bytes_in": snapshot.get("bytes_in", 0),
+        "bytes_out": snapshot.get("bytes_out", 0),
+        "requests_per_conn": {"min": min(per_conn), "median": stats.median(per_conn), "max": max(per_conn)}
+        if per_conn else {},
+        "statuses": dict(Counter(str(e.get("status")) for e in log)),
+        "resp_body_bytes": sum(e.get("resp_body_bytes", 0) for e in log),
+        "req_body_bytes": sum(e.get("req_body_bytes", 0) for e in log),
+        "multi_read_requests": sum(1 for e in log if e.get("reads", 0) >= 2),
+        "stalled_requests": sum(1 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS),
+        "max_read_gap_ms": max((e.get("max_read_gap_ns", 0) for e in log), default=0) / 1e6,
+        "expect_continue": sum(1 for e in log if e.get("expect_continue")),
+        "gzip": sum(1 for e in log if e.get("gzip")),
+    }
+    if sequential and len(arrivals) > 1:
+        # server-observed time from one request's arrival to the next: the client's full cycle
+        gaps_ms = [(b - a) / 1e6 for a, b in zip(arrivals, arrivals[1:])]
+        summary["cycle_ms"] = stats.percentiles(gaps_ms)
+    return summary
+
+
+def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startup_s: float | None) -> dict:
+    """Throughput, CPU, memory and their statistics over the cell's timed trials."""
+    timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s]
+    walls = [t.wall_s for t in timed]
+    summary = stats.summarize(walls)
+    work_bytes = stats.median([float(t.work_bytes or 0) for t in timed])
+    if metric == "bytes":
+        throughput, unit = work_bytes / summary.median / 1e6, "MB/s"
+    else:
+        throughput, unit = logical_requests / summary.median, "req/s"
+    # the trial whose wall time is the median carries the per-request figures
+    middle = min(timed, key=lambda t: abs(t.wall_s - summary.median))
+    return {
+        "throughput": throughput,
+        "unit": unit,
+        "requests": logical_requests,
+        "work_bytes": work_bytes,
+        "wall_s": {
+            "median": summary.median, "mean": summary.mean, "stddev": summary.stddev, "mad": summary.mad,
+            "min": summary.minimum, "max": summary.maximum,
+            "ci_low": summary.ci_low, "ci_high": summary.ci_high, "ci_confidence": summary.ci_confidence,
+        },
+        "precision": summary.precision,
+        "relative_spread": summary.relative_spread,
+        "noisy": summary.noisy,
+        "outliers": summary.outliers,
+        "trials": summary.n,
+        "cpu_user_s": stats.median([t.user_s or 0.0 for t in timed]),
+        "cpu_sys_s": stats.median([t.sys_s or 0.0 for t in timed]),
+        "peak_rss_kb": int(stats.median([float(t.peak_rss_kb or 0) for t in timed])),
+        "setup_s": stats.median([t.setup_s or 0.0 for t in timed]),
+        "startup_s": startup_s,
+        "server": middle.server,
+    }

@@ -1,0 +1,150 @@
+"""Driver manifests (`driver.toml`): loading, validation, discovery, install status.
+
+A driver is one folder with a manifest; the lab finds them by glob, so adding a client changes
+nothing outside its folder. The format is documented in docs/driver-protocol.md.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
+
+from clientlab import paths
+from clientlab.errors import LabInputError, describe_validation_error
+
+Capability = Literal[
+    "tls", "http2", "h2c", "cookies", "redirects", "form", "multipart", "upload",
+    "sink_file", "gzip", "parallel", "keepalive_off", "fresh_process",
+]
+MANIFEST_NAME = "driver.toml"
+
+
+class Manifest(BaseModel):
+    """What a driver folder declares about itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)+$")
+    language: str = Field(min_length=1)
+    library: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    run: list[str] = Field(min_length=1)
+    build: list[str] | None = None
+    build_inputs: list[str] | None = None
+    requires: list[str] = []
+    apt: list[str] = []
+    capabilities: list[Capability]
+    default: bool = True
+
+    @model_validator(mode="after")
+    def _id_names_language(self) -> "Manifest":
+        if not self.id.startswith(self.language + "-"):
+            raise PydanticCustomError(
+                "id_language", "field 'id': must start with the language, e.g. '{example}'",
+                {"example": f"{self.language}-{self.library.lower()}"},
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class Driver:
+    """A manifest and the folder it came from."""
+
+    manifest: Manifest
+    folder: Path
+
+    @property
+    def id(self) -> str:
+        return self.manifest.id
+
+    def expand(self, argv: list[str]) -> list[str]:
+        return [a.replace("{here}", str(self.folder)).replace("{root}", str(paths.ROOT)) for a in argv]
+
+    @property
+    def argv(self) -> list[str]:
+        return self.expand(self.manifest.run)
+
+    def missing(self) -> str | None:
+        """Why this driver cannot run now, or None when it is installed."""
+        from clientlab import build  # local: build imports this module
+
+        for tool in self.manifest.requires:
+            if shutil.which(tool) is None:
+                return f"needs '{tool}' on PATH (set-up installs it: ./setup.sh)"
+        if self.manifest.build and not build.is_built(self):
+            return "not built yet: run ./setup.sh (or clientlab build)"
+        program = self.argv[0]
+        if "/" in program:
+            if not Path(program).exists():
+                return f"program {program} does not exist"
+        elif shutil.which(program) is None:
+            return f"program '{program}' is not on PATH"
+        return None
+
+
+def load_manifest(path: Path) -> Driver:
+    """Read and validate one driver.toml; errors name the file and the field."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise LabInputError(f"{path}: cannot read driver manifest: {exc}") from exc
+    try:
+        manifest = Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise LabInputError(describe_validation_error(path, exc)) from exc
+    return Driver(manifest=manifest, folder=path.parent.resolve())
+
+
+def _manifest_paths(folder: Path) -> list[Path]:
+    if (folder / MANIFEST_NAME).is_file():
+        return [folder / MANIFEST_NAME]
+    found = sorted(folder.glob(f"*/{MANIFEST_NAME}")) + sorted(folder.glob(f"*/*/{MANIFEST_NAME}"))
+    return [p for p in found if not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)]
+
+
+def discover(extra_paths: list[Path] | None = None) -> tuple[list[Driver], list[str]]:
+    """Every driver in drivers/ and in the given folders, plus the problems found on the way.
+
+    A broken manifest does not hide the others: it is reported and skipped.
+    """
+    drivers: dict[str, Driver] = {}
+    problems: list[str] = []
+    sources = [paths.drivers_dir(), *(extra_paths or [])]
+    for source in sources:
+        if not source.is_dir():
+            problems.append(f"{source}: not a folder")
+            continue
+        manifest_paths = _manifest_paths(source)
+        if source != paths.drivers_dir() and not manifest_paths:
+            problems.append(f"{source}: no {MANIFEST_NAME} in it or in its sub-folders")
+        for manifest_path in manifest_paths:
+            try:
+                driver = load_manifest(manifest_path)
+            except LabInputError as exc:
+                problems.append(str(exc))
+                continue
+            if driver.id in drivers and drivers[driver.id].folder != driver.folder:
+                problems.append(
+                    f"{manifest_path}: id '{driver.id}' is already used by {drivers[driver.id].folder}"
+                )
+                continue
+            drivers[driver.id] = driver
+    return sorted(drivers.values(), key=lambda d: d.id), problems
+
+
+def select(drivers: list[Driver], wanted: list[str] | None) -> list[Driver]:
+    """The drivers named in `wanted` (all default ones when None); unknown names are an error."""
+    if not wanted:
+        return [d for d in drivers if d.manifest.default]
+    by_id = {d.id: d for d in drivers}
+    unknown = [w for w in wanted if w not in by_id]
+    if unknown:
+        known = ", ".join(sorted(by_id)) or "none"
+        raise LabInputError(f"unknown driver(s): {', '.join(unknown)} (known: {known})")
+    return [by_id[w] for w in wanted]

@@ -1,0 +1,64 @@
+from pathlib import Path
+
+import pytest
+
+from clientlab import manifest
+from clientlab.errors import LabInputError
+
+TESTDRIVERS = Path(__file__).parent / "testdrivers"
+
+
+def write(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "driver.toml").write_text(text)
+    return folder
+
+
+GOOD = '''id = "python-mine"
+language = "python"
+library = "mine"
+description = "my own client"
+run = ["{here}/run.sh"]
+capabilities = ["tls"]
+'''
+
+
+def test_driver_folder_outside_the_repo_is_found(tmp_path):
+    folder = write(tmp_path / "mine", GOOD)
+    drivers, problems = manifest.discover([folder])
+    assert "python-mine" in [d.id for d in drivers]
+    mine = next(d for d in drivers if d.id == "python-mine")
+    assert mine.argv == [f"{folder.resolve()}/run.sh"]
+    assert "does not exist" in mine.missing()
+
+
+def test_bad_capability_is_rejected_naming_file_and_field(tmp_path):
+    folder = write(tmp_path / "bad", GOOD.replace('["tls"]', '["tls", "telepathy"]'))
+    with pytest.raises(LabInputError) as info:
+        manifest.load_manifest(folder / "driver.toml")
+    assert "driver.toml" in str(info.value) and "capabilities.1" in str(info.value)
+
+
+def test_id_must_start_with_the_language(tmp_path):
+    folder = write(tmp_path / "bad", GOOD.replace('id = "python-mine"', 'id = "perl-mine"'))
+    with pytest.raises(LabInputError, match="field 'id'.*must start with the language"):
+        manifest.load_manifest(folder / "driver.toml")
+
+
+def test_broken_manifest_is_reported_and_others_still_load(tmp_path):
+    write(tmp_path / "a", GOOD)
+    write(tmp_path / "b", "id = ")
+    drivers, problems = manifest.discover([tmp_path])
+    assert "python-mine" in [d.id for d in drivers]
+    assert any("b/driver.toml" in p for p in problems)
+
+
+def test_unknown_driver_name_is_an_error_listing_known_ones():
+    drivers, _ = manifest.discover([TESTDRIVERS])
+    with pytest.raises(LabInputError, match="unknown driver.*python-fake-reference"):
+        manifest.select(drivers, ["python-nope"])
+
+
+def test_test_drivers_stay_out_of_default_runs():
+    drivers, _ = manifest.discover([TESTDRIVERS])
+    assert not any(d.id.startswith("python-fake") for d in manifest.select(drivers, None))

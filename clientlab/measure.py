@@ -1,0 +1,139 @@
+"""What a driver's process tree cost during the timed phase, read from /proc (Linux).
+
+CPU: the sum over the live tree of utime+stime and cutime+cstime (children already reaped by a
+member of the tree are in their parent's c-times), as a delta between `go` and `done`.
+Peak RSS: VmHWM of every live process, reset at `go` by writing 5 to /proc/PID/clear_refs,
+summed at `done`; a sampler thread also sums VmRSS of the tree every few milliseconds so that
+short-lived children (a curl process per request) are seen too. The larger of the two is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+SAMPLE_INTERVAL_S = 0.02
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    text = _read(f"/proc/{pid}/stat")
+    if text is None:
+        return None
+    # the command name may hold spaces and parentheses: split after the last ')'
+    return text[text.rfind(")") + 2 :].split()
+
+
+def _children(pid: int) -> list[int]:
+    """Children of `pid` from /proc/PID/task/*/children (one file per thread)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        text = _read(f"/proc/{pid}/task/{tid}/children")
+        if text:
+            out.extend(int(c) for c in text.split())
+    return out
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and all its live descendants."""
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(_children(pid))
+    return tree
+
+
+def cpu_seconds(pids: list[int]) -> tuple[float, float]:
+    """(user, system) CPU seconds of these processes, their reaped children included."""
+    user = system = 0
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields:
+            # fields[11..14] = utime stime cutime cstime (stat fields 14..17)
+            user += int(fields[11]) + int(fields[13])
+            system += int(fields[12]) + int(fields[14])
+    return user / CLK_TCK, system / CLK_TCK
+
+
+def _status_kb(pid: int, key: str) -> int:
+    text = _read(f"/proc/{pid}/status") or ""
+    for line in text.splitlines():
+        if line.startswith(key):
+            return int(line.split()[1])
+    return 0
+
+
+def reset_peak_rss(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass  # gone, or not ours: the sampler still sees it
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Resource use of the timed phase."""
+
+    wall_s: float
+    user_s: float
+    sys_s: float
+    peak_rss_kb: int
+
+
+class TreeMeter:
+    """Measures one timed phase of the tree rooted at `root`: start() at go, stop() at done."""
+
+    def __init__(self, root: int, sample: bool = True):
+        self.root = root
+        self.sample = sample
+        self._peak_sampled = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> float:
+        """Snapshot and reset; returns the start instant (call right before sending go)."""
+        pids = process_tree(self.root)
+        self._cpu0 = cpu_seconds(pids)
+        reset_peak_rss(pids)
+        if self.sample:
+            self._thread = threading.Thread(target=self._sampler, daemon=True)
+            self._thread.start()
+        self._t0 = time.perf_counter()
+        return self._t0
+
+    def stop(self, t1: float) -> Usage:
+        """`t1` is the instant `done` was read; CPU and memory are read right after."""
+        pids = process_tree(self.root)
+        user1, sys1 = cpu_seconds(pids)
+        hwm = sum(_status_kb(pid, "VmHWM:") for pid in pids)
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        return Usage(
+            wall_s=t1 - self._t0,
+            user_s=max(0.0, user1 - self._cpu0[0]),
+            sys_s=max(0.0, sys1 - self._cpu0[1]),
+            peak_rss_kb=max(hwm, self._peak_sampled),
+        )
+
+    def _sampler(self) -> None:
+        while not self._stop.wait(SAMPLE_INTERVAL_S):
+            rss = sum(_status_kb(pid, "VmRSS:") for pid in process_tree(self.root))
+            self._peak_sampled = max(self._peak_sampled, rss)

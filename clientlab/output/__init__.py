@@ -1,0 +1,1 @@
+"""Terminal output: the results table and the progress display."""

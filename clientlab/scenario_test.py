@@ -1,0 +1,93 @@
+from pathlib import Path
+
+import pytest
+
+from clientlab import scenario
+from clientlab.errors import LabInputError
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def test_every_shipped_scenario_is_valid():
+    files, problems = scenario.discover()
+    assert problems == []
+    names = {f.name for f in files}
+    assert {"get-small", "get-json-335k", "post-form", "post-multipart", "redirect-get", "cookie-session",
+            "download-memory", "download-file", "parallel-feeds"} <= names
+
+
+def test_parameters_fill_paths_and_keep_integer_types():
+    files, _ = scenario.discover()
+    by_name = {f.name: f for f in files}
+    s = by_name["download-file"].expand({"size": "1GB"})
+    assert s.requests[0].path == "/bytes/1000000000"
+    assert by_name["get-small"].expand({"count": 10}).requests[0].repeat == 10
+
+
+def test_index_placeholder_expands_into_distinct_requests():
+    files, _ = scenario.discover()
+    feeds = {f.name: f for f in files}["parallel-feeds"].expand({"feeds": 5})
+    assert [r.path for r in feeds.requests] == [f"/feeds/{i}" for i in range(5)]
+    assert feeds.client.concurrency == 20
+
+
+def test_bad_field_value_is_rejected_naming_file_and_field(tmp_path):
+    path = write(tmp_path, "bad", 'description = "x"\n[[requests]]\nmethod = "GET"\npath = "/bytes/1"\nrepeat = -3\n')
+    with pytest.raises(LabInputError) as info:
+        scenario.load_file(path)
+    assert str(path) in str(info.value) and "requests.0.repeat" in str(info.value)
+
+
+def test_unknown_field_is_rejected_with_its_name(tmp_path):
+    path = write(tmp_path, "typo", 'description = "x"\n[[requests]]\npath = "/bytes/1"\nrepaet = 3\n')
+    with pytest.raises(LabInputError, match=r"requests\.0\.repaet.*unknown field"):
+        scenario.load_file(path)
+
+
+def test_unknown_parameter_placeholder_is_named(tmp_path):
+    path = write(tmp_path, "p", 'description = "x"\n[[requests]]\npath = "/bytes/{sise}"\n')
+    with pytest.raises(LabInputError, match=r"requests\.0\.path.*unknown parameter '\{sise\}'"):
+        scenario.load_file(path)
+
+
+def test_broken_toml_is_rejected_with_the_file_named(tmp_path):
+    path = write(tmp_path, "broken", 'description = "x\n')
+    with pytest.raises(LabInputError, match="broken.toml: cannot read scenario"):
+        scenario.load_file(path)
+
+
+def test_http2_without_tls_is_explained(tmp_path):
+    path = write(tmp_path, "h2", 'description = "x"\n[client]\nhttp = "2"\n[[requests]]\npath = "/bytes/1"\n')
+    with pytest.raises(LabInputError, match='client.*scheme = "https"'):
+        scenario.load_file(path)
+
+
+def test_discover_reports_bad_files_and_keeps_good_ones(tmp_path):
+    write(tmp_path, "good", 'description = "x"\n[[requests]]\npath = "/bytes/1"\n')
+    write(tmp_path, "bad", 'description = "x"\n[[requests]]\npath = "no-slash"\n')
+    files, problems = scenario.discover(tmp_path)
+    assert [f.name for f in files] == ["good"]
+    assert len(problems) == 1 and "bad.toml" in problems[0] and "requests.0.path" in problems[0]
+
+
+def test_overrides_for_one_scenario_or_all():
+    files, _ = scenario.discover()
+    overrides = scenario.parse_overrides(["count=7", "post-form.count=3"])
+    chosen = scenario.select(files, ["get-small", "post-form"], overrides)
+    assert [s.total_requests for s in chosen] == [7, 3]
+
+
+def test_override_of_a_parameter_no_scenario_has_is_an_error():
+    files, _ = scenario.discover()
+    with pytest.raises(LabInputError, match="not a parameter"):
+        scenario.select(files, ["get-small"], scenario.parse_overrides(["hops=2"]))
+
+
+def test_unknown_scenario_name_lists_the_known_ones():
+    files, _ = scenario.discover()
+    with pytest.raises(LabInputError, match="unknown scenario.*get-small"):
+        scenario.select(files, ["get-smal"], {})

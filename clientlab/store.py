@@ -1,0 +1,203 @@
+"""The results store: one SQLite file; every trial is committed the moment it completes.
+
+Schema (one row each):
+- runs:   a `clientlab run` — when, the machine, the options, its status
+          (running / complete / interrupted / failed; a `running` run whose process is gone
+          reads as interrupted);
+- cells:  one driver × scenario — status (ok / failed / unsupported / not-installed), reason,
+          the figures, the driver's versions, the verification outcome;
+- trials: one trial of a cell — kind (verify / warmup / timed), wall, CPU, peak RSS, set-up
+          time, the server's counters summary, and problems found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clientlab.errors import LabInputError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    status TEXT NOT NULL,
+    pid INTEGER,
+    machine TEXT NOT NULL,
+    config TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cells (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    driver TEXT NOT NULL,
+    scenario TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    metric TEXT NOT NULL,
+    figures TEXT,
+    versions TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE TABLE IF NOT EXISTS trials (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    kind TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    ok INTEGER NOT NULL,
+    wall_s REAL,
+    user_s REAL,
+    sys_s REAL,
+    peak_rss_kb INTEGER,
+    startup_s REAL,
+    setup_s REAL,
+    work_requests INTEGER,
+    work_bytes INTEGER,
+    server TEXT,
+    problems TEXT
+);
+CREATE INDEX IF NOT EXISTS cells_run ON cells(run_id);
+CREATE INDEX IF NOT EXISTS trials_cell ON trials(cell_id);
+"""
+
+
+@dataclass
+class Trial:
+    """One measured (or failed) trial."""
+
+    kind: str
+    idx: int
+    ok: bool
+    wall_s: float | None = None
+    user_s: float | None = None
+    sys_s: float | None = None
+    peak_rss_kb: int | None = None
+    startup_s: float | None = None
+    setup_s: float | None = None
+    work_requests: int | None = None
+    work_bytes: int | None = None
+    server: dict | None = None
+    problems: list[str] | None = None
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Store:
+    """Access to the results database."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=30)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- writing ------------------------------------------------------------------------
+
+    def start_run(self, machine: dict, config: dict) -> int:
+        cur = self.db.execute(
+            "INSERT INTO runs (started_at, status, pid, machine, config) VALUES (?, 'running', ?, ?, ?)",
+            (time.time(), os.getpid(), json.dumps(machine), json.dumps(config)),
+        )
+        self.db.commit()
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        self.db.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, time.time(), run_id))
+        self.db.commit()
+
+    def start_cell(self, run_id: int, driver: str, scenario: str, params: dict, metric: str) -> int:
+        cur = self.db.execute(
+            "INSERT INTO cells (run_id, driver, scenario, params, status, metric, started_at) "
+            "VALUES (?, ?, ?, ?, 'running', ?, ?)",
+            (run_id, driver, scenario, json.dumps(params), metric, time.time()),
+        )
+        self.db.commit()
+        return int(cur.lastrowid)
+
+    def finish_cell(self, cell_id: int, status: str, reason: str | None, figures: dict | None,
+                    versions: dict | None) -> None:
+        self.db.execute(
+            "UPDATE cells SET status = ?, reason = ?, figures = ?, versions = ?, finished_at = ? WHERE id = ?",
+            (status, reason, json.dumps(figures) if figures is not None else None,
+             json.dumps(versions) if versions is not None else None, time.time(), cell_id),
+        )
+        self.db.commit()
+
+    def add_trial(self, cell_id: int, trial: Trial) -> None:
+        self.db.execute(
+            "INSERT INTO trials (cell_id, kind, idx, ok, wall_s, user_s, sys_s, peak_rss_kb, startup_s, "
+            "setup_s, work_requests, work_bytes, server, problems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (cell_id, trial.kind, trial.idx, int(trial.ok), trial.wall_s, trial.user_s, trial.sys_s,
+             trial.peak_rss_kb, trial.startup_s, trial.setup_s, trial.work_requests, trial.work_bytes,
+             json.dumps(trial.server) if trial.server is not None else None,
+             json.dumps(trial.problems) if trial.problems else None),
+        )
+        self.db.commit()
+
+    # -- reading ------------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> int:
+        """A run id from 'last' or a number; a clear error when there is no such run."""
+        if ref == "last":
+            row = self.db.execute("SELECT MAX(id) AS id FROM runs").fetchone()
+            if row["id"] is None:
+                raise LabInputError(f"no runs stored yet in {self.path}")
+            return int(row["id"])
+        if not ref.isdigit():
+            raise LabInputError(f"'{ref}' is not a run id (a number, or 'last')")
+        if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (int(ref),)).fetchone() is None:
+            raise LabInputError(f"no run {ref} in {self.path}")
+        return int(ref)
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        row = dict(self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
+        if row["status"] == "running" and not _pid_alive(row["pid"]):
+            row["status"] = "interrupted"
+        row["machine"] = json.loads(row["machine"])
+        row["config"] = json.loads(row["config"])
+        return row
+
+    def cells(self, run_id: int) -> list[dict[str, Any]]:
+        out = []
+        for row in self.db.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY id", (run_id,)):
+            cell = dict(row)
+            for key in ("params", "figures", "versions"):
+                cell[key] = json.loads(cell[key]) if cell[key] else None
+            out.append(cell)
+        return out
+
+    def trials(self, cell_id: int) -> list[dict[str, Any]]:
+        out = []
+        for row in self.db.execute("SELECT * FROM trials WHERE cell_id = ? ORDER BY id", (cell_id,)):
+            trial = dict(row)
+            trial["ok"] = bool(trial["ok"])
+            for key in ("server", "problems"):
+                trial[key] = json.loads(trial[key]) if trial[key] else None
+            out.append(trial)
+        return out
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        ids = [r["id"] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT ?", (limit,))]
+        return [self.run(i) for i in ids]

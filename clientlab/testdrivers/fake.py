@@ -1,0 +1,194 @@
+"""The reference test driver: the protocol done right with the standard library's http.client,
+plus deliberate faults for the lab's own tests.
+
+    fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
+
+It is written for clarity, not speed, and is never run unless a test or a user asks for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import ssl
+import sys
+import time
+import uuid
+from http.cookies import SimpleCookie
+from urllib.parse import urlencode, urljoin, urlsplit
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "reference"
+KNOWN_OPTIONS: set[str] = set()
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+class Client:
+    """One http.client connection per origin, reused while keep_alive is on."""
+
+    def __init__(self, job: dict):
+        self.job = job
+        self.conns: dict[tuple, http.client.HTTPConnection] = {}
+        self.cookies: dict[str, str] = {}
+        self.ssl = ssl.create_default_context(cafile=job["tls_ca"]) if job.get("tls_ca") else None
+
+    def _conn(self, url) -> http.client.HTTPConnection:  # noqa: ANN001
+        key = (url.scheme, url.hostname, url.port)
+        conn = self.conns.get(key)
+        if conn is None:
+            timeout = self.job.get("timeout_s", 60)
+            if url.scheme == "https":
+                conn = http.client.HTTPSConnection(url.hostname, url.port, timeout=timeout, context=self.ssl)
+            else:
+                conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+            self.conns[key] = conn
+        return conn
+
+    def request(self, entry: dict) -> tuple[int, bytes | None, int]:
+        method, url = entry["method"], entry["url"]
+        for _ in range(20):
+            status, body, size, location = self._once(method, url, entry)
+            if entry.get("follow_redirects") and status in (301, 302, 303, 307, 308) and location:
+                url = urljoin(url, location)
+                if status == 303 or (status in (301, 302) and method == "POST"):
+                    method, entry = "GET", {k: v for k, v in entry.items() if k not in ("form", "body_file")}
+                continue
+            return status, body, size
+        raise RuntimeError("too many redirects")
+
+    def _once(self, method: str, url: str, entry: dict):  # noqa: ANN201
+        parts = urlsplit(url)
+        headers = dict(entry.get("headers", {}))
+        body = None
+        if "form" in entry:
+            if entry.get("form_encoding") == "multipart":
+                boundary = uuid.uuid4().hex
+                chunks = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'
+                          for k, v in entry["form"].items()]
+                body = ("".join(chunks) + f"--{boundary}--\r\n").encode()
+                headers["Content-Type"] = f"multipart/form-data; boundary={boundary}"
+            else:
+                body = urlencode(entry["form"]).encode()
+                headers["Content-Type"] = "application/x-www-form-urlencoded"
+        elif "body_file" in entry:
+            with open(entry["body_file"], "rb") as f:
+                body = f.read()
+            headers["Content-Type"] = entry.get("content_type", "application/octet-stream")
+        if self.job.get("cookies") and self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        if not self.job.get("keep_alive", True):
+            headers["Connection"] = "close"
+        path = parts.path + ("?" + parts.query if parts.query else "")
+        conn = self._conn(parts)
+        conn.request(method, path, body=body, headers=headers)
+        response = conn.getresponse()
+        if self.job.get("cookies"):
+            for value in response.headers.get_all("Set-Cookie") or []:
+                for name, morsel in SimpleCookie(value).items():
+                    self.cookies[name] = morsel.value
+        digest = hashlib.sha256()
+        if entry.get("sink") == "file":
+            size = 0
+            with open(entry["sink_path"], "wb") as out:
+                while chunk := response.read(1 << 16):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    size += len(chunk)
+            data = None
+        else:
+            data = response.read()
+            size = len(data)
+        if response.will_close or not self.job.get("keep_alive", True):
+            conn.close()
+            self.conns.pop((parts.scheme, parts.hostname, parts.port), None)
+        return response.status, data if data is not None else digest, size, response.getheader("Location")
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            conn.close()
+
+
+def do_job(job: dict) -> tuple[list, list]:
+    client = Client(job)
+    responses, errors = [], []
+    for r, entry in enumerate(job["requests"]):
+        repeat = entry.get("repeat", 1)
+        if MODE == "lazy" and not job["verify"]:
+            repeat = max(1, repeat // 2)  # does half the work once the clock runs
+        for _ in range(repeat):
+            try:
+                status, body, size = client.request(entry)
+            except Exception as exc:  # report, never crash: the lab counts errors
+                errors.append({"r": r, "message": f"{type(exc).__name__}: {exc}"})
+                continue
+            item = {"r": r, "status": status, "bytes": size, "http": "1.1"}
+            if job["verify"]:
+                if isinstance(body, bytes):
+                    if MODE == "wrong-body" and body:
+                        body = bytes([body[0] ^ 0xFF]) + body[1:]  # a client that corrupts bodies
+                    item["sha256"] = hashlib.sha256(body).hexdigest()
+                else:
+                    item["sha256"] = body.hexdigest()
+            responses.append(item)
+    client.close()
+    return responses, errors
+
+
+def unsupported_reason(job: dict) -> str | None:
+    if job.get("http") != "1.1":
+        return "http.client speaks HTTP/1.1 only"
+    if job.get("concurrency", 1) > 1:
+        return "sequential only"
+    if job.get("accept_gzip"):
+        return "http.client does not decode gzip"
+    for name, value in (job.get("options") or {}).items():
+        if value is not None and name not in KNOWN_OPTIONS:
+            return f"option {name} is not supported"
+    return None
+
+
+def main() -> None:
+    for line in sys.stdin:
+        message = json.loads(line)
+        kind = message["type"]
+        if kind == "hello":
+            send({"type": "hello", "protocol": 1,
+                  "versions": {"python": sys.version.split()[0], "http.client": "stdlib"}})
+        elif kind == "job":
+            job = message["job"]
+            reason = unsupported_reason(job)
+            if reason:
+                send({"type": "unsupported", "reason": reason})
+                continue
+            if MODE == "garbage":
+                print("Connecting to the server...", flush=True)
+                continue
+            send({"type": "ready"})
+        elif kind == "go":
+            if MODE == "crash":
+                sys.stderr.write("fake driver: crashing on purpose\n")
+                os._exit(3)
+            if MODE == "hang":
+                time.sleep(3600)
+            if MODE == "flood":
+                sys.stdout.write("x" * (8 * 1024 * 1024) + "\n")
+                sys.stdout.flush()
+            if MODE == "sleep":
+                time.sleep(float(os.environ.get("FAKE_SLEEP_S", "1.0")))
+                send({"type": "done"})
+                send({"type": "report", "responses": [], "errors": []})
+                continue
+            responses, errors = do_job(job)
+            send({"type": "done"})
+            send({"type": "report", "responses": responses, "errors": errors})
+        else:
+            send({"type": "error", "message": f"unknown message type {kind!r}"})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs everything the lab needs on Debian 12 (as root), idempotently:
+# apt packages (the lab's and every driver's), the lab's venv, certificates, the bench server,
+# and every driver's build. A second run skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$PWD
+LAB_HOME=${CLIENTLAB_HOME:-$ROOT/.lab}
+export GOFLAGS=${GOFLAGS:--buildvcs=false}
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+find_python() {
+  for candidate in python3.11 "$HOME/.pyenv/versions/3.11.7/bin/python3.11" python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      command -v "$candidate"; return
+    fi
+  done
+  echo "setup: needs Python 3.11 or newer" >&2; exit 1
+}
+PYTHON=$(find_python)
+
+# 1. apt packages: the lab's list plus each driver manifest's `apt` field
+packages=$(grep -v '^\s*#' setup/apt-packages.txt | xargs)
+packages+=" $("$PYTHON" - <<'PY'
+import pathlib, tomllib
+names = set()
+for path in pathlib.Path("drivers").glob("**/driver.toml"):
+    names.update(tomllib.loads(path.read_text()).get("apt", []))
+print(" ".join(sorted(names)))
+PY
+)"
+missing=()
+for pkg in $packages; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  say "Debian packages: all present"
+fi
+
+# 2. the lab's own venv (pinned in requirements.lock)
+stamp_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+venv_stamp=$(stamp_of requirements.lock pyproject.toml)
+if [[ ! -x .venv/bin/python || "$(cat .venv/.clientlab-stamp 2>/dev/null)" != "$venv_stamp" ]]; then
+  say "making the lab's venv (.venv)"
+  "$PYTHON" -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.lock
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
+  echo "$venv_stamp" > .venv/.clientlab-stamp
+else
+  say "lab venv: up to date"
+fi
+
+# 3. the lab CA and the bench server's certificate
+setup/certs.sh "$LAB_HOME/tls"
+
+# 4. the bench server (Go)
+server_stamp=$(find server -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
+if [[ ! -x "$LAB_HOME/bin/clientlab-server" || "$(cat "$LAB_HOME/bin/.server-stamp" 2>/dev/null)" != "$server_stamp" ]]; then
+  say "building the bench server"
+  mkdir -p "$LAB_HOME/bin"
+  (cd server && go build -o "$LAB_HOME/bin/clientlab-server" .)
+  echo "$server_stamp" > "$LAB_HOME/bin/.server-stamp"
+else
+  say "bench server: up to date"
+fi
+
+# 5. every driver (each skipped while its build inputs are unchanged)
+say "building drivers"
+.venv/bin/clientlab build
+say "done"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs the lab's tests: the bench server's (go test), then everything else (pytest).
+# Expects ./setup.sh to have run (the README's test command runs both).
+set -euo pipefail
+cd "$(dirname "$0")"
+export GOFLAGS=${GOFLAGS:--buildvcs=false}
+echo "== go test (bench server)"
+(cd server && go test ./...)
+echo "== pytest"
+.venv/bin/python -m pytest "$@"
