@@ -5,6 +5,8 @@ member of the tree are in their parent's c-times), as a delta between `go` and `
 Peak RSS: VmHWM of every live process, reset at `go` by writing 5 to /proc/PID/clear_refs,
 summed at `done`; a sampler thread also sums VmRSS of the tree every few milliseconds so that
 short-lived children (a curl process per request) are seen too. The larger of the two is kept.
+Resolution: CPU times come in clock ticks (1/SC_CLK_TCK s, 10 ms here), so a phase of a few
+milliseconds may show 0 CPU; scenarios are sized to run for hundreds of milliseconds or more.
 """
 
 from __future__ import annotations

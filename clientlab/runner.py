@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from clientlab import figures, paths
+from clientlab import figures, paths, stats
 from clientlab.errors import LabError
 from clientlab.job import PlannedJob, plan, required_capabilities
 from clientlab.manifest import Driver
@@ -123,7 +123,7 @@ class CellRunner:
         try:
             proc, startup_s, versions = self._spawn(driver)
             verification = self._trial(proc, probe, "verify", 0, scenario)
-            verification.startup_s = startup_s
+            verification.startup_s = startup_s + (verification.setup_s or 0.0)
             self._record(cell_id, verification, trials)
             if not verification.ok:
                 return finish("failed", "verification: " + "; ".join(verification.problems or []))
@@ -132,12 +132,13 @@ class CellRunner:
             timed_started = time.monotonic()
             while True:
                 kind = "warmup" if idx < self.options.warmup else "timed"
-                if self.options.fresh_process and idx > 0:
+                if self.options.fresh_process:
                     proc.close()
                     proc, startup_s, versions = self._spawn(driver)
                 planned = plan(scenario, self.server.endpoint, self.scratch, verify=False, tag=tag)
                 trial = self._trial(proc, planned, kind, idx, scenario)
-                trial.startup_s = startup_s if (self.options.fresh_process or idx == 0) else None
+                if self.options.fresh_process:
+                    trial.startup_s = startup_s + (trial.setup_s or 0.0)
                 self._record(cell_id, trial, trials)
                 if not trial.ok:
                     return finish("failed", f"{kind} trial {idx}: " + "; ".join(trial.problems or []))
@@ -146,7 +147,10 @@ class CellRunner:
                     if self.options.stop.done(timed_walls, time.monotonic() - timed_started):
                         break
                 idx += 1
-            figs = figures.cell_figures(trials, scenario.metric, scenario.total_requests, startup_s)
+            # start-up = spawn to the first `ready` (fresh processes: the median over trials)
+            starts = [t.startup_s for t in trials if t.startup_s is not None]
+            figs = figures.cell_figures(trials, scenario.metric, scenario.total_requests,
+                                        stats.median(starts[1:] or starts))
             figs["elapsed_s"] = time.monotonic() - started
             return finish("ok", None, figs)
         except Unsupported as exc:

@@ -1,0 +1,499 @@
+"""labdriver: the clientlab driver protocol (docs/driver-protocol.md) for Python drivers.
+
+A driver subclasses `Driver` (or `AsyncDriver` for asyncio clients), says which job options
+it honours, and supplies three steps: `open(job)` builds the client, `request(req)` does one
+request and returns a `Response`, `close()` closes the client. `main()` does the rest:
+hello / job / ready / go / done / report, refusing jobs that need a capability the driver's
+`driver.toml` does not claim or an option the driver does not honour.
+
+Standard library only: the lab's own test run imports this module without the drivers' venvs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import http.cookiejar
+import json
+import os
+import platform
+import ssl
+import sys
+import tomllib
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator
+
+PROTOCOL = 1
+CHUNK = 64 * 1024  # read/write size for streamed bodies
+
+# Options known in protocol version 1 and the value each must have (None = any JSON list/str).
+OPTION_TYPES: dict[str, type] = {
+    "tcp_nodelay": bool,
+    "max_host_connections": int,
+    "share": list,
+    "expect_100": bool,
+    "multi_api": str,
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One entry of `job.requests`, done `repeat` times; `r` is its index."""
+
+    r: int
+    method: str
+    url: str
+    repeat: int = 1
+    headers: dict[str, str] = field(default_factory=dict)
+    form: dict[str, str] | None = None
+    form_encoding: str = "urlencoded"
+    body_file: str | None = None
+    content_type: str | None = None
+    follow_redirects: bool = False
+    sink: str = "memory"
+    sink_path: str | None = None
+
+    @property
+    def multipart(self) -> bool:
+        """True when the form goes as multipart/form-data."""
+        return self.form is not None and self.form_encoding == "multipart"
+
+    @property
+    def to_file(self) -> bool:
+        """True when the body is streamed to `sink_path`."""
+        return self.sink == "file"
+
+    @property
+    def has_body(self) -> bool:
+        """True when the request carries a body (form or file)."""
+        return self.form is not None or self.body_file is not None
+
+    @property
+    def body_size(self) -> int:
+        """Size of `body_file`, for an explicit Content-Length."""
+        return os.path.getsize(self.body_file) if self.body_file else 0
+
+    @contextmanager
+    def open_body(self) -> Iterator[IO[bytes] | None]:
+        """`body_file` opened for streaming (closed afterwards), or None when there is none."""
+        if not self.body_file:
+            yield None
+            return
+        with open(self.body_file, "rb") as body:
+            yield body
+
+    def upload_headers(self) -> dict[str, str]:
+        """The extra headers plus Content-Type for a raw `body_file` body."""
+        headers = dict(self.headers)
+        if self.body_file:
+            headers.setdefault("Content-Type", self.content_type or "application/octet-stream")
+        return headers
+
+    @classmethod
+    def parse(cls, r: int, data: dict) -> "Request":
+        """Build from the job's JSON entry; unknown keys are ignored (newer labs may add some)."""
+        return cls(
+            r=r,
+            method=str(data["method"]).upper(),
+            url=data["url"],
+            repeat=int(data.get("repeat", 1)),
+            headers=dict(data.get("headers") or {}),
+            form=dict(data["form"]) if data.get("form") is not None else None,
+            form_encoding=data.get("form_encoding") or "urlencoded",
+            body_file=data.get("body_file"),
+            content_type=data.get("content_type"),
+            follow_redirects=bool(data.get("follow_redirects", False)),
+            sink=data.get("sink") or "memory",
+            sink_path=data.get("sink_path"),
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job (docs/driver-protocol.md §3) as typed fields."""
+
+    scenario: str
+    verify: bool
+    http: str
+    tls_ca: str | None
+    concurrency: int
+    keep_alive: bool
+    cookies: bool
+    accept_gzip: bool
+    timeout_s: float
+    options: dict[str, Any]
+    requests: list[Request]
+
+    @classmethod
+    def parse(cls, data: dict) -> "Job":
+        """Build from the `job` object of a job message."""
+        return cls(
+            scenario=data.get("scenario", ""),
+            verify=bool(data.get("verify", False)),
+            http=str(data.get("http", "1.1")),
+            tls_ca=data.get("tls_ca"),
+            concurrency=int(data.get("concurrency", 1)),
+            keep_alive=bool(data.get("keep_alive", True)),
+            cookies=bool(data.get("cookies", False)),
+            accept_gzip=bool(data.get("accept_gzip", False)),
+            timeout_s=float(data.get("timeout_s", 60)),
+            options=dict(data.get("options") or {}),
+            requests=[Request.parse(r, entry) for r, entry in enumerate(data.get("requests", []))],
+        )
+
+    def option(self, name: str) -> Any:
+        """The option's value, None when absent or null (the client's default)."""
+        return self.options.get(name)
+
+    @property
+    def gzip_header(self) -> str:
+        """Accept-Encoding value: gzip when asked, else identity (clients' defaults may say gzip)."""
+        return "gzip" if self.accept_gzip else "identity"
+
+    def work(self) -> Iterator[Request]:
+        """Every request to do, in order, repeats expanded."""
+        for req in self.requests:
+            for _ in range(req.repeat):
+                yield req
+
+    def required_capabilities(self) -> set[str]:
+        """Capabilities a driver needs for this job (the lab's rule, clientlab/job.py)."""
+        needed = set()
+        if any(r.url.startswith("https:") for r in self.requests):
+            needed.add("tls")
+        if self.http == "2":
+            needed.add("http2")
+        if self.http == "h2c":
+            needed.add("h2c")
+        for flag, cap in ((self.cookies, "cookies"), (self.accept_gzip, "gzip"),
+                          (self.concurrency > 1, "parallel"), (not self.keep_alive, "keepalive_off")):
+            if flag:
+                needed.add(cap)
+        for r in self.requests:
+            if r.follow_redirects:
+                needed.add("redirects")
+            if r.form is not None:
+                needed.add("multipart" if r.multipart else "form")
+            if r.body_file:
+                needed.add("upload")
+            if r.to_file:
+                needed.add("sink_file")
+        return needed
+
+
+@dataclass
+class Response:
+    """What one request got: final status, decoded body length, HTTP version, digest if verify."""
+
+    status: int
+    bytes: int
+    http: str
+    sha256: str | None = None
+
+    @classmethod
+    def of(cls, status: int, http: Any, body: bytes, verify: bool) -> "Response":
+        """A response whose whole (decoded) body is in memory."""
+        return cls(status, len(body), http_label(http), hashlib.sha256(body).hexdigest() if verify else None)
+
+
+class FileSink:
+    """Writes a streamed body to a file chunk by chunk, counting it (and hashing when verifying)."""
+
+    def __init__(self, path: str, verify: bool):
+        self.file: IO[bytes] = open(path, "wb")
+        self.size = 0
+        self.digest = hashlib.sha256() if verify else None
+
+    def write(self, chunk: bytes) -> int:
+        """Append one chunk; returns its length (libcurl's write callbacks want that)."""
+        self.file.write(chunk)
+        self.size += len(chunk)
+        if self.digest is not None:
+            self.digest.update(chunk)
+        return len(chunk)
+
+    def drain(self, chunks: Iterable[bytes], status: int, http: Any) -> Response:
+        """Write every chunk of a streamed body, then describe the file (see `response`)."""
+        for chunk in chunks:
+            self.write(chunk)
+        return self.response(status, http)
+
+    def response(self, status: int, http: Any) -> Response:
+        """Close the file and describe what was written."""
+        self.close()
+        return Response(status, self.size, http_label(http), self.digest.hexdigest() if self.digest else None)
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        self.file.close()
+
+    def __enter__(self) -> "FileSink":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def http_label(version: Any) -> str:
+    """Normalise a library's idea of the HTTP version to "1.0", "1.1" or "2".
+
+    Accepts 10/11/20 (http.client, urllib3), "HTTP/1.1"/"HTTP/2" (httpx), (1, 1) tuples (aiohttp).
+    """
+    if isinstance(version, tuple):
+        version = f"{version[0]}.{version[1]}"
+    text = str(version).upper().removeprefix("HTTP/")
+    return {"10": "1.0", "11": "1.1", "20": "2", "2": "2", "2.0": "2", "1.0": "1.0", "1.1": "1.1"}.get(text, text)
+
+
+def sha256_file(path: str) -> str:
+    """Hex SHA-256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class _RefuseAll(http.cookiejar.CookiePolicy):
+    """Neither stores nor returns any cookie."""
+
+    netscape, rfc2965, hide_cookie2 = True, False, False
+
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def return_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def domain_return_ok(self, domain: str, request: Any) -> bool:
+        return False
+
+    def path_return_ok(self, path: str, request: Any) -> bool:
+        return False
+
+
+def refuse_cookies() -> http.cookiejar.CookiePolicy:
+    """A cookie policy for jobs with `cookies: false`: the client keeps no cookies at all."""
+    return _RefuseAll()
+
+
+def ssl_context(job: Job) -> ssl.SSLContext:
+    """A verifying TLS context trusting the job's CA (never disables verification)."""
+    return ssl.create_default_context(cafile=job.tls_ca)
+
+
+def base_versions() -> dict[str, str]:
+    """Versions every Python driver reports: the interpreter and its OpenSSL."""
+    return {"python": platform.python_version(), "openssl": ssl.OPENSSL_VERSION}
+
+
+class Driver:
+    """A synchronous driver: one client per job, requests one after another.
+
+    Subclasses set `options` and override `versions`, `open`, `request` and `close`; `refuse`
+    may add per-job refusals. `options` maps each option the driver honours to the values it
+    honours exactly, or to None for every valid value; any other non-null option is refused.
+    """
+
+    options: dict[str, tuple | None] = {}
+
+    def versions(self) -> dict[str, str]:
+        """Library versions for the hello message."""
+        return base_versions()
+
+    def refuse(self, job: Job) -> str | None:
+        """A reason this driver cannot do `job` exactly, or None."""
+        return None
+
+    def open(self, job: Job) -> None:
+        """Build and configure the client. No connection may be opened here."""
+        raise NotImplementedError
+
+    def request(self, req: Request) -> Response:
+        """Do one request; raise on failure without a response (it becomes a report error)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the client and every connection it holds."""
+
+    def run_all(self, job: Job) -> tuple[list[dict], list[dict]]:
+        """The timed phase: every request, in order."""
+        report = Report(job.verify)
+        for req in job.work():
+            try:
+                report.add(req, self.request(req))
+            except Exception as exc:  # a failed request is reported, never fatal
+                report.fail(req, exc)
+        return report.responses, report.errors
+
+
+class AsyncDriver(Driver):
+    """An asyncio driver: `open`, `request` and `close` are coroutines; up to `concurrency`
+    requests run at once. All jobs of the process share one event loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.Runner()
+
+    async def open(self, job: Job) -> None:  # type: ignore[override]
+        """Build the client inside the running loop. No connection may be opened here."""
+        raise NotImplementedError
+
+    async def request(self, req: Request) -> Response:  # type: ignore[override]
+        """Do one request."""
+        raise NotImplementedError
+
+    async def close(self) -> None:  # type: ignore[override]
+        """Close the client."""
+
+    async def _run_all(self, job: Job) -> tuple[list[dict], list[dict]]:
+        report = Report(job.verify)
+        work = job.work()  # shared by the workers: asyncio switches only at awaits
+
+        async def worker() -> None:
+            for req in work:
+                try:
+                    report.add(req, await self.request(req))
+                except Exception as exc:
+                    report.fail(req, exc)
+
+        await asyncio.gather(*(worker() for _ in range(max(1, job.concurrency))))
+        return report.responses, report.errors
+
+    def run_all(self, job: Job) -> tuple[list[dict], list[dict]]:
+        return self.loop.run(self._run_all(job))
+
+
+class Report:
+    """Collects responses and errors in the report's wire format."""
+
+    def __init__(self, verify: bool):
+        self.verify = verify
+        self.responses: list[dict] = []
+        self.errors: list[dict] = []
+
+    def add(self, req: Request, resp: Response) -> None:
+        """Record one response."""
+        item: dict[str, Any] = {"r": req.r, "status": resp.status, "bytes": resp.bytes, "http": resp.http}
+        if self.verify:
+            item["sha256"] = resp.sha256
+        self.responses.append(item)
+
+    def fail(self, req: Request, exc: BaseException) -> None:
+        """Record one request that got no response."""
+        text = str(exc)  # some exceptions (asyncio's TimeoutError) have no message
+        message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        self.errors.append({"r": req.r, "message": message[:500]})
+
+
+def load_capabilities(manifest: Path) -> set[str]:
+    """The `capabilities` list of a driver.toml."""
+    return set(tomllib.loads(manifest.read_text())["capabilities"])
+
+
+def refusal(job: Job, capabilities: set[str], honoured: dict[str, tuple | None]) -> str | None:
+    """Why a job cannot be done exactly (a missing capability or an unhonoured option), or None."""
+    missing = sorted(job.required_capabilities() - capabilities)
+    if missing:
+        return f"needs capabilities not claimed: {', '.join(missing)}"
+    for name, value in sorted(job.options.items()):
+        if value is None:
+            continue
+        if name not in honoured:
+            return f"option {name} is not supported"
+        kind = OPTION_TYPES.get(name)
+        if kind is not None and (type(value) is not kind):  # bool is not an int here
+            return f"option {name} must be a {kind.__name__}, got {value!r}"
+        allowed = honoured[name]
+        if allowed is not None and value not in allowed:
+            return f"option {name}={json.dumps(value)} cannot be honoured (only {', '.join(map(json.dumps, allowed))})"
+    return None
+
+
+class Loop:
+    """The protocol message loop for one driver, reading `inp` and writing `out`."""
+
+    def __init__(self, driver: Driver, capabilities: set[str], inp: IO[bytes], out: IO[str]):
+        self.driver, self.capabilities, self.inp, self.out = driver, capabilities, inp, out
+        self.job: Job | None = None
+
+    def send(self, message: dict) -> None:
+        """Write one protocol line."""
+        self.out.write(json.dumps(message, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        """Call a driver step, sync or async."""
+        result = fn(*args)
+        if asyncio.iscoroutine(result):
+            return self.driver.loop.run(result)  # type: ignore[attr-defined]
+        return result
+
+    def on_job(self, data: dict) -> None:
+        self.job = None
+        try:
+            job = Job.parse(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            self.send({"type": "error", "message": f"bad job: {exc!r}"})
+            return
+        reason = refusal(job, self.capabilities, self.driver.options) or self.driver.refuse(job)
+        if reason:
+            self.send({"type": "unsupported", "reason": reason})
+            return
+        try:
+            self._call(self.driver.open, job)
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            self.send({"type": "error", "message": f"building the client failed: {type(exc).__name__}: {exc}"})
+            return
+        self.job = job
+        self.send({"type": "ready"})
+
+    def on_go(self) -> None:
+        job, self.job = self.job, None
+        if job is None:
+            self.send({"type": "error", "message": "go without a ready job"})
+            return
+        responses, errors = self.driver.run_all(job)
+        self.send({"type": "done"})  # before the report: serialising it is not timed
+        self.send({"type": "report", "responses": responses, "errors": errors})
+        try:
+            self._call(self.driver.close)  # no connection survives the job
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+
+    def run(self) -> None:
+        """Answer messages until end of input."""
+        while line := self.inp.readline():
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+                kind = message["type"]
+            except (ValueError, KeyError, TypeError):
+                self.send({"type": "error", "message": f"not a protocol message: {line[:200]!r}"})
+                continue
+            if kind == "hello":
+                self.send({"type": "hello", "protocol": PROTOCOL, "versions": self.driver.versions()})
+            elif kind == "job":
+                self.on_job(message.get("job") or {})
+            elif kind == "go":
+                self.on_go()
+            else:
+                self.send({"type": "error", "message": f"unknown message type {kind!r}"})
+
+
+def main(driver: Driver, driver_file: str) -> None:
+    """Run `driver` on stdin/stdout; `driver_file` is the driver's own __file__ (its folder
+    holds driver.toml, the one place capabilities are declared)."""
+    capabilities = load_capabilities(Path(driver_file).resolve().parent / "driver.toml")
+    out = sys.stdout
+    sys.stdout = sys.stderr  # a stray print() from a library must not break the protocol
+    loop = Loop(driver, capabilities, sys.stdin.buffer, out)
+    try:
+        loop.run()
+    finally:
+        if isinstance(driver, AsyncDriver):
+            driver.loop.close()

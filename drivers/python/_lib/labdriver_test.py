@@ -1,0 +1,263 @@
+"""Tests of the shared Python driver helper: job parsing, refusals, the message loop (no network)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+import labdriver
+import pytest
+
+ALL_CAPS = {"tls", "http2", "h2c", "cookies", "redirects", "form", "multipart", "upload",
+            "sink_file", "gzip", "parallel", "keepalive_off"}
+
+
+def job_dict(**overrides) -> dict:
+    job = {
+        "scenario": "get-small", "verify": True, "http": "1.1", "tls_ca": None, "concurrency": 1,
+        "keep_alive": True, "cookies": False, "accept_gzip": False, "timeout_s": 60,
+        "options": {"tcp_nodelay": None, "max_host_connections": None},
+        "requests": [{"method": "GET", "url": "http://127.0.0.1:1/bytes/4", "repeat": 3}],
+    }
+    job.update(overrides)
+    return job
+
+
+# --- job parsing -------------------------------------------------------------------------------
+
+def test_job_parse_defaults_and_fields():
+    job = labdriver.Job.parse(job_dict(requests=[
+        {"method": "post", "url": "http://h/echo", "form": {"a": "1"}, "form_encoding": "multipart"},
+        {"method": "GET", "url": "http://h/x", "sink": "file", "sink_path": "/tmp/s", "follow_redirects": True},
+    ]))
+    first, second = job.requests
+    assert (first.r, first.method, first.repeat, first.multipart, first.has_body) == (0, "POST", 1, True, True)
+    assert (second.r, second.to_file, second.follow_redirects, second.headers) == (1, True, True, {})
+    assert job.timeout_s == 60.0 and job.option("tcp_nodelay") is None and job.option("absent") is None
+
+
+def test_work_expands_repeats_in_order():
+    job = labdriver.Job.parse(job_dict(requests=[
+        {"method": "GET", "url": "http://h/a", "repeat": 2}, {"method": "GET", "url": "http://h/b"}]))
+    assert [r.r for r in job.work()] == [0, 0, 1]
+
+
+def test_required_capabilities():
+    job = labdriver.Job.parse(job_dict(
+        http="2", cookies=True, accept_gzip=True, concurrency=4, keep_alive=False,
+        requests=[
+            {"method": "POST", "url": "https://h/echo", "form": {"a": "b"}, "form_encoding": "urlencoded"},
+            {"method": "POST", "url": "https://h/echo", "form": {"a": "b"}, "form_encoding": "multipart"},
+            {"method": "POST", "url": "https://h/echo", "body_file": "/f"},
+            {"method": "GET", "url": "https://h/r", "follow_redirects": True, "sink": "file", "sink_path": "/s"},
+        ]))
+    assert job.required_capabilities() == ALL_CAPS - {"h2c"}
+    assert labdriver.Job.parse(job_dict()).required_capabilities() == set()
+
+
+def test_open_body(tmp_path):
+    body = tmp_path / "b.bin"
+    body.write_bytes(b"xyz")
+    with labdriver.Request.parse(0, {"method": "POST", "url": "u", "body_file": str(body)}).open_body() as f:
+        assert f.read() == b"xyz"
+    assert f.closed
+    with labdriver.Request.parse(0, {"method": "GET", "url": "u"}).open_body() as f:
+        assert f is None
+
+
+def test_upload_headers_default_content_type(tmp_path):
+    body = tmp_path / "b.bin"
+    body.write_bytes(b"x" * 10)
+    req = labdriver.Request.parse(0, {"method": "PUT", "url": "http://h/echo", "body_file": str(body),
+                                      "headers": {"X-A": "1"}})
+    assert req.upload_headers() == {"X-A": "1", "Content-Type": "application/octet-stream"}
+    assert req.body_size == 10
+
+
+@pytest.mark.parametrize("value,label", [(11, "1.1"), (10, "1.0"), (20, "2"), ("HTTP/1.1", "1.1"),
+                                         ("HTTP/2", "2"), ("HTTP/2.0", "2"), ((1, 1), "1.1"), ((2, 0), "2")])
+def test_http_label(value, label):
+    assert labdriver.http_label(value) == label
+
+
+# --- refusals ----------------------------------------------------------------------------------
+
+def refuse(caps=ALL_CAPS, honoured=None, **overrides):
+    return labdriver.refusal(labdriver.Job.parse(job_dict(**overrides)), set(caps), honoured or {})
+
+
+def test_null_options_are_fine():
+    assert refuse(options={"tcp_nodelay": None, "share": None, "whatever": None}) is None
+
+
+def test_unknown_non_null_option_is_refused():
+    assert "frobnicate" in refuse(options={"frobnicate": 1})
+
+
+def test_known_option_not_honoured_is_refused():
+    assert "tcp_nodelay" in refuse(options={"tcp_nodelay": True})
+    assert refuse(honoured={"tcp_nodelay": None}, options={"tcp_nodelay": True}) is None
+
+
+def test_option_value_not_honoured_is_refused():
+    honoured = {"tcp_nodelay": (True,)}
+    assert refuse(honoured=honoured, options={"tcp_nodelay": True}) is None
+    assert refuse(honoured=honoured, options={"tcp_nodelay": False}) == (
+        "option tcp_nodelay=false cannot be honoured (only true)")
+
+
+def test_option_of_wrong_type_is_refused():
+    assert "must be a int" in refuse(honoured={"max_host_connections": None}, options={"max_host_connections": True})
+    assert "must be a bool" in refuse(honoured={"tcp_nodelay": None}, options={"tcp_nodelay": 1})
+
+
+def test_missing_capability_is_refused():
+    assert refuse(caps=ALL_CAPS - {"h2c"}, http="h2c") == "needs capabilities not claimed: h2c"
+    assert "parallel" in refuse(caps=ALL_CAPS - {"parallel"}, concurrency=2)
+
+
+def test_refuse_all_cookie_policy():
+    policy = labdriver.refuse_cookies()
+    assert not policy.set_ok(None, None) and not policy.return_ok(None, None)
+
+
+# --- bodies ------------------------------------------------------------------------------------
+
+def test_response_of_hashes_only_when_verifying():
+    assert labdriver.Response.of(200, 11, b"abc", True).sha256 == hashlib.sha256(b"abc").hexdigest()
+    assert labdriver.Response.of(200, 11, b"abc", False) == labdriver.Response(200, 3, "1.1", None)
+
+
+def test_file_sink(tmp_path):
+    path = tmp_path / "sink"
+    with labdriver.FileSink(str(path), verify=True) as sink:
+        resp = sink.drain([b"ab", b"", b"c"], 200, "HTTP/1.1")
+    assert path.read_bytes() == b"abc"
+    assert resp == labdriver.Response(200, 3, "1.1", hashlib.sha256(b"abc").hexdigest())
+    assert labdriver.sha256_file(str(path)) == resp.sha256
+
+
+# --- the message loop --------------------------------------------------------------------------
+
+class FakeDriver(labdriver.Driver):
+    """Answers every request with its URL as the body; a URL with 'fail' raises."""
+
+    options = {"tcp_nodelay": None}
+
+    def __init__(self):
+        self.events: list[str] = []
+
+    def versions(self):
+        return {"python": "x", "fake": "1"}
+
+    def refuse(self, job):
+        return "no h2 here" if job.http != "1.1" else None
+
+    def open(self, job):
+        self.verify = job.verify
+        self.events.append("open")
+
+    def request(self, req):
+        if "fail" in req.url:
+            raise ConnectionRefusedError("refused")
+        return labdriver.Response.of(200, 11, req.url.encode(), self.verify)
+
+    def close(self):
+        self.events.append("close")
+
+
+class FakeAsyncDriver(labdriver.AsyncDriver):
+    """The same, asynchronously."""
+
+    async def open(self, job):
+        self.verify = job.verify
+
+    async def request(self, req):
+        return labdriver.Response.of(200, (1, 1), req.url.encode(), self.verify)
+
+
+def converse(driver, messages, caps=ALL_CAPS - {"parallel"}) -> list[dict]:
+    inp = io.BytesIO("".join(json.dumps(m) + "\n" for m in messages).encode())
+    out = io.StringIO()
+    labdriver.Loop(driver, set(caps), inp, out).run()
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_full_conversation():
+    driver = FakeDriver()
+    replies = converse(driver, [
+        {"type": "hello", "protocol": 1},
+        {"type": "job", "job": job_dict(requests=[
+            {"method": "GET", "url": "http://h/a", "repeat": 2}, {"method": "GET", "url": "http://fail/"}])},
+        {"type": "go"},
+    ])
+    assert [r["type"] for r in replies] == ["hello", "ready", "done", "report"]
+    assert replies[0] == {"type": "hello", "protocol": 1, "versions": {"python": "x", "fake": "1"}}
+    report = replies[3]
+    digest = hashlib.sha256(b"http://h/a").hexdigest()
+    assert report["responses"] == [{"r": 0, "status": 200, "bytes": 10, "http": "1.1", "sha256": digest}] * 2
+    assert report["errors"] == [{"r": 1, "message": "ConnectionRefusedError: refused"}]
+    assert driver.events == ["open", "close"]  # closed after the report
+
+
+def test_no_sha256_without_verify():
+    replies = converse(FakeDriver(), [{"type": "job", "job": job_dict(verify=False)}, {"type": "go"}])
+    assert all("sha256" not in r for r in replies[-1]["responses"])
+
+
+def test_unsupported_then_next_job():
+    driver = FakeDriver()
+    replies = converse(driver, [
+        {"type": "job", "job": job_dict(options={"frobnicate": True})},
+        {"type": "job", "job": job_dict(http="2")},
+        {"type": "job", "job": job_dict()},
+        {"type": "go"},
+    ])
+    assert replies[0] == {"type": "unsupported", "reason": "option frobnicate is not supported"}
+    assert replies[1] == {"type": "unsupported", "reason": "no h2 here"}
+    assert [r["type"] for r in replies[2:]] == ["ready", "done", "report"]
+    assert driver.events == ["open", "close"]  # refused jobs never build a client
+
+
+def test_open_failure_is_an_error():
+    class Broken(FakeDriver):
+        def open(self, job):
+            raise OSError("no CA file")
+
+    replies = converse(Broken(), [{"type": "job", "job": job_dict()}, {"type": "go"}])
+    assert replies[0]["type"] == "error" and "no CA file" in replies[0]["message"]
+    assert replies[1] == {"type": "error", "message": "go without a ready job"}
+
+
+def test_unknown_message_and_garbage():
+    replies = converse(FakeDriver(), [{"type": "dance"}])
+    assert replies == [{"type": "error", "message": "unknown message type 'dance'"}]
+    out = io.StringIO()
+    labdriver.Loop(FakeDriver(), ALL_CAPS, io.BytesIO(b"not json\n\n"), out).run()
+    assert json.loads(out.getvalue())["type"] == "error"
+
+
+def test_async_driver_runs_in_parallel_order_free():
+    driver = FakeAsyncDriver()
+    try:
+        replies = converse(driver, [
+            {"type": "job", "job": job_dict(concurrency=4, requests=[
+                {"method": "GET", "url": f"http://h/feeds/{i}"} for i in range(10)])},
+            {"type": "go"},
+        ], caps=ALL_CAPS)
+    finally:
+        driver.loop.close()
+    assert [r["type"] for r in replies] == ["ready", "done", "report"]
+    assert sorted(r["r"] for r in replies[2]["responses"]) == list(range(10))
+    assert {r["http"] for r in replies[2]["responses"]} == {"1.1"}
+
+
+def test_main_reads_capabilities_from_manifest(tmp_path, monkeypatch):
+    (tmp_path / "driver.toml").write_text('capabilities = ["tls"]\n')
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(
+        (json.dumps({"type": "job", "job": job_dict(cookies=True)}) + "\n").encode())))
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    labdriver.main(FakeDriver(), str(tmp_path / "driver.py"))
+    assert json.loads(out.getvalue()) == {"type": "unsupported", "reason": "needs capabilities not claimed: cookies"}

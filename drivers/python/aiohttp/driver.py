@@ -1,0 +1,71 @@
+"""clientlab driver: aiohttp, one ClientSession for the job, requests in flight up to `concurrency`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_lib"))
+
+import aiohttp  # noqa: E402
+import labdriver  # noqa: E402
+import multidict  # noqa: E402
+import yarl  # noqa: E402
+
+
+class AiohttpDriver(labdriver.AsyncDriver):
+    """One aiohttp.ClientSession per job; the connector's limit is the job's concurrency."""
+
+    # aiohttp always sets TCP_NODELAY: true is honoured as it is, false cannot be
+    options = {"tcp_nodelay": (True,), "max_host_connections": None, "expect_100": None}
+
+    def versions(self) -> dict[str, str]:
+        return {**labdriver.base_versions(), "aiohttp": aiohttp.__version__,
+                "multidict": multidict.__version__, "yarl": yarl.__version__}
+
+    async def open(self, job: labdriver.Job) -> None:
+        self.job = job
+        connector = aiohttp.TCPConnector(
+            limit=job.concurrency,
+            limit_per_host=job.option("max_host_connections") or 0,  # 0: no per-host cap
+            ssl=labdriver.ssl_context(job) if job.tls_ca else True,
+            force_close=not job.keep_alive,  # a new connection per request
+        )
+        # aiohttp's CookieJar refuses cookies from IP hosts unless unsafe=True; the lab uses 127.0.0.1
+        jar = aiohttp.CookieJar(unsafe=True) if job.cookies else aiohttp.DummyCookieJar()
+        self.session = aiohttp.ClientSession(
+            connector=connector, cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=job.timeout_s),
+            headers={"Accept-Encoding": job.gzip_header},  # aiohttp asks for gzip/deflate by default
+        )
+
+    async def request(self, req: labdriver.Request) -> labdriver.Response:
+        kwargs: dict = {"headers": req.upload_headers(), "allow_redirects": req.follow_redirects}
+        if req.has_body and self.job.option("expect_100"):
+            kwargs["expect100"] = True  # sends Expect: 100-continue and waits for the 100
+        if req.multipart:
+            form = aiohttp.FormData(default_to_multipart=True)
+            for name, value in req.form.items():
+                form.add_field(name, value)
+            kwargs["data"] = form
+        elif req.form is not None:
+            kwargs["data"] = req.form
+        with req.open_body() as body:
+            if body:
+                kwargs["data"] = body  # streamed from the file
+            return await self._send(req, **kwargs)
+
+    async def _send(self, req: labdriver.Request, **kwargs) -> labdriver.Response:
+        async with self.session.request(req.method, req.url, **kwargs) as resp:
+            if req.to_file:
+                with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
+                    async for chunk in resp.content.iter_chunked(labdriver.CHUNK):
+                        sink.write(chunk)
+                    return sink.response(resp.status, resp.version)
+            return labdriver.Response.of(resp.status, resp.version, await resp.read(), self.job.verify)
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+if __name__ == "__main__":
+    labdriver.main(AiohttpDriver(), __file__)

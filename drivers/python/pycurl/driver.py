@@ -1,0 +1,122 @@
+"""clientlab driver: pycurl, one Curl easy handle reused for the job."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from urllib.parse import urlencode
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_lib"))
+
+import labdriver  # noqa: E402
+import pycurl  # noqa: E402
+
+# CURLINFO_HTTP_VERSION values -> the report's labels
+HTTP_LABELS = {pycurl.CURL_HTTP_VERSION_1_0: "1.0", pycurl.CURL_HTTP_VERSION_1_1: "1.1",
+               pycurl.CURL_HTTP_VERSION_2_0: "2"}
+
+
+class PycurlDriver(labdriver.Driver):
+    """One pycurl.Curl per job; the handle keeps its connection and cookies between requests."""
+
+    options = {"tcp_nodelay": None, "expect_100": None}
+
+    def versions(self) -> dict[str, str]:
+        info = pycurl.version_info()
+        libs = dict(part.split("/", 1) for part in pycurl.version.split() if "/" in part)
+        return {**labdriver.base_versions(), "pycurl": libs.get("PycURL", "?"), "libcurl": info[1],
+                "libcurl-ssl": info[5], "nghttp2": libs.get("nghttp2", "none")}
+
+    def refuse(self, job: labdriver.Job) -> str | None:
+        if job.http != "1.1" and not pycurl.version_info()[4] & pycurl.VERSION_HTTP2:
+            return "this libcurl has no HTTP/2"
+        return None
+
+    def open(self, job: labdriver.Job) -> None:
+        self.job = job
+        self.curl = pycurl.Curl()
+        # HTTP/2 "prior knowledge": h2c without Upgrade, and ALPN h2 only over TLS (no fallback)
+        self.version = (pycurl.CURL_HTTP_VERSION_1_1 if job.http == "1.1"
+                        else pycurl.CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
+
+    def _configure(self, c: pycurl.Curl) -> None:
+        """Job-wide options; set again after every reset()."""
+        job = self.job
+        c.setopt(pycurl.HTTP_VERSION, self.version)
+        c.setopt(pycurl.TIMEOUT_MS, int(job.timeout_s * 1000))
+        c.setopt(pycurl.NOSIGNAL, 1)
+        if job.tls_ca:
+            c.setopt(pycurl.CAINFO, job.tls_ca)
+        if job.cookies:
+            c.setopt(pycurl.COOKIEFILE, "")  # the in-memory cookie engine; cookies live in the handle
+        if job.accept_gzip:
+            c.setopt(pycurl.ACCEPT_ENCODING, "gzip")  # asks for gzip and decodes it
+        if not job.keep_alive:
+            c.setopt(pycurl.FORBID_REUSE, 1)  # close the connection after every transfer
+        if job.option("tcp_nodelay") is not None:
+            c.setopt(pycurl.TCP_NODELAY, int(job.option("tcp_nodelay")))
+
+    def request(self, req: labdriver.Request) -> labdriver.Response:
+        c = self.curl
+        # reset() forgets the previous request's method and body but keeps the connection and
+        # cookies; without it a POSTFIELDS from an earlier request would leak into a later one
+        c.reset()
+        self._configure(c)
+        c.setopt(pycurl.URL, req.url)
+        c.setopt(pycurl.FOLLOWLOCATION, int(req.follow_redirects))
+        c.setopt(pycurl.MAXREDIRS, 30)
+        headers = req.upload_headers()
+        if req.has_body and self.job.option("expect_100") is not None:
+            headers["Expect"] = "100-continue" if self.job.option("expect_100") else ""
+        c.setopt(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in headers.items()])  # "Expect:" removes it
+        if req.method != ("POST" if req.has_body else "GET"):
+            c.setopt(pycurl.CUSTOMREQUEST, req.method)
+        with req.open_body() as body:
+            mime = self._set_body(c, req, body)
+            try:
+                return self._perform(c, req)
+            finally:
+                if mime is not None:
+                    mime.close()
+
+    @staticmethod
+    def _set_body(c: pycurl.Curl, req: labdriver.Request, body) -> pycurl.CurlMime | None:
+        """Attach the request body; returns the mime tree, which must live until perform() ends."""
+        if req.multipart:
+            mime = pycurl.CurlMime(c)  # curl_mime: HTTPPOST/curl_formadd is deprecated
+            for name, value in req.form.items():
+                mime.add_field(name, value.encode())  # str must be ASCII; bytes need not
+            c.setopt(pycurl.MIMEPOST, mime)
+            return mime
+        if req.form is not None:
+            c.setopt(pycurl.POSTFIELDS, urlencode(req.form))
+        elif body is not None:
+            c.setopt(pycurl.POST, 1)
+            c.setopt(pycurl.READDATA, body)  # streamed from the file
+            c.setopt(pycurl.POSTFIELDSIZE_LARGE, req.body_size)
+        return None
+
+    def _perform(self, c: pycurl.Curl, req: labdriver.Request) -> labdriver.Response:
+        if req.to_file:
+            with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
+                c.setopt(pycurl.WRITEFUNCTION, sink.write)
+                c.perform()
+                return sink.response(c.getinfo(pycurl.RESPONSE_CODE), self._http(c))
+        buffer = io.BytesIO()  # the usual pycurl whole-body idiom
+        c.setopt(pycurl.WRITEDATA, buffer)
+        c.perform()
+        return labdriver.Response.of(c.getinfo(pycurl.RESPONSE_CODE), self._http(c), buffer.getvalue(),
+                                     self.job.verify)
+
+    @staticmethod
+    def _http(c: pycurl.Curl) -> str:
+        version = c.getinfo(pycurl.INFO_HTTP_VERSION)
+        return HTTP_LABELS.get(version, str(version))
+
+    def close(self) -> None:
+        self.curl.close()
+
+
+if __name__ == "__main__":
+    labdriver.main(PycurlDriver(), __file__)

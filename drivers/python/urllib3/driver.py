@@ -1,0 +1,69 @@
+"""clientlab driver: urllib3, one PoolManager for the job."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_lib"))
+
+import labdriver  # noqa: E402
+import urllib3  # noqa: E402
+
+
+class Urllib3Driver(labdriver.Driver):
+    """One urllib3.PoolManager per job."""
+
+    # urllib3 never sends Expect: 100-continue, so expect_100=false is what it always does
+    options = {"tcp_nodelay": None, "max_host_connections": None, "expect_100": (False,)}
+
+    def versions(self) -> dict[str, str]:
+        return {**labdriver.base_versions(), "urllib3": urllib3.__version__}
+
+    def open(self, job: labdriver.Job) -> None:
+        self.job = job
+        kwargs: dict = {
+            "timeout": urllib3.Timeout(total=job.timeout_s),
+            # no retries: a failure is reported, not hidden; redirects are decided per request
+            "retries": urllib3.Retry(total=None, connect=0, read=0, status=0, other=0, redirect=30),
+        }
+        if job.tls_ca:
+            kwargs.update(cert_reqs="CERT_REQUIRED", ca_certs=job.tls_ca)
+        nodelay = job.option("tcp_nodelay")
+        if nodelay is not None:
+            kwargs["socket_options"] = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, int(nodelay))]
+        limit = job.option("max_host_connections")
+        if limit is not None:
+            kwargs.update(maxsize=limit, block=True)  # block: never more than `limit` per host
+        headers = {"Accept-Encoding": job.gzip_header}
+        if not job.keep_alive:
+            headers["Connection"] = "close"
+        self.pool = urllib3.PoolManager(headers=headers, **kwargs)
+
+    def request(self, req: labdriver.Request) -> labdriver.Response:
+        headers = {**self.pool.headers, **req.upload_headers()}
+        kwargs: dict = {"headers": headers, "redirect": req.follow_redirects, "preload_content": not req.to_file}
+        if req.form is not None:
+            kwargs.update(fields=req.form, encode_multipart=req.multipart)
+        with req.open_body() as body:
+            if body:
+                headers["Content-Length"] = str(req.body_size)  # else urllib3 would send it chunked
+                kwargs["body"] = body
+            return self._send(req, **kwargs)
+
+    def _send(self, req: labdriver.Request, **kwargs) -> labdriver.Response:
+        resp = self.pool.request(req.method, req.url, **kwargs)
+        if req.to_file:
+            with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
+                result = sink.drain(resp.stream(labdriver.CHUNK), resp.status, resp.version)
+            resp.release_conn()
+            return result
+        return labdriver.Response.of(resp.status, resp.version, resp.data, self.job.verify)
+
+    def close(self) -> None:
+        self.pool.clear()
+
+
+if __name__ == "__main__":
+    labdriver.main(Urllib3Driver(), __file__)

@@ -1,0 +1,166 @@
+package main
+
+// Connection accounting: a listener that counts connections (and caps how many are open at
+// once), and a conn that counts bytes and remembers when each read happened, so that the
+// handler can tell how a request arrived (in how many reads, with which pauses).
+
+import (
+	"crypto/tls"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type readEvent struct {
+	at time.Time
+	n  int
+}
+
+// trackedConn wraps an accepted TCP connection.
+type trackedConn struct {
+	net.Conn
+	rec     *connRecord
+	trial   *trial
+	onClose func()
+	closed  atomic.Bool
+
+	mu       sync.Mutex
+	reads    []readEvent // reads since the end of the previous request on this connection
+	noEvents atomic.Bool // HTTP/2: reads carry frames of many streams, not worth recording
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.rec.bytesIn.Add(int64(n))
+		if !c.noEvents.Load() {
+			c.mu.Lock()
+			c.reads = append(c.reads, readEvent{time.Now(), n})
+			c.mu.Unlock()
+		}
+	}
+	return n, err
+}
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.rec.bytesOut.Add(int64(n))
+	return n, err
+}
+
+func (c *trackedConn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		c.rec.closed.Store(c.trial.since(time.Now()))
+		if c.onClose != nil {
+			c.onClose()
+		}
+	}
+	return c.Conn.Close()
+}
+
+// takeReads returns the reads recorded since the last call and starts a new list.
+func (c *trackedConn) takeReads() []readEvent {
+	c.mu.Lock()
+	r := c.reads
+	c.reads = nil
+	c.mu.Unlock()
+	return r
+}
+
+// peekReadCount is how many reads are recorded so far for the current request.
+func (c *trackedConn) peekReadCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.reads)
+}
+
+// connLimit caps the number of open client connections; 0 means no cap. Connections over the
+// cap are not accepted: they wait in the kernel's backlog, as with a server at its limit.
+type connLimit struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	limit  int
+	active int
+	peak   int // most connections open at once since the cap was last set
+}
+
+func newConnLimit(limit int) *connLimit {
+	l := &connLimit{limit: limit}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *connLimit) acquire() {
+	l.mu.Lock()
+	for l.limit > 0 && l.active >= l.limit {
+		l.cond.Wait()
+	}
+	l.active++
+	l.peak = max(l.peak, l.active)
+	l.mu.Unlock()
+}
+
+func (l *connLimit) release() {
+	l.mu.Lock()
+	l.active--
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+func (l *connLimit) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.active
+}
+
+func (l *connLimit) set(limit int) {
+	l.mu.Lock()
+	l.limit = limit
+	l.peak = l.active
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// trackingListener accepts connections into the current trial; with tlsConfig set it returns
+// *tls.Conn (so net/http negotiates h2 by ALPN) over the tracked connection.
+type trackingListener struct {
+	net.Listener
+	limit     *connLimit
+	tlsConfig func() *tls.Config
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	l.limit.acquire()
+	raw, err := l.Listener.Accept()
+	if err != nil {
+		l.limit.release()
+		return nil, err
+	}
+	t := current.Load()
+	tc := &trackedConn{Conn: raw, trial: t, rec: t.addConn(l.tlsConfig != nil), onClose: l.limit.release}
+	if l.tlsConfig == nil {
+		return tc, nil
+	}
+	cfg := l.tlsConfig()
+	// VerifyConnection runs after every handshake, full or resumed, on the server side too.
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		tc.rec.resumed.Store(cs.DidResume)
+		if cs.NegotiatedProtocol == "h2" {
+			tc.rec.proto.Store("h2")
+			tc.noEvents.Store(true)
+		}
+		t.handshake(cs.DidResume)
+		return nil
+	}
+	return tls.Server(tc, cfg), nil
+}
+
+// tracked finds our connection under whatever net/http hands to ConnContext.
+func tracked(c net.Conn) *trackedConn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	t, _ := c.(*trackedConn)
+	return t
+}

@@ -1,0 +1,3 @@
+module clientlab/server
+
+go 1.26

@@ -1,0 +1,394 @@
+package main
+
+// The public resources (docs/bench-server.md) and the recording around every request.
+
+import (
+	"compress/gzip"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"hash"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const maxBytes = 2 << 30 // 2 GiB
+
+type ctxKey struct{}
+
+var recordDigests atomic.Bool
+
+// countingBody counts the request body bytes the handler (or the drain after it) reads.
+type countingBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+// bodyWriter counts (and, while recording digests, hashes) the identity body bytes.
+type bodyWriter struct {
+	w    io.Writer
+	n    int64
+	hash hash.Hash
+}
+
+func (b *bodyWriter) Write(p []byte) (int, error) {
+	n, err := b.w.Write(p)
+	b.n += int64(n)
+	if b.hash != nil {
+		b.hash.Write(p[:n])
+	}
+	return n, err
+}
+
+// exchange is one request being served: what the handlers fill into its log entry.
+type exchange struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	entry LogEntry
+}
+
+// send answers with status and a body of n bytes (n < 0: unknown) produced by body.
+func (x *exchange) send(status int, ctype string, n int64, body func(io.Writer) error) {
+	h := x.w.Header()
+	h.Set("Content-Type", ctype)
+	var out io.Writer = x.w
+	var zw *gzip.Writer
+	if x.r.URL.Query().Get("gzip") == "1" && acceptsGzip(x.r) {
+		h.Set("Content-Encoding", "gzip")
+		h.Set("Vary", "Accept-Encoding")
+		zw, _ = gzip.NewWriterLevel(x.w, gzip.BestSpeed)
+		out = zw
+		x.entry.Gzip = true
+	} else if n >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(n, 10))
+	}
+	x.w.WriteHeader(status)
+	x.entry.Status = status
+	bw := &bodyWriter{w: out}
+	if recordDigests.Load() {
+		bw.hash = sha256.New()
+	}
+	_ = body(bw) // a client that goes away mid-body is its own problem; the log shows the bytes sent
+	if zw != nil {
+		zw.Close()
+	}
+	x.entry.RespBodyBytes = bw.n
+	if bw.hash != nil {
+		x.entry.RespSHA256 = hex.EncodeToString(bw.hash.Sum(nil))
+	}
+}
+
+func (x *exchange) sendBytes(status int, ctype string, data []byte) {
+	x.send(status, ctype, int64(len(data)), func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+func (x *exchange) fail(status int, message string) {
+	x.sendBytes(status, "text/plain; charset=utf-8", []byte(message+"\n"))
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(params) != "q=0" {
+			return true
+		}
+	}
+	return false
+}
+
+// serveHTTP records every request around the resource handlers.
+func serveHTTP(w http.ResponseWriter, r *http.Request) {
+	tc, _ := r.Context().Value(ctxKey{}).(*trackedConn)
+	t := current.Load()
+	x := &exchange{w: w, r: r, entry: LogEntry{
+		Method: r.Method, Path: r.URL.Path, Proto: r.Proto,
+		ExpectContinue: strings.EqualFold(r.Header.Get("Expect"), "100-continue"),
+		FormKind:       "none",
+	}}
+	headerReads := 0
+	if tc != nil {
+		x.entry.Conn = tc.rec.id
+		if r.ProtoMajor == 2 {
+			if r.TLS == nil {
+				tc.rec.proto.Store("h2c")
+			}
+			tc.noEvents.Store(true)
+		} else {
+			headerReads = tc.peekReadCount()
+		}
+	}
+	body := &countingBody{ReadCloser: r.Body}
+	r.Body = body
+	if ms, err := strconv.Atoi(r.URL.Query().Get("delay_ms")); err == nil && ms > 0 {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
+	route(x, r.URL.Path)
+	io.Copy(io.Discard, body) // the whole request has arrived before its reads are counted
+	x.entry.ReqBodyBytes = body.n
+	if tc != nil {
+		reads := tc.takeReads()
+		if r.ProtoMajor == 1 && len(reads) > 0 {
+			x.entry.Reads = len(reads)
+			x.entry.HeaderReads = min(headerReads, len(reads))
+			x.entry.FirstByteNs = t.since(reads[0].at)
+			x.entry.LastByteNs = t.since(reads[len(reads)-1].at)
+			for i := 1; i < len(reads); i++ {
+				x.entry.MaxReadGapNs = max(x.entry.MaxReadGapNs, reads[i].at.Sub(reads[i-1].at).Nanoseconds())
+			}
+		}
+		tc.rec.requests.Add(1)
+	}
+	if x.entry.FirstByteNs == 0 {
+		x.entry.FirstByteNs = t.since(time.Now()) // HTTP/2: the instant the handler started is the best we have
+	}
+	x.entry.DoneNs = t.since(time.Now())
+	t.record(x.entry)
+}
+
+func route(x *exchange, path string) {
+	head, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	switch head {
+	case "bytes":
+		n, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || n < 0 || n > maxBytes {
+			x.fail(http.StatusBadRequest, "size must be 0 ... 2 GiB")
+			return
+		}
+		x.send(http.StatusOK, "application/octet-stream", n, func(w io.Writer) error { return writeBytes(w, n) })
+	case "json":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 64 || n > maxCachedDoc {
+			x.fail(http.StatusBadRequest, "size must be 64 ... 64 MiB")
+			return
+		}
+		x.sendBytes(http.StatusOK, "application/json", jsonDoc(n))
+	case "feeds":
+		i, err := strconv.Atoi(rest)
+		if err != nil || i < 0 || i >= feedCount {
+			x.fail(http.StatusNotFound, "feeds are 0 ... 99")
+			return
+		}
+		x.sendBytes(http.StatusOK, "application/atom+xml", feedDoc(i))
+	case "echo":
+		echo(x)
+	case "redirect":
+		redirect(x, rest)
+	case "login":
+		login(x)
+	case "private":
+		cookie, err := x.r.Cookie(sessionCookie)
+		ok := err == nil && validSession(cookie.Value)
+		x.entry.CookieOK = &ok
+		if !ok {
+			x.fail(http.StatusUnauthorized, "log in first: POST /login")
+			return
+		}
+		route(x, "/"+rest)
+	default:
+		x.fail(http.StatusNotFound, "no such resource")
+	}
+}
+
+func redirect(x *exchange, rest string) {
+	n, err := strconv.Atoi(rest)
+	to := x.r.URL.Query().Get("to")
+	if err != nil || n < 1 || !strings.HasPrefix(to, "/") {
+		x.fail(http.StatusBadRequest, "use /redirect/{n}?to=/path with n >= 1")
+		return
+	}
+	location := to
+	if n > 1 {
+		location = "/redirect/" + strconv.Itoa(n-1) + "?to=" + url.QueryEscape(to)
+	}
+	x.w.Header().Set("Location", location)
+	x.sendBytes(http.StatusFound, "text/plain; charset=utf-8", []byte("redirecting\n"))
+}
+
+// -- forms --------------------------------------------------------------------------------
+
+type field struct{ name, value string }
+
+// formDigest is the canonical digest of form fields (sorted by name, then value).
+func formDigest(fields []field) string {
+	sort.Slice(fields, func(i, j int) bool {
+		if fields[i].name != fields[j].name {
+			return fields[i].name < fields[j].name
+		}
+		return fields[i].value < fields[j].value
+	})
+	h := sha256.New()
+	for _, f := range fields {
+		h.Write([]byte(f.name))
+		h.Write([]byte{0})
+		h.Write([]byte(f.value))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// readForm parses a urlencoded or multipart body; kind "raw" means neither (body hashed instead).
+func readForm(r *http.Request) (kind string, fields []field, bodySHA string, err error) {
+	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mediaType {
+	case "application/x-www-form-urlencoded":
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			return "", nil, "", err
+		}
+		values, err := url.ParseQuery(string(data))
+		if err != nil {
+			return "", nil, "", err
+		}
+		for name, vs := range values {
+			for _, v := range vs {
+				fields = append(fields, field{name, v})
+			}
+		}
+		sum := sha256.Sum256(data)
+		return "urlencoded", fields, hex.EncodeToString(sum[:]), nil
+	case "multipart/form-data":
+		reader := multipart.NewReader(r.Body, params["boundary"])
+		for {
+			part, err := reader.NextPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return "", nil, "", err
+			}
+			value, err := io.ReadAll(part)
+			if err != nil {
+				return "", nil, "", err
+			}
+			fields = append(fields, field{part.FormName(), string(value)})
+		}
+		return "multipart", fields, "", nil
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, r.Body)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if n == 0 {
+		return "none", nil, "", nil
+	}
+	return "raw", nil, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func echo(x *exchange) {
+	kind, fields, bodySHA, err := readForm(x.r)
+	if err != nil {
+		x.fail(http.StatusBadRequest, "cannot read the body: "+err.Error())
+		return
+	}
+	x.entry.FormKind = kind
+	x.entry.FormFields = len(fields)
+	if kind == "urlencoded" || kind == "multipart" {
+		x.entry.FormSHA256 = formDigest(fields)
+		if kind == "multipart" {
+			bodySHA = x.entry.FormSHA256 // the raw body carries a random boundary
+		}
+	}
+	answer, _ := json.Marshal(map[string]any{
+		"kind": kind, "fields": len(fields), "form_sha256": x.entry.FormSHA256, "body_sha256": bodySHA,
+	})
+	x.sendBytes(http.StatusOK, "application/json", append(answer, '\n'))
+}
+
+// -- login and sessions -------------------------------------------------------------------
+
+const sessionCookie = "clientlab_session"
+
+var sessions sync.Map // token -> struct{}
+
+func validSession(token string) bool {
+	_, ok := sessions.Load(token)
+	return ok
+}
+
+func login(x *exchange) {
+	if x.r.Method != http.MethodPost {
+		x.fail(http.StatusMethodNotAllowed, "POST a form with user and password")
+		return
+	}
+	kind, fields, _, err := readForm(x.r)
+	x.entry.FormKind = kind
+	x.entry.FormFields = len(fields)
+	if err != nil {
+		x.fail(http.StatusBadRequest, "cannot read the form: "+err.Error())
+		return
+	}
+	x.entry.FormSHA256 = formDigest(fields)
+	got := map[string]string{}
+	for _, f := range fields {
+		got[f.name] = f.value
+	}
+	if got["user"] == "" || got["password"] == "" {
+		x.fail(http.StatusBadRequest, "user and password are required")
+		return
+	}
+	raw := make([]byte, 16)
+	rand.Read(raw)
+	token := hex.EncodeToString(raw)
+	sessions.Store(token, struct{}{})
+	http.SetCookie(x.w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/"})
+	x.sendBytes(http.StatusOK, "application/json", []byte(`{"logged_in":true}`+"\n"))
+}
+
+// -- digests for the lab ------------------------------------------------------------------
+
+var byteDigests sync.Map // n -> string
+
+// bodyDigest is the size and SHA-256 of the identity body a GET of path would get.
+func bodyDigest(path string) (int64, string, bool) {
+	path = strings.TrimPrefix(path, "/private")
+	head, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	var data []byte
+	switch head {
+	case "bytes":
+		n, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || n < 0 || n > maxBytes {
+			return 0, "", false
+		}
+		if d, ok := byteDigests.Load(n); ok {
+			return n, d.(string), true
+		}
+		h := sha256.New()
+		writeBytes(h, n)
+		d := hex.EncodeToString(h.Sum(nil))
+		byteDigests.Store(n, d)
+		return n, d, true
+	case "json":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 64 || n > maxCachedDoc {
+			return 0, "", false
+		}
+		data = jsonDoc(n)
+	case "feeds":
+		i, err := strconv.Atoi(rest)
+		if err != nil || i < 0 || i >= feedCount {
+			return 0, "", false
+		}
+		data = feedDoc(i)
+	default:
+		return 0, "", false
+	}
+	sum := sha256.Sum256(data)
+	return int64(len(data)), hex.EncodeToString(sum[:]), true
+}
