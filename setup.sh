@@ -9,16 +9,7 @@ LAB_HOME=${CLIENTLAB_HOME:-$ROOT/.lab}
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-find_python() {
-  for candidate in python3.11 "$HOME/.pyenv/versions/3.11.7/bin/python3.11" python3; do
-    if command -v "$candidate" >/dev/null 2>&1 &&
-       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-      command -v "$candidate"; return
-    fi
-  done
-  echo "setup: needs Python 3.11 or newer" >&2; exit 1
-}
-PYTHON=$(find_python)
+PYTHON=$(setup/find-python.sh)
 
 # 1. apt packages: the lab's list plus each driver manifest's `apt` field
 packages=$(grep -v '^\s*#' setup/apt-packages.txt | xargs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clientlab import protocol
-from clientlab.conftest import shipped
+from clientlab.testsupport import shipped
 from clientlab.scenario import Scenario
 
 REF = "python-fake-reference"

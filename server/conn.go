@@ -59,13 +59,27 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// takeReads returns the reads recorded since the last call and starts a new list.
-func (c *trackedConn) takeReads() []readEvent {
+// arrival summarises the reads that carried one request.
+type arrival struct {
+	reads       int
+	first, last time.Time
+	maxGap      time.Duration
+}
+
+// takeReads summarises the reads recorded since the last call and starts a new list
+// (reusing its memory: this runs once per request).
+func (c *trackedConn) takeReads() arrival {
 	c.mu.Lock()
-	r := c.reads
-	c.reads = nil
-	c.mu.Unlock()
-	return r
+	defer c.mu.Unlock()
+	a := arrival{reads: len(c.reads)}
+	if a.reads > 0 {
+		a.first, a.last = c.reads[0].at, c.reads[a.reads-1].at
+		for i := 1; i < a.reads; i++ {
+			a.maxGap = max(a.maxGap, c.reads[i].at.Sub(c.reads[i-1].at))
+		}
+	}
+	c.reads = c.reads[:0]
+	return a
 }
 
 // peekReadCount is how many reads are recorded so far for the current request.

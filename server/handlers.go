@@ -60,6 +60,7 @@ func (b *bodyWriter) Write(p []byte) (int, error) {
 type exchange struct {
 	w     http.ResponseWriter
 	r     *http.Request
+	query url.Values // parsed once; nil when the URL has no query
 	entry LogEntry
 }
 
@@ -69,7 +70,7 @@ func (x *exchange) send(status int, ctype string, n int64, body func(io.Writer) 
 	h.Set("Content-Type", ctype)
 	var out io.Writer = x.w
 	var zw *gzip.Writer
-	if x.r.URL.Query().Get("gzip") == "1" && acceptsGzip(x.r) {
+	if x.query.Get("gzip") == "1" && acceptsGzip(x.r) {
 		h.Set("Content-Encoding", "gzip")
 		h.Set("Vary", "Accept-Encoding")
 		zw, _ = gzip.NewWriterLevel(x.w, gzip.BestSpeed)
@@ -135,22 +136,23 @@ func serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body := &countingBody{ReadCloser: r.Body}
 	r.Body = body
-	if ms, err := strconv.Atoi(r.URL.Query().Get("delay_ms")); err == nil && ms > 0 {
+	if r.URL.RawQuery != "" {
+		x.query = r.URL.Query()
+	}
+	if ms, err := strconv.Atoi(x.query.Get("delay_ms")); err == nil && ms > 0 {
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
 	route(x, r.URL.Path)
 	io.Copy(io.Discard, body) // the whole request has arrived before its reads are counted
 	x.entry.ReqBodyBytes = body.n
 	if tc != nil {
-		reads := tc.takeReads()
-		if r.ProtoMajor == 1 && len(reads) > 0 {
-			x.entry.Reads = len(reads)
-			x.entry.HeaderReads = min(headerReads, len(reads))
-			x.entry.FirstByteNs = t.since(reads[0].at)
-			x.entry.LastByteNs = t.since(reads[len(reads)-1].at)
-			for i := 1; i < len(reads); i++ {
-				x.entry.MaxReadGapNs = max(x.entry.MaxReadGapNs, reads[i].at.Sub(reads[i-1].at).Nanoseconds())
-			}
+		a := tc.takeReads()
+		if r.ProtoMajor == 1 && a.reads > 0 {
+			x.entry.Reads = a.reads
+			x.entry.HeaderReads = min(headerReads, a.reads)
+			x.entry.FirstByteNs = t.since(a.first)
+			x.entry.LastByteNs = t.since(a.last)
+			x.entry.MaxReadGapNs = a.maxGap.Nanoseconds()
 		}
 		tc.rec.requests.Add(1)
 	}
@@ -207,7 +209,7 @@ func route(x *exchange, path string) {
 
 func redirect(x *exchange, rest string) {
 	n, err := strconv.Atoi(rest)
-	to := x.r.URL.Query().Get("to")
+	to := x.query.Get("to")
 	if err != nil || n < 1 || !strings.HasPrefix(to, "/") {
 		x.fail(http.StatusBadRequest, "use /redirect/{n}?to=/path with n >= 1")
 		return

@@ -6,16 +6,7 @@ set -euo pipefail
 dir=${1:?usage: build-venv.sh DRIVER_DIR}
 dir=$(cd "$dir" && pwd)
 
-find_python() {
-  for candidate in python3.11 "$HOME/.pyenv/versions/3.11.7/bin/python3.11" python3; do
-    if command -v "$candidate" >/dev/null 2>&1 &&
-       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-      command -v "$candidate"; return
-    fi
-  done
-  echo "build-venv.sh: needs Python 3.11 or newer (python3.11 on PATH)" >&2; exit 1
-}
-python=$(find_python)
+python=$("$(dirname "$0")/../../../setup/find-python.sh")
 
 # start clean so a changed requirements.txt never leaves stale packages behind
 rm -rf "$dir/.venv"

@@ -85,6 +85,15 @@ class Request:
         with open(self.body_file, "rb") as body:
             yield body
 
+    def form_kwargs(self) -> dict:
+        """The form as requests and httpx take it: multipart fields as `files` without file
+        names (so they stay plain fields), urlencoded ones as `data`; {} when there is no form."""
+        if self.form is None:
+            return {}
+        if self.multipart:
+            return {"files": {k: (None, v) for k, v in self.form.items()}}
+        return {"data": self.form}
+
     def upload_headers(self) -> dict[str, str]:
         """The extra headers plus Content-Type for a raw `body_file` body."""
         headers = dict(self.headers)

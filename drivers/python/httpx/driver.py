@@ -48,10 +48,7 @@ class HttpxDriver(labdriver.Driver):
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
         kwargs: dict = {"headers": req.upload_headers(), "follow_redirects": req.follow_redirects}
-        if req.multipart:
-            kwargs["files"] = {k: (None, v) for k, v in req.form.items()}  # fields, no file names
-        elif req.form is not None:
-            kwargs["data"] = req.form
+        kwargs.update(req.form_kwargs())
         with req.open_body() as body:
             if body:
                 kwargs["content"] = body  # streamed from the file

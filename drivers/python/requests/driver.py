@@ -62,10 +62,7 @@ class RequestsDriver(labdriver.Driver):
     def request(self, req: labdriver.Request) -> labdriver.Response:
         kwargs: dict = {"headers": req.upload_headers(), "allow_redirects": req.follow_redirects,
                         "timeout": self.job.timeout_s, "stream": req.to_file}
-        if req.multipart:
-            kwargs["files"] = {k: (None, v) for k, v in req.form.items()}  # fields, no file names
-        elif req.form is not None:
-            kwargs["data"] = req.form
+        kwargs.update(req.form_kwargs())
         with req.open_body() as body:
             if body:
                 kwargs["data"] = body  # streamed from the file

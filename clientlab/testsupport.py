@@ -1,4 +1,4 @@
-"""Shared fixtures: the real bench server, a scratch results store, the test drivers."""
+"""Shared test fixtures (loaded by the root conftest.py): the real bench server, a scratch results store, the test drivers."""
 
 from __future__ import annotations
 

@@ -1,0 +1,54 @@
+"""Every shipped driver, on every default scenario its manifest claims, passes verification.
+
+Small counts keep this quick; the timing itself is the main job's business, not a test's.
+HTTP/2 (over TLS) and h2c are checked for the drivers that claim them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from clientlab import manifest, scenario
+from clientlab.job import plan, required_capabilities
+from clientlab.runner import CellRunner, RunOptions
+from clientlab.stats import StopRule
+
+SMALL = {"count": 20, "size": 1024, "feeds": 100}
+SIZES = {"download-memory": {"size": "2MB", "count": 2}, "download-file": {"size": "5MB", "count": 1}}
+
+DRIVERS = [d for d in manifest.discover()[0] if d.manifest.default]
+FILES = {f.name: f for f in scenario.discover()[0]}
+
+
+def _scenario(name: str, http: str | None = None):
+    f = FILES[name]
+    params = SIZES.get(name) or {k: v for k, v in SMALL.items() if k in f.params and k != "size"}
+    s = f.expand(params)
+    if http == "2":
+        s = s.model_copy(update={"client": s.client.model_copy(update={"scheme": "https", "http": "2"})})
+    elif http == "h2c":
+        s = s.model_copy(update={"client": s.client.model_copy(update={"http": "h2c"})})
+    return s
+
+
+CASES = [(d, name, None) for d in DRIVERS for name in sorted(FILES) if FILES[name].raw.get("default", True)]
+CASES += [(d, "get-small", v) for d in DRIVERS for v in ("2", "h2c") if {"2": "http2", "h2c": "h2c"}[v]
+          in d.manifest.capabilities]
+
+
+@pytest.mark.parametrize("driver,name,http", CASES,
+                         ids=[f"{d.id}-{n}{'-' + h if h else ''}" for d, n, h in CASES])
+def test_driver_passes_verification_on_what_it_claims(bench_server, store, driver, name, http):
+    if driver.missing():
+        pytest.fail(f"{driver.id} is not installed: {driver.missing()} (run ./setup.sh)")
+    sc = _scenario(name, http)
+    needed = required_capabilities(plan(sc, bench_server.endpoint, store.path.parent, verify=True, tag="probe"))
+    claimed = all(c in driver.manifest.capabilities for c in needed)
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), pin_cpus=False)
+    result = CellRunner(bench_server, store, run_id, options).run_cell(driver, sc)
+    if claimed:
+        assert result.status == "ok", f"{driver.id} on {sc.name}: {result.status}: {result.reason}"
+        assert result.versions, "hello carried no versions"
+    else:
+        assert result.status == "unsupported" and result.reason.startswith("manifest does not claim")
