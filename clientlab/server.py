@@ -7,7 +7,6 @@ import json
 import os
 import select
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -114,12 +113,3 @@ class BenchServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-
-def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:  # noqa: ANN001
-    """Poll `predicate` until true or `timeout` seconds pass."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
