@@ -215,10 +215,24 @@ def _print_run(store: Store, run_id: int) -> None:
 
 @main.command("show")
 @click.argument("run_ref", default="last", metavar="RUN")
-def show_cmd(run_ref: str) -> None:
+@click.option("--cell", "cells", multiple=True, metavar="DRIVER:SCENARIO",
+              help="Also show every trial of this cell and what the server saw (repeatable; * matches all).")
+def show_cmd(run_ref: str, cells: tuple[str, ...]) -> None:
     """Show a stored run's table (RUN: a run id or 'last')."""
+    from fnmatch import fnmatch
+
+    from clientlab.output.detail import trials_table
+
     store = Store(paths.results_db())
-    _print_run(store, store.resolve(run_ref))
+    run_id = store.resolve(run_ref)
+    _print_run(store, run_id)
+    for pattern in cells:
+        driver, _, name = pattern.partition(":")
+        matched = [c for c in store.cells(run_id) if fnmatch(c["driver"], driver) and fnmatch(c["scenario"], name or "*")]
+        if not matched:
+            raise LabInputError(f"no cell matches '{pattern}' in run {run_id}")
+        for cell in matched:
+            out.print(trials_table(cell, store.trials(cell["id"])))
 
 
 @main.command("runs")

@@ -66,8 +66,9 @@ def test_run_writes_json_cells_and_show_export_read_them(lab_home, tmp_path):
     assert cells[("python-fake-reference", "parallel-feeds")]["status"] == "unsupported"
     assert doc["run"]["status"] == "complete" and doc["run"]["machine"]["cores"] >= 1
     assert "FAILED" in proc.stdout and "unsupported" in proc.stdout
-    show = clientlab("show", "last", home=lab_home)
-    assert show.returncode == 0 and "python-fake-reference" in show.stdout
+    show = clientlab("show", "last", "--cell", "python-fake-reference:get-small", home=lab_home)
+    assert show.returncode == 0 and "python-fake-reference × get-small: ok" in show.stdout
+    assert "timed 1" in show.stdout and "HTTP/1.1 20" in show.stdout
     exported = clientlab("export", "last", "--format", "csv", home=lab_home)
     rows = list(csv.DictReader(io.StringIO(exported.stdout)))
     assert len(rows) == 4 and {r["status"] for r in rows} == {"ok", "failed", "unsupported"}
