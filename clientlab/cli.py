@@ -134,6 +134,13 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
               help="Scenarios to run (comma-separated or repeated). Default: the default scenarios.")
 @click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
               help="Override a scenario parameter, e.g. -p count=500 or -p download-file.size=1GB.")
+@click.option("--http", type=click.Choice(["1.1", "2", "h2c"]),
+              help="HTTP version for every scenario: 2 is over TLS (https), h2c is cleartext with prior knowledge.")
+@click.option("--concurrency", type=click.IntRange(1), help="Requests in flight at once, for every scenario.")
+@click.option("--keep-alive/--no-keep-alive", default=None, help="Reuse connections, or one per request.")
+@click.option("-o", "--option", "client_options", multiple=True, metavar="NAME=VALUE",
+              help="A driver option for every scenario, e.g. -o tcp_nodelay=false -o max_host_connections=6 "
+                   "-o share=dns,tls (docs/driver-protocol.md). Drivers that cannot honour it answer unsupported.")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
 @click.option("--min-trials", default=3, show_default=True, type=click.IntRange(1))
 @click.option("--max-trials", default=10, show_default=True, type=click.IntRange(1))
@@ -145,8 +152,9 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
 @click.option("--fresh-process", is_flag=True, help="Start a new driver process for every trial (cold cost).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the run as JSON here (rewritten after every cell).")
-def run_cmd(driver_paths, driver_names, scenario_names, params, trials, min_trials, max_trials, precision,
-            max_cell_seconds, warmup, fresh_process, json_path) -> None:  # noqa: ANN001
+def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrency, keep_alive, client_options,
+            trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
+            json_path) -> None:  # noqa: ANN001
     """Verify, then time every selected driver on every selected scenario."""
     drivers = _drivers(driver_paths)
     wanted = _split(driver_names)
@@ -164,11 +172,15 @@ def run_cmd(driver_paths, driver_names, scenario_names, params, trials, min_tria
     scenarios = scenario.select(files, _split(scenario_names), scenario.parse_overrides(list(params)))
     if not scenarios:
         raise LabInputError("no scenario selected")
+    options_given = scenario.parse_options(list(client_options))
+    scenarios = [s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given)
+                 for s in scenarios]
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
                     target_precision=precision, max_seconds=max_cell_seconds)
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process)
-    config = {"drivers": [d.id for d in chosen], "scenarios": [s.name for s in scenarios],
-              "params": {s.name: s.params for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
+    config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
+              "params": {s.label: s.params for s in scenarios},
+              "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
               "stop": vars(stop), "net": "loopback", "lab_version": _lab_version()}
     store = Store(paths.results_db())
     run_id = store.start_run(machine.describe(), config)

@@ -102,6 +102,18 @@ def test_interrupted_run_keeps_its_finished_trials(lab_home):
     assert "python-fake-reference" in stdout
 
 
+def test_client_option_from_the_command_line_reaches_the_driver(lab_home, tmp_path):
+    out = tmp_path / "run.json"
+    proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "get-small",
+                     "-p", "count=5", "--trials", "1", "--warmup", "0", "-o", "tcp_nodelay=true",
+                     "--json", str(out), home=lab_home)
+    assert proc.returncode == 0, proc.stderr
+    cell = json.loads(out.read_text())["cells"][0]
+    assert cell["scenario"] == "get-small[tcp_nodelay=True]"
+    assert cell["status"] == "unsupported" and cell["reason"] == "option tcp_nodelay is not supported"
+    assert cell["params"]["client"]["options"] == {"tcp_nodelay": True}
+
+
 def test_bad_scenario_selection_is_a_clear_error(lab_home):
     proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "nope",
                      home=lab_home)

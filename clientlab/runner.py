@@ -97,8 +97,9 @@ class CellRunner:
     # -- one cell -------------------------------------------------------------------------
 
     def run_cell(self, driver: Driver, scenario: Scenario) -> CellResult:
-        self.events.cell_started(driver.id, scenario.name)
-        cell_id = self.store.start_cell(self.run_id, driver.id, scenario.name, scenario.params, scenario.metric)
+        self.events.cell_started(driver.id, scenario.label)
+        params = {**scenario.params, "client": scenario.client.model_dump()}
+        cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric)
         result = self._run_cell(driver, scenario, cell_id)
         self.store.finish_cell(cell_id, result.status, result.reason, result.figures, result.versions)
         self.events.cell_done(result)
@@ -106,7 +107,7 @@ class CellRunner:
 
     def _run_cell(self, driver: Driver, scenario: Scenario, cell_id: int) -> CellResult:
         def finish(status: str, reason: str | None = None, figs: dict | None = None) -> CellResult:
-            return CellResult(driver.id, scenario.name, status, reason, figs, versions)
+            return CellResult(driver.id, scenario.label, status, reason, figs, versions)
 
         versions: dict | None = None
         missing = driver.missing()

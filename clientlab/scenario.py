@@ -82,9 +82,42 @@ class Scenario(BaseModel):
     client: Client = Client()
     requests: list[Request] = Field(min_length=1)
 
+    variant: str = ""  # set by with_client(): what the command line changed, shown in the cell's name
+
     @property
     def total_requests(self) -> int:
         return sum(r.repeat for r in self.requests)
+
+    @property
+    def label(self) -> str:
+        """The name a cell carries: the scenario's, plus the client settings changed for this run."""
+        return f"{self.name}[{self.variant}]" if self.variant else self.name
+
+    def with_client(self, **changes: Any) -> "Scenario":
+        """A copy with client settings changed (None = keep), validated; `options` are merged.
+
+        http = "2" switches to https (HTTP/2 is negotiated over TLS); "h2c" and "1.1" keep the scheme
+        unless it was https for HTTP/2.
+        """
+        changes = {k: v for k, v in changes.items() if v is not None and v != {}}
+        if not changes:
+            return self
+        client = self.client.model_dump()
+        if "options" in changes:
+            client["options"] = {**client["options"], **changes.pop("options")}
+        if changes.get("http") == "2":
+            client["scheme"] = "https"
+        elif changes.get("http") == "h2c":
+            client["scheme"] = "http"
+        client.update(changes)
+        try:
+            new_client = Client.model_validate(client)
+        except ValidationError as exc:
+            raise LabInputError(f"scenario {self.name}: {exc.errors()[0]['msg']}") from exc
+        parts = [f"{k}={v}" for k, v in changes.items()] + [f"{k}={v}" for k, v in client["options"].items()
+                                                            if self.client.options.get(k) != v]
+        variant = ",".join(p for p in [self.variant, *parts] if p)
+        return self.model_copy(update={"client": new_client, "variant": variant})
 
 
 class ScenarioFile(BaseModel):
@@ -110,6 +143,8 @@ class ScenarioFile(BaseModel):
                 f"{self.path}: no parameter {', '.join(sorted(unknown))} "
                 f"(this scenario has: {', '.join(sorted(self.params)) or 'none'})"
             )
+        if "variant" in self.raw:
+            raise LabInputError(f"{self.path}: field 'variant': unknown field (the lab sets it from the command line)")
         data = {k: v for k, v in self.raw.items()}
         data["params"] = params
         try:
@@ -216,6 +251,24 @@ def parse_overrides(pairs: list[str]) -> dict[str | None, dict[str, Any]]:
         scenario, dot, name = key.rpartition(".")
         parsed: int | str = int(value) if re.fullmatch(r"-?\d+", value) else value
         out.setdefault(scenario if dot else None, {})[name] = parsed
+    return out
+
+
+def parse_options(pairs: list[str]) -> dict[str, Any]:
+    """`-o tcp_nodelay=false -o max_host_connections=6 -o share=dns,tls` → typed option values."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise LabInputError(f"option '{pair}': write NAME=VALUE, e.g. tcp_nodelay=false")
+        if value.lower() in ("true", "false"):
+            out[name] = value.lower() == "true"
+        elif re.fullmatch(r"\d+", value):
+            out[name] = int(value)
+        elif name == "share":
+            out[name] = [v for v in value.split(",") if v]
+        else:
+            out[name] = value
     return out
 
 

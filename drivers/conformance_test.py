@@ -23,12 +23,7 @@ FILES = {f.name: f for f in scenario.discover()[0]}
 def _scenario(name: str, http: str | None = None):
     f = FILES[name]
     params = SIZES.get(name) or {k: v for k, v in SMALL.items() if k in f.params and k != "size"}
-    s = f.expand(params)
-    if http == "2":
-        s = s.model_copy(update={"client": s.client.model_copy(update={"scheme": "https", "http": "2"})})
-    elif http == "h2c":
-        s = s.model_copy(update={"client": s.client.model_copy(update={"http": "h2c"})})
-    return s
+    return f.expand(params).with_client(http=http)
 
 
 CASES = [(d, name, None) for d in DRIVERS for name in sorted(FILES) if FILES[name].raw.get("default", True)]
