@@ -7,6 +7,8 @@ cd "$(dirname "$0")"
 ROOT=$PWD
 LAB_HOME=${CLIENTLAB_HOME:-$ROOT/.lab}
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
+export PATH="$PATH:/usr/local/go/bin"  # where the machine image keeps Go
+command -v go >/dev/null || { echo "setup: needs Go (https://go.dev) on PATH" >&2; exit 1; }
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 PYTHON=$(setup/find-python.sh)

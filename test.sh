@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
+export PATH="$PATH:/usr/local/go/bin"  # where the machine image keeps Go
 echo "== go test (bench server)"
 (cd server && go test ./...)
 echo "== pytest"
