@@ -14,6 +14,7 @@ from clientlab import build as builder
 from clientlab import export as exporters
 from clientlab import machine, manifest, paths, scenario
 from clientlab.errors import LabError, LabInputError
+from clientlab.output.findings import print_findings
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.table import results_table
 from clientlab.runner import RunOptions, run_matrix
@@ -201,6 +202,7 @@ def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrenc
         err.print("[yellow]interrupted: everything measured so far is kept[/]")
     finally:
         store.finish_run(run_id, status)
+        _diagnose(store, run_id)
         if json_path:
             exporters.write(store, run_id, "json", json_path)
     _print_run(store, run_id)
@@ -213,6 +215,13 @@ def _lab_version() -> str:
     return __version__
 
 
+def _diagnose(store: Store, run_id: int) -> None:
+    from clientlab.diagnose import diagnose_run
+
+    for cell_id, findings in diagnose_run(store.cells(run_id)).items():
+        store.set_findings(cell_id, [f.to_dict() for f in findings])
+
+
 def _print_run(store: Store, run_id: int) -> None:
     run = store.run(run_id)
     m = run["machine"]
@@ -223,6 +232,7 @@ def _print_run(store: Store, run_id: int) -> None:
         out.print(f"{title}: no cells measured")
         return
     out.print(results_table(cells, title))
+    print_findings(out, cells)
 
 
 @main.command("show")
@@ -245,6 +255,16 @@ def show_cmd(run_ref: str, cells: tuple[str, ...]) -> None:
             raise LabInputError(f"no cell matches '{pattern}' in run {run_id}")
         for cell in matched:
             out.print(trials_table(cell, store.trials(cell["id"])))
+
+
+@main.command("diagnose")
+@click.argument("run_ref", default="last", metavar="RUN")
+def diagnose_cmd(run_ref: str) -> None:
+    """Run the diagnosis rules again on a stored run (RUN: a run id or 'last') and show the findings."""
+    store = Store(paths.results_db())
+    run_id = store.resolve(run_ref)
+    _diagnose(store, run_id)
+    print_findings(out, store.cells(run_id))
 
 
 @main.command("runs")

@@ -9,6 +9,7 @@ from clientlab import stats
 from clientlab.store import Trial
 
 STALL_GAP_NS = 30_000_000  # a pause of 30 ms or more inside one request's arrival (Nagle is ~40 ms)
+EXPECT_STALL_NS = 900_000_000  # libcurl waits 1 s for "100 Continue" before sending the body anyway
 
 
 def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]:
@@ -31,7 +32,11 @@ def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]
         "multi_read_requests": sum(1 for e in log if e.get("reads", 0) >= 2),
         "stalled_requests": sum(1 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS),
         "max_read_gap_ms": max((e.get("max_read_gap_ns", 0) for e in log), default=0) / 1e6,
+        "stall_gap_ms_median": stats.median(stalls) if (stalls := [
+            e["max_read_gap_ns"] / 1e6 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS]) else 0.0,
         "expect_continue": sum(1 for e in log if e.get("expect_continue")),
+        "expect_stalled": sum(1 for e in log if e.get("expect_continue")
+                              and e.get("max_read_gap_ns", 0) >= EXPECT_STALL_NS),
         "gzip": sum(1 for e in log if e.get("gzip")),
     }
     if sequential and len(arrivals) > 1:

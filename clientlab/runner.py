@@ -98,7 +98,8 @@ class CellRunner:
 
     def run_cell(self, driver: Driver, scenario: Scenario) -> CellResult:
         self.events.cell_started(driver.id, scenario.label)
-        params = {**scenario.params, "client": scenario.client.model_dump()}
+        params = {**scenario.params, "client": scenario.client.model_dump(),
+                  "sinks": sorted({r.sink for r in scenario.requests})}
         cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric)
         result = self._run_cell(driver, scenario, cell_id)
         self.store.finish_cell(cell_id, result.status, result.reason, result.figures, result.versions)

@@ -145,6 +145,14 @@ class Store:
         )
         self.db.commit()
 
+    def set_findings(self, cell_id: int, findings: list[dict]) -> None:
+        """Keep a cell's diagnosis with its figures (rewritten when a run is diagnosed again)."""
+        row = self.db.execute("SELECT figures FROM cells WHERE id = ?", (cell_id,)).fetchone()
+        figures = json.loads(row["figures"]) if row and row["figures"] else {}
+        figures["findings"] = findings
+        self.db.execute("UPDATE cells SET figures = ? WHERE id = ?", (json.dumps(figures), cell_id))
+        self.db.commit()
+
     def add_trial(self, cell_id: int, trial: Trial) -> None:
         self.db.execute(
             "INSERT INTO trials (cell_id, kind, idx, ok, wall_s, user_s, sys_s, peak_rss_kb, startup_s, "

@@ -2,6 +2,9 @@
 plus deliberate faults for the lab's own tests.
 
     fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
+                           | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
+
+The last five are slow in the ways the diagnosis rules must recognise.
 
 It is written for clarity, not speed, and is never run unless a test or a user asks for it.
 """
@@ -12,6 +15,7 @@ import hashlib
 import http.client
 import json
 import os
+import socket
 import ssl
 import sys
 import time
@@ -54,6 +58,9 @@ class Client:
         for _ in range(20):
             status, body, size, location = self._once(method, url, entry)
             if entry.get("follow_redirects") and status in (301, 302, 303, 307, 308) and location:
+                if MODE == "redirect-new-conn":
+                    self.close()  # a client that opens a new connection for every hop
+                    self.conns.clear()
                 url = urljoin(url, location)
                 if status == 303 or (status in (301, 302) and method == "POST"):
                     method, entry = "GET", {k: v for k, v in entry.items() if k not in ("form", "body_file")}
@@ -85,14 +92,23 @@ class Client:
             headers["Connection"] = "close"
         path = parts.path + ("?" + parts.query if parts.query else "")
         conn = self._conn(parts)
-        conn.request(method, path, body=body, headers=headers)
+        if MODE in ("nagle", "expect-stall") and body:
+            self._two_writes(conn, method, path, headers, body)
+        else:
+            conn.request(method, path, body=body, headers=headers)
         response = conn.getresponse()
         if self.job.get("cookies"):
             for value in response.headers.get_all("Set-Cookie") or []:
                 for name, morsel in SimpleCookie(value).items():
                     self.cookies[name] = morsel.value
         digest = hashlib.sha256()
-        if entry.get("sink") == "file":
+        if entry.get("sink") == "file" and MODE == "buffer-file":
+            data = response.read()  # "streams" to the file, but holds the whole body first
+            with open(entry["sink_path"], "wb") as out:
+                out.write(data)
+            digest.update(data)
+            size, data = len(data), None
+        elif entry.get("sink") == "file":
             size = 0
             with open(entry["sink_path"], "wb") as out:
                 while chunk := response.read(1 << 16):
@@ -103,7 +119,7 @@ class Client:
         else:
             data = response.read()
             size = len(data)
-        if response.will_close or not self.job.get("keep_alive", True):
+        if response.will_close or not self.job.get("keep_alive", True) or MODE == "no-reuse":
             conn.close()
             self.conns.pop((parts.scheme, parts.hostname, parts.port), None)
         return response.status, data if data is not None else digest, size, response.getheader("Location")
@@ -111,6 +127,24 @@ class Client:
     def close(self) -> None:
         for conn in self.conns.values():
             conn.close()
+
+    @staticmethod
+    def _two_writes(conn, method: str, path: str, headers: dict, body: bytes) -> None:  # noqa: ANN001
+        """Headers and body in two writes: with Nagle on (nagle), or after waiting for a
+        '100 Continue' that this client never reads (expect-stall: it waits 1 s, like libcurl)."""
+        if conn.sock is None:
+            conn.connect()
+        if MODE == "nagle":
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        if MODE == "expect-stall":
+            headers = {**headers, "Expect": "100-continue"}
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        if MODE == "expect-stall":
+            time.sleep(1.0)
+        conn.send(body)
 
 
 def do_job(job: dict) -> tuple[list, list]:

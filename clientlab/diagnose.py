@@ -1,0 +1,187 @@
+"""Why is a client slow? Rules that read a cell's stored figures and state findings.
+
+Each rule looks at what the bench server recorded in the cell's median trial (connections,
+TLS handshakes, versions, how requests arrived) and at the lab's resource figures, and returns
+a Finding with its evidence and the fix, or nothing. Rules read only stored results, so they
+can be run again on any stored run (`clientlab diagnose RUN`).
+
+Not covered yet: a DNS lookup per request (needs the network lab's DNS counters) and more
+connections than the server accepts (needs the server's accept-queue times).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+MIN_REQUESTS = 10          # below this, ratios of connections to requests say little
+BIG_BODY = 8_000_000       # bodies from this size on are worth watching in memory
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str           # "warn": costs time or memory; "info": worth knowing
+    title: str
+    evidence: str
+    fix: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CellView:
+    """What the rules see of a cell: its client settings, figures and its driver's other cells."""
+
+    driver: str
+    scenario: str
+    client: dict
+    sinks: list[str]        # "memory" / "file": where the scenario's bodies go
+    figures: dict
+    baseline_rss_kb: int    # the driver's smallest peak RSS in this run (its footprint without bodies)
+
+    @property
+    def server(self) -> dict:
+        return self.figures.get("server") or {}
+
+
+Rule = Callable[[CellView], Finding | None]
+RULES: list[Rule] = []
+
+
+def rule(fn: Rule) -> Rule:
+    RULES.append(fn)
+    return fn
+
+
+@rule
+def no_connection_reuse(cell: CellView) -> Finding | None:
+    s = cell.server
+    requests, conns = s.get("requests", 0), s.get("connections", 0)
+    if not cell.client.get("keep_alive", True) or requests < MIN_REQUESTS or conns < 0.9 * requests:
+        return None
+    return Finding(
+        "no-connection-reuse", "warn", "No connection reuse",
+        f"{requests} requests came on {conns} connections although keep-alive was allowed: every request "
+        f"paid for a TCP connect{' and a TLS handshake' if s.get('tls', {}).get('full') else ''}.",
+        "Keep one client (session, handle, agent) for all requests so that its connection pool is reused.",
+    )
+
+
+@rule
+def nagle_stall(cell: CellView) -> Finding | None:
+    s = cell.server
+    stalled, requests = s.get("stalled_requests", 0), s.get("requests", 0)
+    gap = s.get("stall_gap_ms_median", 0.0)
+    if not requests or stalled < max(2, 0.05 * requests) or not 30 <= gap < 500:
+        return None
+    return Finding(
+        "nagle-delayed-ack", "warn", "Nagle / delayed-ACK stall",
+        f"{stalled} of {requests} requests reached the server in two or more pieces with a pause of "
+        f"{gap:.0f} ms (median) in between: the client wrote headers and body separately, Nagle held the "
+        f"second write until the server's delayed ACK.",
+        "Send each request in one write (e.g. an urlencoded body instead of a multipart form built in "
+        "pieces), or set TCP_NODELAY on the client's socket.",
+    )
+
+
+@rule
+def expect_continue_stall(cell: CellView) -> Finding | None:
+    s = cell.server
+    stalled = s.get("expect_stalled", 0)
+    if not stalled:
+        return None
+    return Finding(
+        "expect-100-continue", "warn", "1-second stall on Expect: 100-continue",
+        f"{stalled} request(s) sent 'Expect: 100-continue' and held their body back for about a second "
+        f"(longest pause {s.get('max_read_gap_ms', 0):.0f} ms).",
+        "Send 'Expect:' (empty) to switch it off, or answer 100 Continue on the server.",
+    )
+
+
+@rule
+def tls_full_handshake_per_request(cell: CellView) -> Finding | None:
+    s = cell.server
+    full, requests = (s.get("tls") or {}).get("full", 0), s.get("requests", 0)
+    if requests < MIN_REQUESTS or full < 0.9 * requests:
+        return None
+    return Finding(
+        "tls-full-handshake-per-request", "warn", "A full TLS handshake per request",
+        f"{full} full TLS handshakes (and {(s.get('tls') or {}).get('resumed', 0)} resumed) for {requests} requests.",
+        "Reuse connections; where a new one is needed, keep the TLS session cache (e.g. a libcurl share "
+        "handle with CURL_LOCK_DATA_SSL_SESSION) so that sessions resume.",
+    )
+
+
+@rule
+def redirect_new_connections(cell: CellView) -> Finding | None:
+    s = cell.server
+    redirects = int((s.get("statuses") or {}).get("302", 0))
+    requests, conns = s.get("requests", 0), s.get("connections", 0)
+    if redirects < MIN_REQUESTS or not cell.client.get("keep_alive", True) or conns < 0.5 * requests:
+        return None
+    return Finding(
+        "redirect-new-connections", "warn", "Redirects open new connections",
+        f"{redirects} redirects on the same host, yet {conns} connections for {requests} requests.",
+        "Follow redirects with the same client so the hop reuses the open connection.",
+    )
+
+
+@rule
+def http2_offered_not_used(cell: CellView) -> Finding | None:
+    s = cell.server
+    versions = s.get("versions") or {}
+    tls_conns = (s.get("tls") or {}).get("full", 0) + (s.get("tls") or {}).get("resumed", 0)
+    if cell.client.get("concurrency", 1) <= 1 or tls_conns <= 1 or versions.get("HTTP/2.0"):
+        return None
+    return Finding(
+        "http2-not-used", "info", "HTTP/2 offered and not used",
+        f"The server offered h2 by ALPN; the client made {s.get('requests', 0)} parallel requests in HTTP/1.1 "
+        f"on {s.get('connections', 0)} connections.",
+        "Ask for HTTP/2 (e.g. CURL_HTTP_VERSION_2TLS): one connection multiplexes the requests and skips "
+        "a handshake and a TCP slow start per connection.",
+    )
+
+
+@rule
+def whole_body_in_memory(cell: CellView) -> Finding | None:
+    s = cell.server
+    requests = s.get("requests", 0)
+    if not requests:
+        return None
+    body = s.get("resp_body_bytes", 0) / requests
+    growth = (cell.figures.get("peak_rss_kb", 0) - cell.baseline_rss_kb) * 1024
+    if body < BIG_BODY or growth < 0.8 * body:
+        return None
+    copies = growth / body
+    evidence = (f"Peak RSS grew {growth / 1e6:.0f} MB above the driver's footprint for {body / 1e6:.0f} MB "
+                f"bodies ({copies:.1f}× the body).")
+    fix = "Stream the body to a file or process it in chunks; memory then stays flat whatever the size."
+    if "file" in cell.sinks:
+        return Finding("whole-body-in-memory", "warn", "Body held in memory although it is streamed to a file",
+                       evidence, fix)
+    if copies >= 3:  # a growing buffer's doubling explains up to 2x; more means extra copies
+        return Finding("whole-body-in-memory", "warn", f"About {copies:.0f} copies of each body in memory",
+                       evidence, "Read the body once into one buffer (or stream it); avoid joins and re-decodes.")
+    return Finding("whole-body-in-memory", "info", "The whole body is held in memory", evidence, fix)
+
+
+def diagnose(cell: CellView) -> list[Finding]:
+    return [f for f in (r(cell) for r in RULES) if f is not None]
+
+
+def diagnose_run(cells: list[dict]) -> dict[int, list[Finding]]:
+    """Findings for every measured cell of a stored run, by cell id."""
+    ok = [c for c in cells if c["status"] == "ok" and c["figures"]]
+    baselines: dict[str, int] = {}
+    for c in ok:
+        rss = c["figures"].get("peak_rss_kb", 0)
+        baselines[c["driver"]] = min(baselines.get(c["driver"], rss), rss)
+    out = {}
+    for c in ok:
+        params = c.get("params") or {}
+        view = CellView(c["driver"], c["scenario"], dict(params.get("client") or {}), list(params.get("sinks") or []),
+                        c["figures"], baselines[c["driver"]])
+        out[c["id"]] = diagnose(view)
+    return out

@@ -1,0 +1,80 @@
+"""Each diagnosis rule fires on a test driver that is slow in its way, and never on clean ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from clientlab import manifest
+from clientlab.diagnose import diagnose_run
+from clientlab.runner import CellRunner, RunOptions
+from clientlab.stats import StopRule
+from clientlab.testsupport import shipped
+
+
+@pytest.fixture
+def diagnosed(bench_server, store, test_drivers):
+    """run([(driver_id, scenario), ...]) -> {(driver, scenario label): [rule names]} for one run."""
+
+    def run(cells):
+        run_id = store.start_run({}, {})
+        options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), pin_cpus=False)
+        runner = CellRunner(bench_server, store, run_id, options)
+        everything = {**test_drivers, **{d.id: d for d in manifest.discover()[0]}}
+        for driver_id, sc in cells:
+            result = runner.run_cell(everything[driver_id], sc)
+            assert result.status == "ok", f"{driver_id} × {sc.label}: {result.reason}"
+        stored = store.cells(run_id)
+        found = diagnose_run(stored)
+        return {(c["driver"], c["scenario"]): [f.rule for f in found[c["id"]]] for c in stored}
+
+    return run
+
+
+def test_clean_driver_gets_no_findings(diagnosed):
+    found = diagnosed([("python-fake-reference", s) for s in (
+        shipped("get-small", count=50), shipped("post-form", count=50), shipped("post-multipart", count=50),
+        shipped("redirect-get", count=20), shipped("cookie-session", count=20),
+        shipped("download-file", size="20MB"),
+        shipped("get-small", count=20).with_client(scheme="https"),
+    )])
+    assert all(rules == [] for rules in found.values()), found
+
+
+def test_no_connection_reuse(diagnosed):
+    found = diagnosed([("python-fake-no-reuse", shipped("get-small", count=30))])
+    assert found[("python-fake-no-reuse", "get-small")] == ["no-connection-reuse"]
+
+
+def test_nagle_stall_on_a_two_write_post(diagnosed):
+    found = diagnosed([("python-fake-nagle", shipped("post-form", count=30))])
+    assert found[("python-fake-nagle", "post-form")] == ["nagle-delayed-ack"]
+
+
+def test_expect_100_continue_stall(diagnosed):
+    found = diagnosed([("python-fake-expect-stall", shipped("post-form", count=2))])
+    assert found[("python-fake-expect-stall", "post-form")] == ["expect-100-continue"]
+
+
+def test_full_tls_handshake_per_request(diagnosed):
+    sc = shipped("get-small", count=20).with_client(scheme="https", keep_alive=False)
+    found = diagnosed([("python-fake-reference", sc)])
+    assert found[("python-fake-reference", sc.label)] == ["tls-full-handshake-per-request"]
+
+
+def test_redirects_that_open_new_connections(diagnosed):
+    found = diagnosed([("python-fake-redirect-new-conn", shipped("redirect-get", count=15))])
+    assert found[("python-fake-redirect-new-conn", "redirect-get")] == ["redirect-new-connections"]
+
+
+def test_body_held_in_memory_although_streamed_to_a_file(diagnosed):
+    found = diagnosed([("python-fake-buffer-file", shipped("get-small", count=5)),
+                       ("python-fake-buffer-file", shipped("download-file", size="40MB"))])
+    assert found[("python-fake-buffer-file", "download-file")] == ["whole-body-in-memory"]
+    assert found[("python-fake-buffer-file", "get-small")] == []
+
+
+def test_http2_offered_and_not_used_by_parallel_http11(diagnosed):
+    over_tls = shipped("parallel-feeds").with_client(scheme="https")
+    found = diagnosed([("python-aiohttp", over_tls), ("python-aiohttp", shipped("parallel-feeds"))])
+    assert found[("python-aiohttp", over_tls.label)] == ["http2-not-used"]
+    assert found[("python-aiohttp", "parallel-feeds")] == []
