@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
 export PATH="$PATH:/usr/local/go/bin"  # where the machine image keeps Go
-echo "== go test (bench server)"
+echo "== go test (bench server, network lab)"
 (cd server && go test ./...)
+(cd netlab && go test ./...)
 echo "== pytest"
 .venv/bin/python -m pytest "$@"

@@ -17,7 +17,8 @@ from clientlab.errors import LabError, LabInputError
 from clientlab.output.findings import print_findings
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.table import results_table
-from clientlab.runner import RunOptions, run_matrix
+from clientlab.netlab.lab import open_server_side
+from clientlab.runner import RunOptions, run_matrix, stop_on_sigterm
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -151,11 +152,14 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
               help="After --min-trials, stop a cell's trials once they took this long.")
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(0), help="Untimed trials first.")
 @click.option("--fresh-process", is_flag=True, help="Start a new driver process for every trial (cold cost).")
+@click.option("--net", "net_name", default="loopback", show_default=True, metavar="PROFILE",
+              help="Network profile (networks/*.toml, see `clientlab net list`): e.g. lan-1g, lan-100m, wan-50ms, "
+                   "dns-slow. Anything but loopback runs client and server in their own namespaces (needs root).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the run as JSON here (rewritten after every cell).")
 def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrency, keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
-            json_path) -> None:  # noqa: ANN001
+            net_name, json_path) -> None:  # noqa: ANN001
     """Verify, then time every selected driver on every selected scenario."""
     drivers = _drivers(driver_paths)
     wanted = _split(driver_names)
@@ -179,23 +183,33 @@ def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrenc
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
                     target_precision=precision, max_seconds=max_cell_seconds)
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process)
+    profile = _network_profile(net_name, scenarios)
     config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
               "params": {s.label: s.params for s in scenarios},
               "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
-              "stop": vars(stop), "net": "loopback", "lab_version": _lab_version()}
+              "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version()}
     store = Store(paths.results_db())
     run_id = store.start_run(machine.describe(), config)
-    err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s), results in {store.path}",
-               highlight=False)
+    err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network '{profile.name}', "
+              f"results in {store.path}", highlight=False)
 
     def after_cell(_result) -> None:  # noqa: ANN001
         if json_path:
             exporters.write(store, run_id, "json", json_path)
 
+    def open_network(cpu):  # noqa: ANN001, ANN202
+        server = open_server_side(profile, cpu)
+        if hasattr(server, "describe"):
+            net = {**server.describe(), "asked": net_name}
+            store.update_config(run_id, net=net)
+            err.print(f"network '{profile.name}' ({net['summary']}): measured RTT {net['measured_rtt_ms']:.2f} ms"
+                      + "".join(f"; {n}" for n in net["notes"]), highlight=False)
+        return server
+
     status = "failed"
     try:
-        with ProgressEvents(len(chosen) * len(scenarios), err) as events:
-            run_matrix(store, run_id, chosen, scenarios, options, events, after_cell)
+        with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err) as events:
+            run_matrix(store, run_id, chosen, scenarios, options, events, after_cell, open_network)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -208,6 +222,23 @@ def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrenc
     _print_run(store, run_id)
     if status == "interrupted":
         raise SystemExit(130)
+
+
+def _network_profile(name: str, scenarios: list) -> "netprofile.Profile":  # noqa: F821
+    """The asked profile, or loopback (with what that cannot do, per scenario) when the network lab
+    cannot run here."""
+    from clientlab.netlab import hosts
+    from clientlab.netlab import profile as netprofile
+
+    asked = netprofile.get(name)
+    reason = hosts.why_unavailable() if asked.namespaces else None
+    if reason is None:
+        return asked
+    err.print(f"[yellow]network profile '{name}' needs the network lab, which cannot run here: {reason}. "
+              "Running on loopback instead.[/]", highlight=False)
+    for s in scenarios:
+        err.print(f"  {s.label}: on loopback, without {asked.summary()} (no lab DNS, no shaped link)", highlight=False)
+    return netprofile.get("loopback")
 
 
 def _lab_version() -> str:
@@ -265,6 +296,66 @@ def diagnose_cmd(run_ref: str) -> None:
     run_id = store.resolve(run_ref)
     _diagnose(store, run_id)
     print_findings(out, store.cells(run_id))
+
+
+@main.group("net")
+def net_group() -> None:
+    """The network lab: profiles, a check of the links they give, clean-up."""
+
+
+@net_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+def net_list_cmd(as_json: bool) -> None:
+    """The network profiles (networks/*.toml)."""
+    from clientlab.netlab import hosts
+    from clientlab.netlab import profile as netprofile
+
+    profiles = netprofile.discover()
+    if as_json:
+        out.print_json(data=[p.model_dump() for p in profiles.values()])
+        return
+    table = Table(title="network profiles")
+    for column in ("name", "link", "description"):
+        table.add_column(column, overflow="fold")
+    for p in profiles.values():
+        table.add_row(p.name, p.summary(), p.description)
+    out.print(table)
+    reason = hosts.why_unavailable()
+    if reason:
+        err.print(f"[yellow]only loopback can run here: {reason}[/]", highlight=False)
+
+
+@net_group.command("check")
+@click.argument("profile_name", metavar="PROFILE")
+@click.option("--size", default="100MB", show_default=True, help="Bytes moved each way for the rate figures.")
+def net_check_cmd(profile_name: str, size: str) -> None:
+    """Put a profile's network up, measure RTT and throughput each way from the client's
+    namespace, and take it down again."""
+    from clientlab.netlab import probe
+    from clientlab.netlab import profile as netprofile
+    from clientlab.netlab.lab import NetLab
+    from clientlab.units import parse_size
+
+    profile = netprofile.get(profile_name)
+    if not profile.namespaces:
+        raise LabInputError("loopback has no link to check: name a network lab profile")
+    nbytes = parse_size(size)
+    with stop_on_sigterm(), NetLab(profile, check_rtt=False) as lab:
+        host, port = lab.endpoint.host, lab.endpoint.http_port
+        down = probe.measure("download", host, port, nbytes)
+        up = probe.measure("upload", host, port, nbytes)
+        figures = {**lab.describe(), "download_mbit": round(down, 1), "upload_mbit": round(up, 1),
+                   "dns_queries": lab.dns.counters()["queries"]}
+    out.print_json(data=figures)
+
+
+@net_group.command("clean")
+def net_clean_cmd() -> None:
+    """Remove what a killed run left behind (namespaces, links, processes inside)."""
+    from clientlab.netlab import hosts
+
+    removed = hosts.remove_all()
+    err.print(f"removed: {', '.join(removed)}" if removed else "nothing to remove", highlight=False)
 
 
 @main.command("runs")
@@ -325,3 +416,45 @@ def entry() -> None:
     except LabError as exc:
         err.print(f"[red]lab error:[/] {exc}", highlight=False)
         sys.exit(3)
+
+
+@main.command("report")
+@click.argument("run_ref", default="last", metavar="RUN")
+@click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The report: one self-contained HTML file (charts included), readable offline.")
+@click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write every chart of the report as a PNG into this folder (drawn by headless Chromium).")
+def report_cmd(run_ref: str, html_path: Path, plots_dir: Path | None) -> None:
+    """An HTML report of a stored run (RUN: a run id or 'last'): the table, charts, sweeps, findings,
+    machine, network and client versions."""
+    from clientlab import report
+
+    store = Store(paths.results_db())
+    run_id = store.resolve(run_ref)
+    charts = report.write_html(store, run_id, html_path)
+    err.print(f"run {run_id}: {html_path} ({charts} chart(s))", highlight=False)
+    if plots_dir:
+        from clientlab.report.plots import write_pngs
+
+        written = write_pngs(html_path, plots_dir)
+        err.print(f"{len(written)} PNG(s) in {plots_dir}", highlight=False)
+
+
+@main.command("compare")
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the comparison as JSON here.")
+def compare_cmd(run_a: str, run_b: str, json_path: Path | None) -> None:
+    """Is run B faster or slower than run A, beyond the noise? Every cell in both runs: throughput
+    ratio B/A with a Mann–Whitney U test on the timed trials, CPU and peak RSS ratios."""
+    from clientlab import compare
+
+    store = Store(paths.results_db())
+    a, b = store.resolve(run_a), store.resolve(run_b)
+    rows = compare.compare_runs(store, a, b)
+    if not rows:
+        raise LabInputError(f"runs {a} and {b} have no cell in common (same driver and scenario)")
+    out.print(compare.table(a, b, rows))
+    if json_path:
+        json_path.write_text(json.dumps(compare.document(a, b, rows), indent=2) + "\n")

@@ -25,3 +25,18 @@ def describe_validation_error(path: Path, exc: ValidationError) -> str:
             message = "unknown field (check the spelling against the documented fields)"
         lines.append(f"{path}: field '{field}': {message}")
     return "\n".join(lines)
+
+
+def read_named_toml(path: Path, kind: str) -> dict:
+    """A lab data file (scenario, experiment, network profile): its TOML, with `name` set from the
+    file name (a different `name` in the file is an error naming both)."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise LabInputError(f"{path}: cannot read {kind}: {exc}") from exc
+    if raw.get("name") not in (None, path.stem):
+        raise LabInputError(f"{path}: field 'name': '{raw.get('name')}' must match the file name '{path.stem}'")
+    raw.setdefault("name", path.stem)
+    return raw

@@ -39,6 +39,10 @@ def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]
                               and e.get("max_read_gap_ns", 0) >= EXPECT_STALL_NS),
         "gzip": sum(1 for e in log if e.get("gzip")),
     }
+    if "dns" in snapshot:  # the network lab's DNS: what the client's lookups cost it
+        dns = snapshot["dns"]
+        summary["dns"] = {"queries": dns.get("queries", 0), "by_type": dns.get("by_type", {}),
+                          "names": len(dns.get("by_name", {}))}
     if sequential and len(arrivals) > 1:
         # server-observed time from one request's arrival to the next: the client's full cycle
         gaps_ms = [(b - a) / 1e6 for a, b in zip(arrivals, arrivals[1:])]

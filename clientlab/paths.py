@@ -21,6 +21,11 @@ def server_binary() -> Path:
     return lab_home() / "bin" / "clientlab-server"
 
 
+def lab_binary(name: str) -> Path:
+    """A binary that set-up builds into the lab's bin/ (clientlab-dns, toxiproxy-server)."""
+    return lab_home() / "bin" / name
+
+
 def tls_dir() -> Path:
     return lab_home() / "tls"
 

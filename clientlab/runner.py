@@ -6,11 +6,13 @@ cell only. A broken lab (the bench server gone, the store unwritable) raises Lab
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from clientlab import figures, paths, stats
 from clientlab.errors import LabError
@@ -23,6 +25,9 @@ from clientlab.server import BenchServer
 from clientlab.stats import StopRule
 from clientlab.store import Store, Trial
 from clientlab.verify import check_trial, check_verification
+
+if TYPE_CHECKING:
+    from clientlab.netlab.lab import NetLab
 
 HELLO_TIMEOUT_S = 60.0
 REPORT_TIMEOUT_S = 120.0
@@ -73,7 +78,7 @@ class SilentEvents:
         pass
 
 
-def _cpus() -> tuple[int | None, int | None]:
+def pick_cpus() -> tuple[int | None, int | None]:
     """(server CPU, driver CPU): different cores when there are at least two."""
     available = sorted(os.sched_getaffinity(0))
     if len(available) < 2:
@@ -170,7 +175,7 @@ class CellRunner:
 
     def _spawn(self, driver: Driver) -> tuple[DriverProcess, float, dict]:
         t0 = time.perf_counter()
-        proc = DriverProcess(driver.argv, driver.folder, cpu=self.driver_cpu)
+        proc = DriverProcess([*self.server.driver_prefix, *driver.argv], driver.folder, cpu=self.driver_cpu)
         try:
             hello = proc.hello(HELLO_TIMEOUT_S)
         except DriverFault:
@@ -244,15 +249,29 @@ def timed_phase(proc: DriverProcess, server: BenchServer, job: dict, timeout_s: 
     return Phase(setup_s, usage, snapshot, report)
 
 
+@contextlib.contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends a run like Ctrl-C: what was measured is kept and the network lab is taken down."""
+    def interrupt(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list[Scenario],
                options: RunOptions, events: Events | None = None,
-               after_cell=None) -> list[CellResult]:  # noqa: ANN001 - callable(CellResult)
-    """Every driver on every scenario, with one bench server for the whole run."""
-    server_cpu, driver_cpu = _cpus() if options.pin_cpus else (None, None)
+               after_cell=None, network: Callable[[int | None], BenchServer | NetLab] | None = None,
+               ) -> list[CellResult]:  # noqa: ANN001 - callable(CellResult)
+    """Every driver on every scenario, with one bench server (or one network lab) for the whole run.
+    `network(cpu)` opens the server side; default: the bench server on loopback."""
+    server_cpu, driver_cpu = pick_cpus() if options.pin_cpus else (None, None)
     if server_cpu is not None:
         os.sched_setaffinity(0, {server_cpu})  # the lab's own threads stay off the driver's core
     results = []
-    with BenchServer(cpu=server_cpu) as server:
+    with (network or (lambda cpu: BenchServer(cpu=cpu)))(server_cpu) as server:
         runner = CellRunner(server, store, run_id, options, events, driver_cpu)
         for driver in drivers:
             for scenario in scenarios:

@@ -8,14 +8,13 @@ The format is documented in docs/scenarios.md.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error
+from clientlab.errors import LabInputError, describe_validation_error, read_named_toml
 from clientlab.units import parse_size
 
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)(?::(bytes))?\}")
@@ -38,6 +37,14 @@ class Request(BaseModel):
     follow_redirects: bool = False
     sink: Literal["memory", "file"] = "memory"
     expect_status: int = Field(default=200, ge=100, le=599)
+
+    @field_validator("path")
+    @classmethod
+    def _own_server_only(cls, path: str) -> str:
+        # Drivers only ever talk to the lab's own server: no scheme, no host, anywhere in the path.
+        if path.startswith("//") or "://" in path or "%3a%2f%2f" in path.lower():
+            raise ValueError("must be a path on the lab's own server; another host or an absolute URL is refused")
+        return path
 
     @model_validator(mode="after")
     def _one_body(self) -> "Request":
@@ -217,13 +224,7 @@ def _expand_requests(entries: Any, params: dict[str, Any]) -> Any:
 
 def load_file(path: Path) -> ScenarioFile:
     """Read one scenario file and check that it expands with its own defaults."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise LabInputError(f"{path}: cannot read scenario: {exc}") from exc
-    if raw.get("name") not in (None, path.stem):
-        raise LabInputError(f"{path}: field 'name': '{raw.get('name')}' must match the file name '{path.stem}'")
-    raw.setdefault("name", path.stem)
+    raw = read_named_toml(path, "scenario")
     scenario_file = ScenarioFile(path=path, raw=raw)
     scenario_file.expand()  # validates
     return scenario_file

@@ -103,3 +103,11 @@ def test_client_changes_from_the_command_line_are_validated_and_named():
     assert base.with_client(http=None, options={}) is base
     with pytest.raises(LabInputError, match="get-small"):
         base.with_client(concurrency=0)
+
+
+@pytest.mark.parametrize("path", ["//203.0.113.9/bytes/1", "/redirect/1?to=http://203.0.113.9/",
+                                  "/redirect/1?to=http%3A%2F%2F203.0.113.9%2F"])
+def test_a_target_other_than_the_lab_server_is_refused(tmp_path, path):
+    f = write(tmp_path, "away", f'description = "x"\n[[requests]]\npath = "{path}"\n')
+    with pytest.raises(LabInputError, match=r"requests\.0\.path.*lab's own server"):
+        scenario.load_file(f)

@@ -25,7 +25,7 @@ from clientlab import machine, paths, scenario, stats
 from clientlab.errors import LabError
 from clientlab.manifest import Driver, load_manifest
 from clientlab.protocol import DriverProcess
-from clientlab.runner import RunOptions, _cpus, run_matrix, timed_phase
+from clientlab.runner import RunOptions, pick_cpus, run_matrix, timed_phase
 from clientlab.server import BenchServer
 from clientlab.stats import StopRule
 from clientlab.store import Store
@@ -47,7 +47,7 @@ def server_capacity(seconds: int, connections: int = 10) -> dict:
     """Requests/s wrk gets from the bench server on small keep-alive GETs."""
     if shutil.which("wrk") is None:
         raise LabError("wrk is not installed (./setup.sh installs it)")
-    server_cpu, client_cpu = _cpus()
+    server_cpu, client_cpu = pick_cpus()
     with BenchServer(cpu=server_cpu) as server, tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
         script.write(WRK_REPORT)
         script.flush()
@@ -90,7 +90,7 @@ def fastest_driver(drivers: list[Driver], store: Store) -> tuple[int, list[dict]
 def lab_overhead() -> dict:
     """Measured wall minus a known 1-second phase, and the lab's own CPU during it."""
     driver = load_manifest(paths.ROOT / "clientlab" / "testdrivers" / "sleep" / "driver.toml")
-    server_cpu, driver_cpu = _cpus()
+    server_cpu, driver_cpu = pick_cpus()
     excess, lab_cpu = [], []
     env = {**os.environ, "FAKE_SLEEP_S": str(SLEEP_S)}
     job = {"scenario": "selfbench-sleep", "verify": False, "http": "1.1", "tls_ca": None, "concurrency": 1,

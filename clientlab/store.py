@@ -145,6 +145,13 @@ class Store:
         )
         self.db.commit()
 
+    def update_config(self, run_id: int, **items: Any) -> None:
+        """Add what is only known once the run is under way (e.g. the measured network)."""
+        row = self.db.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
+        config = {**json.loads(row["config"]), **items}
+        self.db.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(config), run_id))
+        self.db.commit()
+
     def set_findings(self, cell_id: int, findings: list[dict]) -> None:
         """Keep a cell's diagnosis with its figures (rewritten when a run is diagnosed again)."""
         row = self.db.execute("SELECT figures FROM cells WHERE id = ?", (cell_id,)).fetchone()

@@ -210,7 +210,8 @@ func route(x *exchange, path string) {
 func redirect(x *exchange, rest string) {
 	n, err := strconv.Atoi(rest)
 	to := x.query.Get("to")
-	if err != nil || n < 1 || !strings.HasPrefix(to, "/") {
+	// only a path on this server: a redirect never sends a client to another host
+	if err != nil || n < 1 || !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") {
 		x.fail(http.StatusBadRequest, "use /redirect/{n}?to=/path with n >= 1")
 		return
 	}

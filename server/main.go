@@ -30,6 +30,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1", "address to bind (loopback or the lab's own hosts only)")
 	certFile := flag.String("tls-cert", "", "PEM certificate for the https port")
 	keyFile := flag.String("tls-key", "", "PEM key for the https port")
+	controlAddr := flag.String("control-listen", "", "address of the control port (default: --listen); the network lab puts it where drivers cannot reach")
 	maxConns := flag.Int("max-conns", 0, "at most this many client connections open at once (0: no cap)")
 	flag.Parse()
 	// Pinned to one core, net/http with a single P serves keep-alive requests several times
@@ -44,7 +45,10 @@ func main() {
 	if *certFile != "" {
 		certs = tlsConfig(*certFile, *keyFile)
 	}
-	ready := start(*listen, certs, *maxConns)
+	if *controlAddr == "" {
+		*controlAddr = *listen
+	}
+	ready := start(*listen, *controlAddr, certs, *maxConns)
 	line, _ := json.Marshal(ready)
 	fmt.Println(string(line))
 
@@ -60,11 +64,11 @@ func main() {
 }
 
 // start opens the listeners and serves them in the background; it returns the "listening" line.
-func start(addr string, base *tls.Config, maxConns int) map[string]any {
+func start(addr, controlAddr string, base *tls.Config, maxConns int) map[string]any {
 	limit := newConnLimit(maxConns)
 	connCap = limit
 	plain := mustListen(addr)
-	control := mustListen(addr)
+	control := mustListen(controlAddr)
 	srv := &http.Server{
 		Handler:     http.HandlerFunc(serveHTTP),
 		IdleTimeout: 5 * time.Minute,

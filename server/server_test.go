@@ -35,7 +35,7 @@ var (
 func TestMain(m *testing.M) {
 	cert, pool := testCertificate()
 	roots = pool
-	ready := start("127.0.0.1", tlsConfigFor(cert), 0)
+	ready := start("127.0.0.1", "127.0.0.1", tlsConfigFor(cert), 0)
 	plainURL = fmt.Sprintf("http://127.0.0.1:%d", ready["http"])
 	secureURL = fmt.Sprintf("https://127.0.0.1:%d", ready["https"])
 	controlURL = fmt.Sprintf("http://127.0.0.1:%d", ready["control"])

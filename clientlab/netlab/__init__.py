@@ -1,0 +1,8 @@
+"""The network lab: client and server on namespaced hosts, lab DNS, shaped links, latency.
+
+- profile:    named network profiles (networks/*.toml), validated on load
+- hosts:      the namespaces, veth pairs and tc shaping (needs root)
+- services:   the processes inside: lab DNS, dnsmasq cache, latency proxy
+- probe:      link figures measured from inside the client namespace (RTT, throughput)
+- lab:        NetLab, which puts it all up for a run and takes it all down again
+"""

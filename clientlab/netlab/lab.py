@@ -1,0 +1,119 @@
+"""NetLab: the network lab for one run — hosts, services, the bench server inside — and its teardown.
+
+It stands where a BenchServer stands for the runner (same control methods), and adds
+`driver_prefix` (drivers run in the client namespace) and the lab DNS's counters to every
+trial's snapshot under "dns".
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from clientlab.errors import LabError
+from clientlab.job import Endpoint
+from clientlab.netlab import hosts, probe
+from clientlab.netlab.profile import Profile
+from clientlab.netlab.services import BENCH_HOST, DnsCache, LabDNS, LatencyProxy
+from clientlab.server import BenchServer
+
+RTT_TOLERANCE = 0.10   # the measured RTT must be within 10 % of the profile's
+
+
+class NetLab:
+    def __init__(self, profile: Profile, cpu: int | None = None, check_rtt: bool = True):
+        reason = hosts.why_unavailable()
+        if reason:
+            raise LabError(f"network profile '{profile.name}': {reason}")
+        self.profile = profile
+        self.notes: list[str] = []
+        self.leftovers = hosts.remove_all()   # a killed run's namespaces and processes
+        self._parts: list[Any] = []
+        try:
+            self._start(cpu, check_rtt)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, cpu: int | None, check_rtt: bool) -> None:
+        p = self.profile
+        hosts.create()
+        netem = hosts.netem_available()
+        delay_by_netem = bool(p.rtt_ms) and netem
+        if p.rtt_ms and not netem:
+            self.notes.append("no netem in this kernel: round-trip delay comes from the latency proxy (Toxiproxy)")
+        hosts.shape(p.rate_mbit, p.rtt_ms / 2 if delay_by_netem else 0)
+        self.dns = LabDNS(p.dns_delay_ms)
+        self._parts.append(self.dns)
+        if p.dns_cache:
+            self._parts.append(DnsCache())
+        hosts.write_resolver("127.0.0.1" if p.dns_cache else hosts.SERVER_IP)
+        self.server = BenchServer(host=hosts.SERVER_IP, control_host=hosts.CONTROL_IP, cpu=cpu,
+                                  wrap=hosts.in_ns(hosts.SERVER_NS), max_conns=p.max_conns,
+                                  public_host=BENCH_HOST)
+        self._parts.append(self.server)
+        self.proc = self.server.proc
+        http_port, https_port = self.server.endpoint.http_port, self.server.endpoint.https_port
+        if p.rtt_ms and not delay_by_netem:
+            proxy = LatencyProxy(p.rtt_ms, {"http": http_port, "https": https_port})
+            self._parts.append(proxy)
+            http_port, https_port = proxy.ports["http"], proxy.ports["https"]
+        self.endpoint = Endpoint(host=BENCH_HOST, http_port=http_port, https_port=https_port,
+                                 ca_file=self.server.endpoint.ca_file)
+        self.driver_prefix = hosts.in_ns(hosts.CLIENT_NS)
+        self.rtt_ms = probe.measure("rtt", BENCH_HOST, http_port, 10)
+        if check_rtt and p.rtt_ms and abs(self.rtt_ms - p.rtt_ms) > RTT_TOLERANCE * p.rtt_ms:
+            raise LabError(f"network profile '{p.name}': measured RTT {self.rtt_ms:.1f} ms is not within "
+                           f"{RTT_TOLERANCE:.0%} of the asked {p.rtt_ms:g} ms")
+
+    # -- what the run stores about the network ------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        return {"profile": self.profile.name, "summary": self.profile.summary(),
+                "settings": self.profile.model_dump(), "measured_rtt_ms": round(self.rtt_ms, 3),
+                "host": BENCH_HOST, "notes": self.notes}
+
+    # -- the BenchServer surface the runner uses ------------------------------------------------
+
+    def configure(self, **settings: Any) -> None:
+        self.server.configure(**settings)
+
+    def reset(self) -> None:
+        self.server.reset()
+        self.dns.counters(reset=True)
+
+    def counters(self, reset: bool = False) -> dict[str, Any]:
+        snapshot = self.server.counters(reset)
+        snapshot["dns"] = self.dns.counters(reset)
+        return snapshot
+
+    def digest(self, path: str) -> dict[str, Any]:
+        return self.server.digest(path)
+
+    def alive(self) -> bool:
+        return all(part.alive() for part in self._parts)
+
+    def stop(self) -> None:
+        for part in reversed(self._parts):
+            try:
+                part.stop()
+            except LabError:
+                pass
+        self._parts.clear()
+        hosts.remove_all()
+
+    def __enter__(self) -> "NetLab":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def open_server_side(profile: Profile, cpu: int | None = None) -> BenchServer | NetLab:
+    """The server side of a run: a plain BenchServer on loopback, or the network lab."""
+    if not profile.namespaces:
+        return BenchServer(cpu=cpu)
+    started = time.monotonic()
+    lab = NetLab(profile, cpu)
+    lab.notes.append(f"network lab up in {time.monotonic() - started:.1f} s")
+    return lab

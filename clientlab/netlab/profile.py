@@ -1,0 +1,61 @@
+"""Named network profiles: one TOML file each in networks/, validated on load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clientlab import paths
+from clientlab.errors import LabInputError, describe_validation_error, read_named_toml
+
+
+class Profile(BaseModel):
+    """How the client reaches the server. All zero: namespaces and lab DNS, nothing else."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str
+    namespaces: bool = True              # false: loopback, the lab's own namespace
+    rate_mbit: float | None = Field(default=None, gt=0, le=100_000)   # each way
+    rtt_ms: float = Field(default=0, ge=0, le=10_000)
+    dns_delay_ms: float = Field(default=0, ge=0, le=10_000)
+    dns_cache: bool = False              # dnsmasq in the client namespace, in front of the lab DNS
+    max_conns: int = Field(default=0, ge=0)   # the server's cap on open client connections
+
+    def summary(self) -> str:
+        if not self.namespaces:
+            return "loopback"
+        parts = [f"{self.rate_mbit:g} Mbit/s" if self.rate_mbit else "unshaped"]
+        if self.rtt_ms:
+            parts.append(f"{self.rtt_ms:g} ms RTT")
+        if self.dns_delay_ms:
+            parts.append(f"DNS +{self.dns_delay_ms:g} ms")
+        if self.dns_cache:
+            parts.append("DNS cache")
+        return ", ".join(parts)
+
+
+def networks_dir() -> Path:
+    return paths.ROOT / "networks"
+
+
+def load_file(path: Path) -> Profile:
+    raw = read_named_toml(path, "network profile")
+    try:
+        return Profile.model_validate(raw)
+    except ValidationError as exc:
+        raise LabInputError(describe_validation_error(path, exc)) from exc
+
+
+def discover(folder: Path | None = None) -> dict[str, Profile]:
+    folder = folder or networks_dir()
+    return {p.stem: load_file(p) for p in sorted(folder.glob("*.toml"))}
+
+
+def get(name: str, folder: Path | None = None) -> Profile:
+    profiles = discover(folder)
+    if name not in profiles:
+        raise LabInputError(f"unknown network profile '{name}' (known: {', '.join(profiles)})")
+    return profiles[name]
