@@ -5,8 +5,8 @@ TLS handshakes, versions, how requests arrived) and at the lab's resource figure
 a Finding with its evidence and the fix, or nothing. Rules read only stored results, so they
 can be run again on any stored run (`clientlab diagnose RUN`).
 
-Not covered yet: a DNS lookup per request (needs the network lab's DNS counters) and more
-connections than the server accepts (needs the server's accept-queue times).
+The DNS rule needs the network lab (`--net`), whose DNS counts the lookups. Not covered yet:
+more connections than the server accepts (needs the server's accept-queue times).
 """
 
 from __future__ import annotations
@@ -97,6 +97,22 @@ def expect_continue_stall(cell: CellView) -> Finding | None:
         f"{stalled} request(s) sent 'Expect: 100-continue' and held their body back for about a second "
         f"(longest pause {s.get('max_read_gap_ms', 0):.0f} ms).",
         "Send 'Expect:' (empty) to switch it off, or answer 100 Continue on the server.",
+    )
+
+
+@rule
+def dns_lookup_per_request(cell: CellView) -> Finding | None:
+    s = cell.server
+    lookups = (s.get("dns") or {}).get("by_type", {}).get("A", 0)
+    requests = s.get("requests", 0)
+    if requests < MIN_REQUESTS or lookups < 0.9 * requests:
+        return None
+    return Finding(
+        "dns-lookup-per-request", "warn", "A DNS lookup per request",
+        f"The lab DNS answered {lookups} A queries for {requests} requests to "
+        f"{(s.get('dns') or {}).get('names', 1)} host name(s): the client resolved the name again every time.",
+        "Keep one client so that its DNS cache (and its connections) survive between requests, share the DNS "
+        "cache between handles (libcurl share with CURL_LOCK_DATA_DNS), or run a local cache (e.g. dnsmasq).",
     )
 
 

@@ -6,6 +6,9 @@ import pytest
 
 from clientlab import manifest
 from clientlab.diagnose import diagnose_run
+from clientlab.netlab import hosts
+from clientlab.netlab.lab import NetLab
+from clientlab.netlab.profile import Profile
 from clientlab.runner import CellRunner, RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
@@ -78,3 +81,17 @@ def test_http2_offered_and_not_used_by_parallel_http11(diagnosed):
     found = diagnosed([("python-aiohttp", over_tls), ("python-aiohttp", shipped("parallel-feeds"))])
     assert found[("python-aiohttp", over_tls.label)] == ["http2-not-used"]
     assert found[("python-aiohttp", "parallel-feeds")] == []
+
+
+@pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))
+def test_dns_lookup_per_request_seen_by_the_lab_dns(store, test_drivers):
+    with NetLab(Profile(name="test", description="namespaces and lab DNS")) as lab:
+        run_id = store.start_run({}, {})
+        runner = CellRunner(lab, store, run_id, RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1),
+                                                          pin_cpus=False))
+        for driver_id in ("python-fake-no-reuse", "python-fake-reference"):
+            assert runner.run_cell(test_drivers[driver_id], shipped("get-small", count=30)).status == "ok"
+    found = {c["driver"]: [f.rule for f in fs] for c in store.cells(run_id)
+             for cid, fs in diagnose_run(store.cells(run_id)).items() if cid == c["id"]}
+    assert "dns-lookup-per-request" in found["python-fake-no-reuse"]
+    assert found["python-fake-reference"] == []
