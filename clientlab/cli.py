@@ -298,6 +298,92 @@ def diagnose_cmd(run_ref: str) -> None:
     print_findings(out, store.cells(run_id))
 
 
+@main.command("experiment")
+@click.argument("names", nargs=-1, metavar="NAME... | all")
+@click.option("--quick", is_flag=True, help="The quick form: fewer sizes and repeats, one trial per cell (minutes).")
+@click.option("--list", "list_only", is_flag=True, help="List the experiments and what they run.")
+@click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
+@click.option("--findings", "findings_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=paths.ROOT / "docs" / "findings.md", show_default=True,
+              help="Write each experiment's section of the findings document here.")
+@driver_path_option
+def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
+                   findings_path: Path, driver_paths: tuple[Path, ...]) -> None:
+    """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
+
+    Each experiment runs its parts (drivers × scenarios × settings, on the part's network) into
+    one stored run, then writes its section of the findings document: the article's claims, the
+    lab's numbers, and a verdict. `clientlab experiment all` runs every one."""
+    from clientlab.experiment import findings, spec
+    from clientlab.experiment.execute import count_cells, run_experiment
+
+    if list_only or not names:
+        table = Table(title="experiments")
+        for column in ("name", "seed", "parts", "cells (full / quick)", "title"):
+            table.add_column(column, overflow="fold")
+        for e in spec.discover().values():
+            table.add_row(e.name, e.seed, ", ".join(p.name for p in e.parts),
+                          f"{count_cells(e, False)} / {count_cells(e, True)}", e.title)
+        out.print(table)
+        if not names:
+            err.print("run one with: clientlab experiment NAME [--quick], or all", highlight=False)
+        return
+    chosen = spec.get(list(names))
+    extra = [d for d in _drivers(driver_paths) if driver_paths]
+    if quick:
+        stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
+    else:
+        stop, warmup = StopRule(min_trials=trials or 3, max_trials=trials or 10, max_seconds=30), 1
+    options = RunOptions(warmup=warmup, stop=stop)
+    store = Store(paths.results_db())
+    for e in chosen:
+        total = count_cells(e, quick)
+        err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells", highlight=False)
+        try:
+            with stop_on_sigterm(), ProgressEvents(total, err) as events:
+                result = run_experiment(store, e, quick, options, events, extra,
+                                        on_note=lambda note: err.print(note, highlight=False))
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted: everything measured so far is kept[/]")
+            run_id = store.runs(limit=1)[0]["id"]
+            _diagnose(store, run_id)
+            findings.update(findings_path, e.name, findings.section(e, store, run_id))
+            raise SystemExit(130)
+        _diagnose(store, result.run_id)
+        findings.update(findings_path, e.name, findings.section(e, store, result.run_id))
+        _print_verdicts(e, store, result.run_id)
+        err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
+
+
+@main.command("findings")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              default=paths.ROOT / "docs" / "findings.md", show_default=True)
+@click.option("--quick-ok", is_flag=True, help="Also use quick-form runs when no full run exists.")
+def findings_cmd(output: Path, quick_ok: bool) -> None:
+    """Write the findings document again from the newest stored run of each experiment."""
+    from clientlab.experiment import findings, spec
+
+    store = Store(paths.results_db())
+    runs = findings.latest_runs(store, quick_ok)
+    for name, e in spec.discover().items():
+        if name in runs:
+            findings.update(output, name, findings.section(e, store, runs[name]))
+            err.print(f"{name}: run {runs[name]}", highlight=False)
+        else:
+            err.print(f"[yellow]{name}: no finished run (clientlab experiment {name})[/]", highlight=False)
+
+
+def _print_verdicts(e, store: Store, run_id: int) -> None:  # noqa: ANN001
+    from clientlab.experiment.verdict import judge_run
+
+    table = Table(title=f"{e.name}: the article's claims (run {run_id})")
+    for column in ("the article says", "the lab measured", "verdict"):
+        table.add_column(column, overflow="fold")
+    for v in judge_run(e, store.cells(run_id)):
+        table.add_row(v.claim.says, "\n".join(v.evidence), v.outcome)
+    out.print(table)
+
+
 @main.group("net")
 def net_group() -> None:
     """The network lab: profiles, a check of the links they give, clean-up."""

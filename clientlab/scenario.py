@@ -121,10 +121,15 @@ class Scenario(BaseModel):
             new_client = Client.model_validate(client)
         except ValidationError as exc:
             raise LabInputError(f"scenario {self.name}: {exc.errors()[0]['msg']}") from exc
-        parts = [f"{k}={v}" for k, v in changes.items()] + [f"{k}={v}" for k, v in client["options"].items()
-                                                            if self.client.options.get(k) != v]
+        parts = [f"{k}={_show(v)}" for k, v in changes.items()] + [
+            f"{k}={_show(v)}" for k, v in client["options"].items() if self.client.options.get(k) != v]
         variant = ",".join(p for p in [self.variant, *parts] if p)
         return self.model_copy(update={"client": new_client, "variant": variant})
+
+
+def _show(value: Any) -> str:
+    """A setting as it appears in a cell's name: lists as a+b (no commas, which separate settings)."""
+    return "+".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 class ScenarioFile(BaseModel):

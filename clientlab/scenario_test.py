@@ -99,7 +99,7 @@ def test_client_changes_from_the_command_line_are_validated_and_named():
     h2 = base.with_client(http="2", options=scenario.parse_options(["tcp_nodelay=false", "share=dns,tls"]))
     assert h2.client.scheme == "https" and h2.client.http == "2"
     assert h2.client.options == {"tcp_nodelay": False, "share": ["dns", "tls"]}
-    assert h2.label == "get-small[http=2,tcp_nodelay=False,share=['dns', 'tls']]"
+    assert h2.label == "get-small[http=2,tcp_nodelay=False,share=dns+tls]"
     assert base.with_client(http=None, options={}) is base
     with pytest.raises(LabInputError, match="get-small"):
         base.with_client(concurrency=0)

@@ -1,0 +1,79 @@
+"""Running an experiment: its cells, network by network, into one stored run."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from clientlab import machine, manifest
+from clientlab.experiment.plan import PlannedCell, plan
+from clientlab.experiment.spec import Experiment
+from clientlab.netlab import hosts
+from clientlab.netlab import profile as netprofile
+from clientlab.netlab.lab import open_server_side
+from clientlab.runner import CellResult, CellRunner, Events, RunOptions, SilentEvents, pick_cpus
+from clientlab.store import Store
+
+
+@dataclass
+class ExperimentRun:
+    run_id: int
+    status: str
+
+
+def run_experiment(store: Store, experiment: Experiment, quick: bool, options: RunOptions,
+                   events: Events | None = None, extra_drivers: list[manifest.Driver] | None = None,
+                   on_note=print) -> ExperimentRun:  # noqa: ANN001 - on_note: callable(str)
+    cells = plan(experiment, quick)
+    drivers = {d.id: d for d in manifest.discover()[0] + (extra_drivers or [])}
+    config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
+              "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells)}
+    run_id = store.start_run(machine.describe(), config)
+    events = events or SilentEvents()
+    status = "failed"
+    networks: dict[str, dict] = {}
+    server_cpu, driver_cpu = pick_cpus() if options.pin_cpus else (None, None)
+    try:
+        for net, group in itertools.groupby(sorted(cells, key=lambda c: c.net != "loopback"), key=lambda c: c.net):
+            group = list(group)
+            profile = netprofile.get(net)
+            reason = hosts.why_unavailable() if profile.namespaces else None
+            if reason:
+                for c in group:
+                    _record_unrun(store, run_id, c, "unsupported", f"needs network profile '{net}': {reason}", events)
+                networks[net] = {"profile": net, "unavailable": reason}
+                continue
+            with open_server_side(profile, server_cpu) as server:
+                if hasattr(server, "describe"):
+                    networks[net] = server.describe()
+                    on_note(f"network '{net}' ({networks[net]['summary']}): measured RTT "
+                            f"{networks[net]['measured_rtt_ms']:.2f} ms")
+                store.update_config(run_id, networks=networks)
+                runner = CellRunner(server, store, run_id, options, events, driver_cpu)
+                for c in group:
+                    if c.driver not in drivers:
+                        _record_unrun(store, run_id, c, "not-installed", f"no driver '{c.driver}' in this lab", events)
+                        continue
+                    runner.run_cell(drivers[c.driver], c.scenario)
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.update_config(run_id, networks=networks)
+        store.finish_run(run_id, status)
+    return ExperimentRun(run_id, status)
+
+
+def _record_unrun(store: Store, run_id: int, c: PlannedCell, status: str, reason: str, events: Events) -> None:
+    params = {**c.scenario.params, "client": c.scenario.client.model_dump()}
+    cell_id = store.start_cell(run_id, c.driver, c.scenario.label, params, c.scenario.metric)
+    store.finish_cell(cell_id, status, reason, None, None)
+    events.cell_started(c.driver, c.scenario.label)
+    events.cell_done(CellResult(c.driver, c.scenario.label, status, reason))
+
+
+def count_cells(experiment: Experiment, quick: bool) -> int:
+    return len(plan(experiment, quick))
+
+

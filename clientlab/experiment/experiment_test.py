@@ -1,0 +1,102 @@
+"""Experiments: files validated on load, expanded into distinctly named cells, claims judged,
+and each experiment's quick form run for real into its findings section."""
+
+from __future__ import annotations
+
+import pytest
+
+from clientlab import manifest, scenario
+from clientlab.errors import LabInputError
+from clientlab.experiment import findings, spec
+from clientlab.experiment.execute import run_experiment
+from clientlab.experiment.plan import plan
+from clientlab.experiment.verdict import CONFIRMED, NOT_HERE, PARTLY, REFUTED, judge
+from clientlab.runner import RunOptions
+from clientlab.stats import StopRule
+
+EXPERIMENTS = spec.discover()
+
+
+def test_every_shipped_experiment_names_known_drivers_and_scenarios():
+    assert set(EXPERIMENTS) == {"php-clients", "multi-socket", "parallel-feeds", "perl-clients", "download-size"}
+    drivers = {d.id for d in manifest.discover()[0]}
+    scenarios = {f.name for f in scenario.discover()[0]}
+    for e in EXPERIMENTS.values():
+        for part in e.parts:
+            assert set(part.drivers) <= drivers, f"{e.name}.{part.name}: {set(part.drivers) - drivers}"
+            assert set(part.scenarios) <= scenarios, f"{e.name}.{part.name}"
+
+
+def test_a_claim_on_an_unknown_part_is_rejected_naming_the_file(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('title = "t"\nseed = "000"\narticle = "a"\n[[parts]]\nname = "get"\ndrivers = ["c-libcurl"]\n'
+                    'scenarios = ["get-small"]\n[[claims]]\nsays = "s"\ncheck = "similar"\na = { part = "gett" }\n')
+    with pytest.raises(LabInputError, match=r"bad\.toml.*no part named 'gett'"):
+        spec.load_file(path)
+
+
+def test_a_bad_sweep_is_rejected_naming_the_field(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('title = "t"\nseed = "000"\narticle = "a"\n[[parts]]\nname = "get"\ndrivers = ["c-libcurl"]\n'
+                    'scenarios = ["get-small"]\nsweep = { over = "colour", values = [1] }\n')
+    with pytest.raises(LabInputError, match=r"parts\.0\.sweep\.over"):
+        spec.load_file(path)
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_cell_of_an_experiment_has_its_own_name(name):
+    for quick in (False, True):
+        cells = plan(EXPERIMENTS[name], quick)
+        keys = [(c.driver, c.scenario.label) for c in cells]
+        assert len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1][:3]
+
+
+def _cell(driver, part, wall, value=None, status="ok"):
+    figures = {"wall_s": {"median": wall}, "throughput": 1 / wall, "unit": "req/s", "peak_rss_kb": 1000,
+               "cpu_user_s": wall / 2, "cpu_sys_s": 0.0} if status == "ok" else None
+    return {"driver": driver, "scenario": "get-small", "status": status, "reason": None if status == "ok" else "why",
+            "params": {"part": part, "value": value, "client": {"http": "1.1"}}, "figures": figures}
+
+
+def _claim(**kw):
+    return spec.Claim.model_validate({"says": "s", **kw})
+
+
+def test_faster_is_confirmed_partly_or_refuted_by_the_ratio():
+    cells = [_cell("x", "a", 1.0), _cell("y", "b", 3.0), _cell("z", "c", 1.1)]
+    assert judge(_claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=2), cells, {}).outcome == CONFIRMED
+    assert judge(_claim(check="faster", a={"part": "a"}, b={"part": "c"}, ratio=2), cells, {}).outcome == PARTLY
+    assert judge(_claim(check="faster", a={"part": "b"}, b={"part": "a"}, ratio=2), cells, {}).outcome == REFUTED
+
+
+def test_a_claim_whose_cells_were_not_measured_is_not_reproducible_with_the_reason():
+    cells = [_cell("x", "a", 1.0), _cell("y", "b", 0, status="unsupported")]
+    v = judge(_claim(check="faster", a={"part": "a"}, b={"part": "b"}), cells, {})
+    assert v.outcome == NOT_HERE and "unsupported (why)" in v.evidence[0]
+
+
+def test_sweet_spot_needs_the_best_value_inside_the_sweep():
+    inside = [_cell("x", "s", w, v) for v, w in ((1, 5.0), (6, 1.0), (100, 3.0))]
+    edge = [_cell("x", "s", w, v) for v, w in ((1, 5.0), (6, 3.0), (100, 1.0))]
+    order = {"s": [1, 6, 100]}
+    assert judge(_claim(check="sweet_spot", a={"part": "s"}), inside, order).outcome == CONFIRMED
+    assert judge(_claim(check="sweet_spot", a={"part": "s"}), edge, order).outcome == REFUTED
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_quick_form_runs_and_writes_its_findings_section(name, store, tmp_path):
+    e = EXPERIMENTS[name]
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1))
+    result = run_experiment(store, e, quick=True, options=options, on_note=lambda _n: None)
+    assert result.status == "complete"
+    cells = store.cells(result.run_id)
+    assert len(cells) == len(plan(e, quick=True))
+    failed = [f"{c['driver']} × {c['scenario']}: {c['reason']}" for c in cells if c["status"] == "failed"]
+    assert failed == []
+    assert all(c["reason"] for c in cells if c["status"] != "ok")
+    doc = tmp_path / "findings.md"
+    findings.update(doc, name, findings.section(e, store, result.run_id))
+    text = doc.read_text()
+    assert f"<!-- experiment:{name} start -->" in text and f"Run {result.run_id} (quick form" in text
+    for claim in e.claims:
+        assert claim.says.replace("|", "\\|") in text

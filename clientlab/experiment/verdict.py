@@ -1,0 +1,162 @@
+"""Judging an article's claims with a stored run's numbers.
+
+A claim is confirmed when the lab measures the effect at least as large as the claim's `ratio`
+asks, "partly confirmed" when it points the same way but smaller, refuted when it does not
+show, and "not reproducible here" when the cells it needs were not measured (the reason is
+given: a client not packaged, a network the machine cannot build, a job a driver refuses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clientlab.experiment.spec import Claim, Experiment, Select
+from clientlab.units import format_bytes
+
+LOWER_IS_BETTER = {"wall_s": True, "cpu_s": True, "peak_rss_kb": True, "throughput": False}
+
+CONFIRMED, PARTLY, REFUTED, NOT_HERE = "confirmed", "partly confirmed", "refuted", "not reproducible here"
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    outcome: str
+    evidence: list[str] = field(default_factory=list)
+
+
+def metric_value(cell: dict, metric: str) -> float:
+    f = cell["figures"]
+    if metric == "wall_s":
+        return f["wall_s"]["median"]
+    if metric == "cpu_s":
+        return f["cpu_user_s"] + f["cpu_sys_s"]
+    return float(f[metric])
+
+
+def show(value: float, metric: str, cell: dict | None = None) -> str:
+    if metric == "wall_s":
+        return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
+    if metric == "cpu_s":
+        return f"{value:.3f} s CPU"
+    if metric == "peak_rss_kb":
+        return f"{format_bytes(value * 1024)} peak RSS"
+    unit = (cell or {}).get("figures", {}).get("unit", "")
+    return f"{value:,.1f} {unit}".strip()
+
+
+def _base(label: str) -> str:
+    return label.split("[", 1)[0]
+
+
+def select(cells: list[dict], s: Select) -> list[dict]:
+    def fits(c: dict) -> bool:
+        p = c.get("params") or {}
+        return (p.get("part") == s.part and (s.driver is None or c["driver"] == s.driver)
+                and (s.scenario is None or _base(c["scenario"]) == s.scenario)
+                and (s.value is None or p.get("value") == s.value)
+                and (s.http is None or (p.get("client") or {}).get("http") == s.http))
+    return [c for c in cells if fits(c)]
+
+
+def _missing(chosen: list[dict]) -> list[str]:
+    """What was not measured, once per driver and reason."""
+    by_reason: dict[tuple[str, str, str], int] = {}
+    for c in chosen:
+        if c["status"] != "ok":
+            key = (c["driver"], c["status"], c.get("reason") or "")
+            by_reason[key] = by_reason.get(key, 0) + 1
+    return [f"{driver}: {status}" + (f" ({reason})" if reason else "") + (f" ×{n}" if n > 1 else "")
+            for (driver, status, reason), n in by_reason.items()]
+
+
+def _name(c: dict) -> str:
+    return f"{c['driver']} × {c['scenario']}"
+
+
+def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verdict:
+    a = select(cells, claim.a)
+    b = select(cells, claim.b) if claim.b else []
+    if not a or (claim.b and not b):
+        return Verdict(claim, NOT_HERE, ["no measured cell matches the claim's selection"])
+    problems = _missing(a + b)
+    ok_a = [c for c in a if c["status"] == "ok"]
+    ok_b = [c for c in b if c["status"] == "ok"]
+    if not ok_a or (claim.b and not ok_b):
+        return Verdict(claim, NOT_HERE, problems)
+    m, lower = claim.metric, LOWER_IS_BETTER[claim.metric]
+    if claim.check == "faster":
+        va = _aggregate([metric_value(c, m) for c in ok_a], m)
+        vb = _aggregate([metric_value(c, m) for c in ok_b], m)
+        ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
+        outcome = CONFIRMED if ratio >= claim.ratio else PARTLY if ratio > 1.05 else REFUTED
+        evidence = [f"{show(va, m, ok_a[0])} ({', '.join(_name(c) for c in ok_a)}) against "
+                    f"{show(vb, m, ok_b[0])} ({', '.join(_name(c) for c in ok_b)}): {ratio:.2f}× "
+                    f"{'better' if ratio >= 1 else 'worse'} (the claim needs {claim.ratio:g}×)"]
+        return Verdict(claim, outcome, evidence + problems)
+    if claim.check == "similar":
+        values = [(metric_value(c, m), c) for c in ok_a]
+        best = min(v for v, _ in values) if lower else max(v for v, _ in values)
+        worst = max(v for v, _ in values) if lower else min(v for v, _ in values)
+        spread = (worst / best if lower else best / worst) - 1 if best and worst else float("inf")
+        outcome = CONFIRMED if spread <= claim.tolerance else REFUTED
+        evidence = [f"{_name(c)}: {show(v, m, c)}" for v, c in values]
+        evidence.append(f"spread {spread:.0%} between best and worst (the claim allows {claim.tolerance:.0%})")
+        return Verdict(claim, outcome, evidence + problems)
+    return _judge_sweep(claim, ok_a, sweep_order.get(claim.a.part, []), problems)
+
+
+def _aggregate(values: list[float], metric: str) -> float:
+    # times add up over the selection (the article's "total"); rates and sizes average
+    return sum(values) if metric in ("wall_s", "cpu_s") else sum(values) / len(values)
+
+
+def _judge_sweep(claim: Claim, cells: list[dict], order: list, problems: list[str]) -> Verdict:
+    m, lower = claim.metric, LOWER_IS_BETTER[claim.metric]
+    groups: dict[tuple, list[dict]] = {}
+    for c in cells:
+        client = (c.get("params") or {}).get("client") or {}
+        groups.setdefault((c["driver"], _base(c["scenario"]), client.get("http")), []).append(c)
+    results, evidence = [], []
+    for (driver, scen, http), group in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        group.sort(key=lambda c: order.index(c["params"].get("value")) if c["params"].get("value") in order else 0)
+        if len(group) < 2:
+            evidence.append(f"{driver} × {scen}: only one point of the sweep was measured")
+            continue
+        values = [metric_value(c, m) for c in group]
+        first, last = values[0], values[-1]
+        points = ", ".join(f"{c['params'].get('value')}: {show(v, m, c)}" for c, v in zip(group, values))
+        if claim.check in ("grows", "falls"):
+            change = (last / first if claim.check == "grows" else first / last) if min(first, last) > 0 else 0
+            ok = change >= claim.ratio
+            partly = change > 1.05
+            detail = f"{claim.check} {change:.2f}× from first to last (the claim needs {claim.ratio:g}×)"
+        elif claim.check == "flat":
+            spread = max(values) / min(values) - 1 if min(values) > 0 else float("inf")
+            ok, partly = spread <= claim.tolerance, False
+            detail = f"spread {spread:.0%} (the claim allows {claim.tolerance:.0%})"
+        else:  # sweet_spot
+            best = min(range(len(values)), key=lambda i: values[i]) if lower else max(range(len(values)),
+                                                                                     key=lambda i: values[i])
+            ok, partly = 0 < best < len(values) - 1, False
+            detail = f"best at {group[best]['params'].get('value')}"
+        results.append(CONFIRMED if ok else PARTLY if partly else REFUTED)
+        evidence.append(f"{driver} × {scen}{' HTTP/' + http if http else ''}: {points} — {detail}")
+    if not results:
+        return Verdict(claim, NOT_HERE, evidence + problems)
+    outcome = (CONFIRMED if all(r == CONFIRMED for r in results)
+               else REFUTED if all(r == REFUTED for r in results) else PARTLY)
+    return Verdict(claim, outcome, evidence + problems)
+
+
+def judge_run(experiment: Experiment, cells: list[dict]) -> list[Verdict]:
+    order = {p.name: list(p.sweep.values) if p.sweep else list(range(len(p.variants))) for p in experiment.parts}
+    return [judge(claim, cells, order) for claim in experiment.claims]
+
+
+def summary_of(cells: list[dict]) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for c in cells:
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    return counts
