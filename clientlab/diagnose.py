@@ -5,8 +5,8 @@ TLS handshakes, versions, how requests arrived) and at the lab's resource figure
 a Finding with its evidence and the fix, or nothing. Rules read only stored results, so they
 can be run again on any stored run (`clientlab diagnose RUN`).
 
-The DNS rule needs the network lab (`--net`), whose DNS counts the lookups. Not covered yet:
-more connections than the server accepts (needs the server's accept-queue times).
+The DNS rule needs the network lab (`--net`), whose DNS counts the lookups; the connection-cap
+rule needs a server cap (a network profile's `max_conns`).
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ def no_connection_reuse(cell: CellView) -> Finding | None:
     requests, conns = s.get("requests", 0), s.get("connections", 0)
     if not cell.client.get("keep_alive", True) or requests < MIN_REQUESTS or conns < 0.9 * requests:
         return None
+    if (s.get("cap") or {}).get("idle_closed", 0) >= 0.5 * conns:
+        return None  # the server closed them to make room: the connection-cap rule says why
     return Finding(
         "no-connection-reuse", "warn", "No connection reuse",
         f"{requests} requests came on {conns} connections although keep-alive was allowed: every request "
@@ -97,6 +99,22 @@ def expect_continue_stall(cell: CellView) -> Finding | None:
         f"{stalled} request(s) sent 'Expect: 100-continue' and held their body back for about a second "
         f"(longest pause {s.get('max_read_gap_ms', 0):.0f} ms).",
         "Send 'Expect:' (empty) to switch it off, or answer 100 Continue on the server.",
+    )
+
+
+@rule
+def more_connections_than_the_server_takes(cell: CellView) -> Finding | None:
+    s = cell.server
+    cap = s.get("cap") or {}
+    if not cap.get("waited"):
+        return None
+    return Finding(
+        "connections-over-server-cap", "warn", "More connections than the server takes",
+        f"The server serves {cap['limit']} connections at once; {cap['waited']} of the client's {s.get('connections', 0)} "
+        f"connections waited for a slot ({cap['wait_ms']:.0f} ms in all), and the server closed {cap['idle_closed']} "
+        "idle keep-alive connections to make room.",
+        "Open no more connections to a host than it serves at once (e.g. CURLMOPT_MAX_HOST_CONNECTIONS), "
+        "and reuse them; or use HTTP/2, which multiplexes every request over one connection.",
     )
 
 

@@ -95,3 +95,14 @@ def test_dns_lookup_per_request_seen_by_the_lab_dns(store, test_drivers):
              for cid, fs in diagnose_run(store.cells(run_id)).items() if cid == c["id"]}
     assert "dns-lookup-per-request" in found["python-fake-no-reuse"]
     assert found["python-fake-reference"] == []
+
+
+@pytest.mark.parametrize("concurrency,expected", [(20, ["connections-over-server-cap"]), (4, [])])
+def test_more_connections_than_the_server_takes(bench_server, diagnosed, concurrency, expected):
+    bench_server.configure(max_conns=4)
+    try:
+        sc = shipped("parallel-feeds", feeds=100).with_client(concurrency=concurrency)
+        found = diagnosed([("python-aiohttp", sc)])
+    finally:
+        bench_server.configure(max_conns=0)
+    assert list(found.values()) == [expected]

@@ -39,6 +39,10 @@ def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]
                               and e.get("max_read_gap_ns", 0) >= EXPECT_STALL_NS),
         "gzip": sum(1 for e in log if e.get("gzip")),
     }
+    if snapshot.get("cap"):  # the server's connection cap: who had to wait for a slot
+        cap = snapshot["cap"]
+        summary["cap"] = {"limit": cap["limit"], "peak_open": cap["peak_open"], "waited": cap["waited"],
+                          "wait_ms": cap["wait_ns"] / 1e6, "idle_closed": cap["idle_closed"]}
     if "dns" in snapshot:  # the network lab's DNS: what the client's lookups cost it
         dns = snapshot["dns"]
         summary["dns"] = {"queries": dns.get("queries", 0), "by_type": dns.get("by_type", {}),

@@ -90,28 +90,62 @@ func (c *trackedConn) peekReadCount() int {
 }
 
 // connLimit caps the number of open client connections; 0 means no cap. Connections over the
-// cap are not accepted: they wait in the kernel's backlog, as with a server at its limit.
+// cap are not served: they wait, as in a full server's backlog. To make
+// room, the server closes an idle keep-alive connection first (as nginx does when it runs out of
+// connections), so a client that opens more connections than the cap waits instead of hanging.
 type connLimit struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	limit  int
 	active int
 	peak   int // most connections open at once since the cap was last set
+	idle   map[*trackedConn]struct{}
 }
 
 func newConnLimit(limit int) *connLimit {
-	l := &connLimit{limit: limit}
+	l := &connLimit{limit: limit, idle: map[*trackedConn]struct{}{}}
 	l.cond = sync.NewCond(&l.mu)
 	return l
 }
 
+// acquire takes a slot for the next accepted connection; the current trial records how long it
+// waited and how many idle connections were closed for it.
 func (l *connLimit) acquire() {
 	l.mu.Lock()
+	var started time.Time
+	reaped := 0
 	for l.limit > 0 && l.active >= l.limit {
+		if started.IsZero() {
+			started = time.Now()
+		}
+		for c := range l.idle {
+			delete(l.idle, c)
+			c.Conn.Close() // the server's own reader sees it and closes the tracked connection: a slot frees
+			reaped++
+			break
+		}
 		l.cond.Wait()
 	}
 	l.active++
 	l.peak = max(l.peak, l.active)
+	l.mu.Unlock()
+	if !started.IsZero() {
+		current.Load().capWaited(time.Since(started), reaped)
+	}
+}
+
+// setIdle follows net/http's connection states: only idle keep-alive connections may be closed.
+func (l *connLimit) setIdle(c *trackedConn, idle bool) {
+	if c == nil {
+		return
+	}
+	l.mu.Lock()
+	if idle {
+		l.idle[c] = struct{}{}
+		l.cond.Broadcast() // a waiting connection may take this one's place
+	} else {
+		delete(l.idle, c)
+	}
 	l.mu.Unlock()
 }
 
@@ -120,6 +154,19 @@ func (l *connLimit) release() {
 	l.active--
 	l.mu.Unlock()
 	l.cond.Broadcast()
+}
+
+// newTrial starts the peak count again from the connections open now.
+func (l *connLimit) newTrial() {
+	l.mu.Lock()
+	l.peak = l.active
+	l.mu.Unlock()
+}
+
+func (l *connLimit) state() (limit, peak int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit, l.peak
 }
 
 func (l *connLimit) open() int {
@@ -145,12 +192,12 @@ type trackingListener struct {
 }
 
 func (l *trackingListener) Accept() (net.Conn, error) {
-	l.limit.acquire()
 	raw, err := l.Listener.Accept()
 	if err != nil {
-		l.limit.release()
 		return nil, err
 	}
+	// over the cap, the connection waits here unserved, as it would in a full server's backlog
+	l.limit.acquire()
 	t := current.Load()
 	tc := &trackedConn{Conn: raw, trial: t, rec: t.addConn(l.tlsConfig != nil), onClose: l.limit.release}
 	if l.tlsConfig == nil {

@@ -41,12 +41,14 @@ func controlHandler(limit *connLimit) http.Handler {
 	})
 	mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) {
 		current.Store(newTrial())
+		limit.newTrial()
 		reply(w, map[string]bool{"ok": true})
 	})
 	mux.HandleFunc("GET /counters", func(w http.ResponseWriter, r *http.Request) {
 		t := current.Load()
 		if r.URL.Query().Get("reset") == "1" {
 			t = current.Swap(newTrial())
+			defer limit.newTrial()
 		}
 		reply(w, t.snapshot())
 	})

@@ -75,6 +75,9 @@ func start(addr, controlAddr string, base *tls.Config, maxConns int) map[string]
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, ctxKey{}, tracked(c))
 		},
+		ConnState: func(c net.Conn, state http.ConnState) {
+			limit.setIdle(tracked(c), state == http.StateIdle)
+		},
 		ErrorLog: log.New(io.Discard, "", 0), // clients that hang up are not the server's news
 	}
 	protocols := new(http.Protocols)

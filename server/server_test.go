@@ -388,3 +388,26 @@ func TestMaxConnsCapsOpenConnections(t *testing.T) {
 		t.Fatalf("peak open connections %d with a cap of %d", peak, limit)
 	}
 }
+
+func TestACappedServerClosesIdleConnectionsForWaitingOnes(t *testing.T) {
+	reset(t)
+	configure(t, `{"max_conns": 1}`)
+	defer configure(t, `{"max_conns": 0}`)
+	// three keep-alive clients one after another: each leaves its connection open and idle
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 3; i++ {
+			get(t, &http.Client{Transport: &http.Transport{}}, plainURL+"/bytes/10")
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a client waited forever behind an idle connection")
+	}
+	s := counters(t)
+	if s.Cap == nil || s.Cap.Limit != 1 || s.Cap.Waited < 2 || s.Cap.IdleClosed < 2 {
+		t.Fatalf("cap record: %+v", s.Cap)
+	}
+}

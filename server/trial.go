@@ -59,6 +59,17 @@ type trial struct {
 	versions   map[string]int64
 	tlsFull    int64
 	tlsResumed int64
+	capWaits   int64 // connections that waited for a free slot under the server's cap
+	capWaitNs  int64
+	capReaped  int64 // idle keep-alive connections the server closed to make room
+}
+
+func (t *trial) capWaited(d time.Duration, reaped int) {
+	t.mu.Lock()
+	t.capWaits++
+	t.capWaitNs += d.Nanoseconds()
+	t.capReaped += int64(reaped)
+	t.mu.Unlock()
 }
 
 func newTrial() *trial {
@@ -127,6 +138,16 @@ type snapshotJSON struct {
 	LogDropped  int64            `json:"log_dropped"`
 	Conns       []connJSON       `json:"conns"`
 	Log         []LogEntry       `json:"log"`
+	Cap         *capJSON         `json:"cap,omitempty"`
+}
+
+// capJSON: the server's connection cap in this trial (only when one is set).
+type capJSON struct {
+	Limit      int   `json:"limit"`
+	PeakOpen   int   `json:"peak_open"`
+	Waited     int64 `json:"waited"`
+	WaitNs     int64 `json:"wait_ns"`
+	IdleClosed int64 `json:"idle_closed"`
 }
 
 func (t *trial) snapshot() snapshotJSON {
@@ -144,6 +165,11 @@ func (t *trial) snapshot() snapshotJSON {
 	}
 	for k, v := range t.versions {
 		s.Versions[k] = v
+	}
+	if connCap != nil {
+		if limit, peak := connCap.state(); limit > 0 {
+			s.Cap = &capJSON{Limit: limit, PeakOpen: peak, Waited: t.capWaits, WaitNs: t.capWaitNs, IdleClosed: t.capReaped}
+		}
 	}
 	for _, c := range t.conns {
 		in, out := c.bytesIn.Load(), c.bytesOut.Load()
