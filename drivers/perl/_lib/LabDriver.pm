@@ -1,0 +1,317 @@
+package LabDriver;
+
+# LabDriver: the clientlab driver protocol (docs/driver-protocol.md) for Perl drivers.
+#
+# A driver calls LabDriver::main(...) with the job options it honours and four steps:
+# versions (hello), prepare (build the client, no connection), run (the timed phase) and
+# finish (close the client). main() does hello / job / ready / go / done / report and
+# refuses jobs that need a capability its driver.toml does not claim or an option it does
+# not honour. Core modules only (JSON::PP, Digest::SHA).
+
+use strict;
+use warnings;
+
+use B ();
+use Digest::SHA ();
+use File::Basename ();
+use IO::Handle ();
+use JSON::PP ();
+
+our $VERSION = '1';
+
+use constant PROTOCOL => 1;
+
+# options known in protocol version 1 and the JSON type each value must have
+my %OPTION_TYPES = (tcp_nodelay => 'boolean', max_host_connections => 'integer', share => 'array',
+    expect_100 => 'boolean', multi_api => 'string');
+
+my $JSON = JSON::PP->new->utf8->canonical;
+my $OUT;    # the protocol channel: the real stdout, kept apart from STDOUT
+
+# --- the job -----------------------------------------------------------------------------
+
+# A job option's value, or undef for "the client's default".
+sub option {
+    my ($job, $name) = @_;
+    return ($job->{options} || {})->{$name};
+}
+
+# Every request of the job in order, each as often as its repeat, given to $code as
+# ($r, $req); a request that dies becomes an error of the report, never the end of the run.
+sub each_request {
+    my ($job, $report, $code) = @_;
+    my $reqs = $job->{requests};
+    for my $r (0 .. $#$reqs) {
+        my $req = $reqs->[$r];
+        for (1 .. ($req->{repeat} // 1)) {
+            eval { $code->($r, $req); 1 } or $report->fail($r, $@ || 'unknown error');
+        }
+    }
+}
+
+# True when the entry's form goes as multipart/form-data.
+sub is_multipart {
+    my ($req) = @_;
+    return defined $req->{form} && ($req->{form_encoding} // 'urlencoded') eq 'multipart';
+}
+
+# True when the entry's body is streamed to sink_path.
+sub to_file {
+    my ($req) = @_;
+    return ($req->{sink} // 'memory') eq 'file';
+}
+
+# The entry's form as [name, value] pairs sorted by name (JSON objects have no order), each
+# as UTF-8 bytes: what goes on the wire, for libraries that take bytes.
+sub form_pairs {
+    my ($form) = @_;
+    return map { [_bytes($_), _bytes($form->{$_})] } sort keys %$form;
+}
+
+sub _bytes {
+    my ($s) = @_;
+    utf8::encode($s);
+    return $s;
+}
+
+# The capabilities a job needs (the lab's rule, clientlab/job.py).
+sub required_capabilities {
+    my ($job) = @_;
+    my %need;
+    for my $req (@{$job->{requests}}) {
+        $need{tls} = 1 if $req->{url} =~ /^https:/;
+        $need{redirects} = 1 if $req->{follow_redirects};
+        $need{is_multipart($req) ? 'multipart' : 'form'} = 1 if defined $req->{form};
+        $need{upload} = 1 if defined $req->{body_file};
+        $need{sink_file} = 1 if to_file($req);
+    }
+    my $http = $job->{http} // '1.1';
+    $need{http2} = 1 if $http eq '2';
+    $need{h2c} = 1 if $http eq 'h2c';
+    $need{cookies} = 1 if $job->{cookies};
+    $need{gzip} = 1 if $job->{accept_gzip};
+    $need{parallel} = 1 if ($job->{concurrency} // 1) > 1;
+    $need{keepalive_off} = 1 unless $job->{keep_alive} // 1;
+    return sort keys %need;
+}
+
+sub _json_type {
+    my ($value) = @_;
+    return 'boolean' if JSON::PP::is_bool($value);
+    return 'array' if ref $value eq 'ARRAY';
+    return 'object' if ref $value eq 'HASH';
+    my $flags = B::svref_2object(\$value)->FLAGS;
+    return 'integer' if ($flags & (B::SVf_IOK() | B::SVf_NOK())) && !($flags & B::SVf_POK()) && $value == int $value;
+    return 'number' if ($flags & (B::SVf_IOK() | B::SVf_NOK())) && !($flags & B::SVf_POK());
+    return 'string';
+}
+
+sub _show {
+    my ($value) = @_;
+    return $JSON->allow_nonref->encode($value);
+}
+
+sub _same {
+    my ($a, $b) = @_;
+    return JSON::PP::is_bool($a) ? (JSON::PP::is_bool($b) && !!$a == !!$b) : (!ref $b && $a eq $b);
+}
+
+# Why a job cannot be done exactly (a capability not claimed or an option not honoured), or undef.
+# $honoured maps each option the driver honours to the list of values it honours, or to undef
+# for every value of the option's type.
+sub refusal {
+    my ($job, $capabilities, $honoured) = @_;
+    my @missing = grep { !$capabilities->{$_} } required_capabilities($job);
+    return 'needs capabilities not claimed: ' . join(', ', @missing) if @missing;
+    my $options = $job->{options} || {};
+    for my $name (sort keys %$options) {
+        my $value = $options->{$name};
+        next unless defined $value;
+        return "option $name is not supported" unless exists $honoured->{$name};
+        my $want = $OPTION_TYPES{$name};
+        if (defined $want && _json_type($value) ne $want) {
+            return "option $name must be a $want, got " . _show($value);
+        }
+        my $allowed = $honoured->{$name} or next;
+        next if grep { _same($value, $_) } @$allowed;
+        return "option $name=" . _show($value) . ' cannot be honoured (only '
+            . join(', ', map { _show($_) } @$allowed) . ')';
+    }
+    return undef;
+}
+
+# The `capabilities` list of a driver.toml, as a set.
+sub manifest_capabilities {
+    my ($manifest) = @_;
+    open my $fh, '<', $manifest or die "$manifest: $!\n";
+    my $text = do { local $/; <$fh> };
+    $text =~ /^capabilities\s*=\s*\[(.*?)\]/ms or die "$manifest: no capabilities list\n";
+    my $list = $1;
+    return {map { $_ => 1 } $list =~ /"([a-z0-9_]+)"/g};
+}
+
+# --- bodies built by hand (for clients that take a raw body) -----------------------------
+
+# application/x-www-form-urlencoded body of a form, fields sorted by name (RFC 3986 escapes).
+sub urlencoded {
+    my ($form) = @_;
+    return join '&', map { _escape($_->[0]) . '=' . _escape($_->[1]) } form_pairs($form);
+}
+
+sub _escape {
+    my ($s) = @_;
+    $s =~ s/([^A-Za-z0-9\-._~])/sprintf('%%%02X', ord $1)/ge;
+    return $s;
+}
+
+# A multipart/form-data body of plain fields: (content type, body).
+sub multipart {
+    my ($form) = @_;
+    my $boundary = sprintf 'clientlab-%08x%08x%08x', map { int rand 0xffffffff } 1 .. 3;
+    my $body = '';
+    for my $pair (form_pairs($form)) {
+        my ($name, $value) = @$pair;
+        $body .= "--$boundary\r\nContent-Disposition: form-data; name=\"$name\"\r\n\r\n$value\r\n";
+    }
+    return ("multipart/form-data; boundary=$boundary", $body . "--$boundary--\r\n");
+}
+
+# "HTTP/1.1" => "1.1", "HTTP/2" or "HTTP/2.0" => "2".
+sub http_label {
+    my ($proto) = @_;
+    my $v = ($proto // '') =~ m{^HTTP/(\d(?:\.\d)?)} ? $1 : '1.1';
+    return $v eq '2.0' ? '2' : $v;
+}
+
+# --- the report ---------------------------------------------------------------------------
+
+package LabDriver::Report;
+
+sub new {
+    my ($class, $verify) = @_;
+    return bless {verify => $verify, responses => [], errors => []}, $class;
+}
+
+# One response whose whole (decoded) body is in memory; $body is a reference to it.
+sub body {
+    my ($self, $r, $status, $http, $body) = @_;
+    my $item = {r => 0 + $r, status => 0 + $status, http => $http, bytes => length($$body // '')};
+    $item->{sha256} = Digest::SHA::sha256_hex($$body // '') if $self->{verify};
+    push @{$self->{responses}}, $item;
+}
+
+# One response streamed to $path (its size, and digest when verifying, read from the file).
+sub file {
+    my ($self, $r, $status, $http, $path) = @_;
+    my $item = {r => 0 + $r, status => 0 + $status, http => $http, bytes => (-s $path) || 0};
+    if ($self->{verify}) {
+        my $sha = Digest::SHA->new(256);
+        $sha->addfile($path, 'b') if -e $path;
+        $item->{sha256} = $sha->hexdigest;
+    }
+    push @{$self->{responses}}, $item;
+}
+
+# One request that got no response.
+sub fail {
+    my ($self, $r, $message) = @_;
+    $message = "$message";
+    $message =~ s/\s+$//;
+    push @{$self->{errors}}, {r => 0 + $r, message => substr($message, 0, 500)};
+}
+
+package LabDriver;
+
+# --- the message loop ---------------------------------------------------------------------
+
+sub log_line {
+    print STDERR @_, "\n";
+}
+
+sub _send {
+    my ($message) = @_;
+    print {$OUT} $JSON->encode($message), "\n";
+}
+
+# Run the driver on stdin/stdout. Arguments (a hash):
+#   versions => sub { {name => version, ...} }      library versions (perl is added)
+#   options  => {name => [values] | undef}           job options honoured
+#   prepare  => sub ($job) { $client | (undef, $reason) }   build the client, no connection
+#   run      => sub ($job, $client, $report)         the timed phase
+#   finish   => sub ($job, $client)                  close the client (after the report)
+# The driver's folder (holding driver.toml) is that of the script ($0).
+sub main {
+    my (%driver) = @_;
+    my $folder = File::Basename::dirname($0);
+    my $capabilities = manifest_capabilities("$folder/driver.toml");
+    my $honoured = $driver{options} || {};
+
+    # the real stdout becomes the protocol channel; STDOUT points at stderr, so a library's
+    # stray output cannot corrupt the protocol
+    open $OUT, '>&', \*STDOUT or die "dup stdout: $!";
+    open STDOUT, '>&', \*STDERR or die "stdout to stderr: $!";
+    binmode $OUT;
+    $OUT->autoflush(1);
+    STDERR->autoflush(1);
+    $SIG{PIPE} = 'IGNORE';    # a peer that goes away is a request error, not the end
+
+    my ($job, $client);
+    while (defined(my $line = <STDIN>)) {
+        next unless $line =~ /\S/;
+        my $msg = eval { $JSON->decode($line) };
+        my $type = ref $msg eq 'HASH' ? ($msg->{type} // '') : '';
+        if ($type eq 'hello') {
+            my %versions = (perl => sprintf('%vd', $^V), %{$driver{versions}->()});
+            defined $versions{$_} ? ($versions{$_} = "$versions{$_}") : delete $versions{$_} for keys %versions;
+            _send({type => 'hello', protocol => PROTOCOL, versions => \%versions});
+        }
+        elsif ($type eq 'job') {
+            ($job, $client) = ();
+            my $candidate = $msg->{job};
+            if (ref $candidate ne 'HASH' || ref $candidate->{requests} ne 'ARRAY') {
+                _send({type => 'error', message => 'bad job: no requests'});
+                next;
+            }
+            my $reason = refusal($candidate, $capabilities, $honoured);
+            if (defined $reason) {
+                _send({type => 'unsupported', reason => $reason});
+                next;
+            }
+            my ($built, $why);
+            if (!eval { ($built, $why) = $driver{prepare}->($candidate); 1 }) {
+                my $err = $@;
+                log_line($err);
+                $err =~ s/\s+$//;
+                _send({type => 'error', message => "building the client failed: $err"});
+                next;
+            }
+            if (!defined $built) {
+                _send({type => 'unsupported', reason => $why // 'the client cannot do this job'});
+                next;
+            }
+            ($job, $client) = ($candidate, $built);
+            _send({type => 'ready'});
+        }
+        elsif ($type eq 'go') {
+            if (!defined $job) {
+                _send({type => 'error', message => 'go without a ready job'});
+                next;
+            }
+            my $report = LabDriver::Report->new($job->{verify} ? 1 : 0);
+            if (!eval { $driver{run}->($job, $client, $report); 1 }) {
+                log_line($@);
+                $report->fail(0, $@);
+            }
+            _send({type => 'done'});    # before the report: serialising it is not timed
+            _send({type => 'report', responses => $report->{responses}, errors => $report->{errors}});
+            eval { $driver{finish}->($job, $client) if $driver{finish}; 1 } or log_line("finish: $@");
+            ($job, $client) = ();
+        }
+        else {
+            _send({type => 'error', message => 'unknown message: ' . substr($line =~ s/\s+$//r, 0, 200)});
+        }
+    }
+    return 0;
+}
+
+1;

@@ -1,0 +1,84 @@
+#!/usr/bin/perl
+# perl-furl: one Furl object for the job, requests one after another. Furl keeps the last
+# connection for reuse (keep-alive); with "Connection: close" it opens one per request.
+
+use strict;
+use warnings;
+use FindBin ();
+use lib "$FindBin::Bin/../_lib";
+
+use LabDriver ();
+use Furl ();
+use HTTP::CookieJar ();
+use IO::Socket::SSL ();
+use JSON::PP ();
+
+sub prepare {
+    my ($job) = @_;
+    my $furl = Furl->new(
+        timeout => $job->{timeout_s},
+        max_redirects => 20,
+        headers => [$job->{keep_alive} ? () : (Connection => 'close'),
+                    $job->{accept_gzip} ? ('Accept-Encoding' => 'gzip') : ()],
+        $job->{cookies} ? (cookie_jar => HTTP::CookieJar->new) : (),
+        ssl_opts => {SSL_verify_mode => IO::Socket::SSL::SSL_VERIFY_PEER(), SSL_verifycn_scheme => 'www',
+                     defined $job->{tls_ca} ? (SSL_ca_file => $job->{tls_ca}) : ()},
+    );
+    return {furl => $furl};
+}
+
+sub run {
+    my ($job, $client, $report) = @_;
+    my $furl = $client->{furl};
+    LabDriver::each_request($job, $report, sub {
+        my ($r, $req) = @_;
+        my @headers = %{$req->{headers} || {}};
+        my ($content, $sink);
+        if (defined $req->{form}) {
+            if (LabDriver::is_multipart($req)) {
+                (my $type, $content) = LabDriver::multipart($req->{form});
+                push @headers, 'Content-Type' => $type;
+            }
+            else {
+                $content = [map { @$_ } LabDriver::form_pairs($req->{form})];    # Furl urlencodes it
+            }
+        }
+        elsif (defined $req->{body_file}) {
+            open $content, '<:raw', $req->{body_file} or die "$req->{body_file}: $!\n";    # streamed
+            push @headers, 'Content-Type' => $req->{content_type} // 'application/octet-stream';
+        }
+        if (LabDriver::to_file($req)) {
+            open $sink, '>:raw', $req->{sink_path} or die "$req->{sink_path}: $!\n";
+        }
+        my $res = $furl->request(
+            method => uc $req->{method}, url => $req->{url}, headers => \@headers,
+            defined $content ? (content => $content) : (),
+            $sink ? (write_file => $sink) : (),
+            max_redirects => $req->{follow_redirects} ? 20 : 0,
+        );
+        if ($sink) {
+            close $sink or die "writing $req->{sink_path}: $!\n";
+        }
+        die $res->content . "\n" if $res->header('X-Internal-Response');
+        my $http = LabDriver::http_label($res->protocol);
+        return $report->file($r, $res->code, $http, $req->{sink_path}) if $sink;
+        $report->body($r, $res->code, $http, \$res->content);
+    });
+}
+
+sub finish {
+    my ($job, $client) = @_;
+    %$client = ();    # the pooled connection closes with the object
+}
+
+LabDriver::main(
+    versions => sub {
+        {furl => $Furl::VERSION, 'http-parser-xs' => $HTTP::Parser::XS::VERSION,
+         'io-socket-ssl' => $IO::Socket::SSL::VERSION, 'net-ssleay' => $Net::SSLeay::VERSION}
+    },
+    # Furl sets TCP_NODELAY on every socket and never sends Expect: 100-continue
+    options => {tcp_nodelay => [JSON::PP::true], expect_100 => [JSON::PP::false]},
+    prepare => \&prepare,
+    run => \&run,
+    finish => \&finish,
+);
