@@ -12,7 +12,7 @@ override LDLIBS += $(shell pkg-config --libs $(ALL_PKGS))
 
 LAB_SRC := $(LAB)/labdriver.c $(LAB)/labjob.c $(LAB)/labbody.c
 OBJ := $(patsubst %.c,build/%.o,$(notdir $(SRC) $(LAB_SRC)))
-DEPS := $(LAB)/labdriver.h $(LAB)/labjob.h $(wildcard *.h)
+DEPS := $(wildcard $(LAB)/*.h) $(wildcard *.h)
 
 build/driver: $(OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
