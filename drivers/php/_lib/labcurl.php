@@ -1,6 +1,8 @@
 <?php
-// Shared by the PHP drivers built on the curl extension (php-curl, php-curl-multi): one request
-// entry of a job turned into curl options on an easy handle, and the response read back.
+// labcurl: what the PHP drivers on the curl extension share (php-curl, php-curl-multi). A handle
+// gets the job's settings once (job_options) and each request's options before its transfer
+// (request), without curl_reset: every per-request option is set again, as a program reusing one
+// handle does. finish() reads the response back into the report.
 
 declare(strict_types=1);
 
@@ -8,105 +10,165 @@ namespace Lab\Curl;
 
 use Lab;
 
+/** the job options both curl drivers honour (any valid value) */
 const HONOURED = ['tcp_nodelay' => null, 'expect_100' => null];
 
 function versions(): array
 {
     $v = curl_version();
-    return ['php-curl' => phpversion('curl'), 'libcurl' => $v['version'], 'ssl' => $v['ssl_version']];
+    return ['php-curl' => (string)phpversion('curl'), 'libcurl' => $v['version'], 'ssl' => (string)$v['ssl_version'],
+        'zlib' => (string)$v['libz_version']];
 }
 
-/**
- * Set $ch up for one request entry (after curl_reset). Returns the file handle of a file sink
- * (to close after the transfer) or null for a memory sink (CURLOPT_RETURNTRANSFER).
- * @return resource|null
- */
-function setup(\CurlHandle $ch, array $job, array $req)
+/** libcurl older than 8.0.0 fails prior knowledge on a reused h2c connection (curl#10634) */
+function h2c_reuse_bug(): bool
 {
-    $headers = [];
-    foreach (($req['headers'] ?? []) as $name => $value) {
-        $headers[] = "$name: $value";
+    return curl_version()['version_number'] < 0x080000;
+}
+
+/** the job's HTTP version as CURLOPT_HTTP_VERSION, or an Unsupported when libcurl lacks HTTP/2 */
+function http_version(array $job): int|Lab\Unsupported
+{
+    if ($job['http'] !== '1.1' && !(curl_version()['features'] & CURL_VERSION_HTTP2)) {
+        return new Lab\Unsupported('this libcurl is built without HTTP/2');
     }
+    return match ($job['http']) {
+        '2' => CURL_HTTP_VERSION_2TLS, // h2 via ALPN on https; a server that declines shows as "1.1"
+        'h2c' => CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE,
+        default => CURL_HTTP_VERSION_1_1,
+    };
+}
+
+/** options that hold for every request of the job, set once on a handle */
+function job_options(array $job, int $httpVersion): array
+{
     $opts = [
-        CURLOPT_URL => $req['url'],
-        CURLOPT_HTTP_VERSION => ['1.1' => CURL_HTTP_VERSION_1_1, '2' => CURL_HTTP_VERSION_2TLS,
-            'h2c' => CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE][$job['http']],
-        CURLOPT_TIMEOUT_MS => (int)($job['timeout_s'] * 1000),
-        CURLOPT_FOLLOWLOCATION => !empty($req['follow_redirects']),
+        CURLOPT_HTTP_VERSION => $httpVersion,
+        CURLOPT_TIMEOUT_MS => (int)round($job['timeout_s'] * 1000),
+        CURLOPT_NOPROXY => '*', // the lab's traffic stays on the lab's hosts whatever the environment
         CURLOPT_MAXREDIRS => 20,
     ];
-    if ($job['http'] === '2') {
-        $opts[CURLOPT_PIPEWAIT] = true; // wait for a connection that can multiplex, rather than open more
-    }
     if ($job['tls_ca'] !== null) {
-        $opts[CURLOPT_CAINFO] = $job['tls_ca'];
-    }
-    if (!$job['keep_alive']) {
-        $opts[CURLOPT_FORBID_REUSE] = true;
-        $opts[CURLOPT_FRESH_CONNECT] = true;
+        $opts[CURLOPT_CAINFO] = $job['tls_ca']; // verification stays on (the default)
     }
     if (!empty($job['cookies'])) {
-        $opts[CURLOPT_COOKIEFILE] = ''; // the cookie engine, in memory
+        $opts[CURLOPT_COOKIEFILE] = ''; // "" turns on the in-memory cookie engine, no file read
     }
     if (!empty($job['accept_gzip'])) {
         $opts[CURLOPT_ENCODING] = 'gzip';
     }
+    if (!$job['keep_alive']) {
+        $opts[CURLOPT_FORBID_REUSE] = true; // close the connection after each transfer
+    }
     if (($nodelay = Lab\option($job, 'tcp_nodelay')) !== null) {
         $opts[CURLOPT_TCP_NODELAY] = $nodelay;
     }
-    $expect = Lab\option($job, 'expect_100');
-    if ($expect === false) {
-        $headers[] = 'Expect:';
-    } elseif ($expect === true) {
-        $headers[] = 'Expect: 100-continue';
+    return $opts;
+}
+
+/** what one transfer holds open until it ends: the file sink and the upload body */
+final class Transfer
+{
+    /** @param resource|null $sink @param resource|null $upload */
+    public function __construct(public int $r, public array $req, public $sink, public $upload)
+    {
     }
+}
+
+/**
+ * Set one request entry's options on $ch (after job_options). Returns the Transfer, or a string
+ * saying why the request cannot start (a file that cannot be opened).
+ */
+function request(\CurlHandle $ch, array $job, int $r, array $req): Transfer|string
+{
     $method = strtoupper($req['method']);
+    $headers = [];
+    foreach (($req['headers'] ?? []) as $name => $value) {
+        $headers[] = $value === '' ? "$name;" : "$name: $value"; // "name;" sends an empty value
+    }
+    // back to a plain GET first (no upload, no HEAD, no custom method left from the last request),
+    // then this request's own options: two calls, as the order matters
+    $plain = [CURLOPT_NOBODY => false, CURLOPT_UPLOAD => false, CURLOPT_HTTPGET => true, CURLOPT_CUSTOMREQUEST => null];
+    $opts = [CURLOPT_URL => $req['url'], CURLOPT_FOLLOWLOCATION => !empty($req['follow_redirects'])];
+    $natural = $method === 'GET';
+    $upload = null;
     if (isset($req['form'])) {
-        $multipart = ($req['form_encoding'] ?? 'urlencoded') === 'multipart';
-        $opts[CURLOPT_POSTFIELDS] = $multipart ? $req['form'] : Lab\urlencoded($req['form']);
-        if ($method !== 'POST') {
-            $opts[CURLOPT_CUSTOMREQUEST] = $method;
-        }
+        // an array is sent as multipart/form-data (curl_mime), a string urlencoded
+        $opts[CURLOPT_POSTFIELDS] = Lab\is_multipart($req) ? $req['form'] : Lab\urlencoded($req['form']);
+        $natural = $method === 'POST';
     } elseif (!empty($req['body_file'])) {
+        if (($upload = @fopen($req['body_file'], 'rb')) === false) {
+            return "cannot read body_file {$req['body_file']}";
+        }
+        // streamed from the file by the extension's read callback; another method than PUT is
+        // sent as a custom request on the upload
         $opts[CURLOPT_UPLOAD] = true;
-        $opts[CURLOPT_INFILE] = fopen($req['body_file'], 'rb');
+        $opts[CURLOPT_INFILE] = $upload;
         $opts[CURLOPT_INFILESIZE] = filesize($req['body_file']);
-        $opts[CURLOPT_CUSTOMREQUEST] = $method;
+        $natural = $method === 'PUT';
         $headers[] = 'Content-Type: ' . ($req['content_type'] ?? 'application/octet-stream');
-    } elseif ($method !== 'GET') {
+    } elseif ($method === 'HEAD') {
+        $opts[CURLOPT_NOBODY] = true;
+        $natural = true;
+    }
+    if (!$natural) {
         $opts[CURLOPT_CUSTOMREQUEST] = $method;
+    }
+    $expect = Lab\option($job, 'expect_100');
+    if ((isset($req['form']) || $upload !== null) && $expect !== null) {
+        $headers[] = $expect ? 'Expect: 100-continue' : 'Expect:'; // "Expect:" removes libcurl's own
     }
     $opts[CURLOPT_HTTPHEADER] = $headers;
     $sink = null;
-    if (($req['sink'] ?? 'memory') === 'file') {
-        $sink = fopen($req['sink_path'], 'wb');
+    if (Lab\to_file($req)) {
+        if (($sink = @fopen($req['sink_path'], 'wb')) === false) {
+            if ($upload !== null) fclose($upload);
+            return "cannot open sink_path {$req['sink_path']}";
+        }
         $opts[CURLOPT_FILE] = $sink;
     } else {
-        $opts[CURLOPT_RETURNTRANSFER] = true;
+        $opts[CURLOPT_RETURNTRANSFER] = true; // the body as curl_exec's / curl_multi_getcontent's string
     }
-    curl_setopt_array($ch, $opts);
-    return $sink;
+    if (!curl_setopt_array($ch, $plain) || !curl_setopt_array($ch, $opts)) {
+        close($sink, $upload);
+        return 'curl_setopt_array refused an option: ' . curl_error($ch);
+    }
+    return new Transfer($r, $req, $sink, $upload);
 }
 
+/** @param resource|null ...$files */
+function close(...$files): void
+{
+    foreach ($files as $f) {
+        if (is_resource($f)) fclose($f);
+    }
+}
+
+/** the HTTP version of the last transfer, as the report says it */
 function http_label(\CurlHandle $ch): string
 {
     return match (curl_getinfo($ch, CURLINFO_HTTP_VERSION)) {
         CURL_HTTP_VERSION_1_0 => '1.0',
+        CURL_HTTP_VERSION_1_1 => '1.1',
         CURL_HTTP_VERSION_2_0 => '2',
-        default => '1.1',
+        default => '?',
     };
 }
 
-/** after a transfer: the response into the report (or the error) and the sink closed */
-function finish(\CurlHandle $ch, int $r, array $req, ?string $body, $sink, int $errno, string $error, Lab\Report $report): void
+/** after a transfer: the response (or the error) into the report, the files closed */
+function finish(\CurlHandle $ch, Transfer $t, int $errno, ?string $body, Lab\Report $report): void
 {
-    if ($sink !== null) {
-        fclose($sink);
+    $sinkClosed = $t->sink === null || fclose($t->sink);
+    close($t->upload);
+    if ($errno === 0 && !$sinkClosed) {
+        $errno = CURLE_WRITE_ERROR;
     }
     if ($errno !== 0) {
-        $report->fail($r, "curl error $errno: $error");
-        return;
+        $detail = curl_error($ch);
+        $report->fail($t->r, curl_strerror($errno) . ($detail !== '' ? ": $detail" : ''));
+    } elseif ($t->sink !== null) {
+        $report->addFile($t->r, (int)curl_getinfo($ch, CURLINFO_RESPONSE_CODE), http_label($ch), $t->req['sink_path']);
+    } else {
+        $report->add($t->r, (int)curl_getinfo($ch, CURLINFO_RESPONSE_CODE), http_label($ch), (string)$body);
     }
-    $status = (int)curl_getinfo($ch, CURLINFO_RESPONSE_CODE);
-    $report->add($r, $status, http_label($ch), $sink === null ? $body : null, $sink === null ? null : $req['sink_path']);
 }

@@ -1,39 +1,50 @@
 <?php
 // labdriver: the clientlab driver protocol (docs/driver-protocol.md) for PHP drivers.
 //
-// A driver extends Lab\Driver: it names the options it honours and supplies open(job) (build
-// the client, no connection), run(job, report) (the timed phase) and close(). Lab\main() does
-// hello / job / ready / go / done / report and refuses jobs that need a capability its
-// driver.toml does not claim or an option it does not honour. Standard extensions only.
+// A driver extends Lab\Driver: it names the options it honours and supplies versions(),
+// prepare(job) (build the client, no connection: its state, or an Unsupported), run(job, state,
+// report) (the timed phase) and finish(state) (close the client). Lab\main() does hello / job /
+// ready / go / done / report and refuses jobs that need a capability its driver.toml does not
+// claim or an option it does not honour. Standard extensions only (json, hash).
 
 declare(strict_types=1);
 
 namespace Lab;
 
 const PROTOCOL = 1;
-// options known in protocol version 1, with the type each value must have
+// options known in protocol version 1, with the type each value must have (gettype names)
 const OPTION_TYPES = ['tcp_nodelay' => 'boolean', 'max_host_connections' => 'integer', 'share' => 'array',
     'expect_100' => 'boolean', 'multi_api' => 'string'];
 
+/** prepare()'s answer for a job the client cannot do exactly as asked */
+final class Unsupported
+{
+    public function __construct(public readonly string $reason)
+    {
+    }
+}
+
 abstract class Driver
 {
-    /** option name => list of allowed values, or null for any value of the right type */
+    /** option name => list of the values honoured exactly, or null for every valid value */
     public array $options = [];
 
-    /** the client library and what lies under it, e.g. ['guzzle' => '7.4.5'] */
+    /** the client library and what lies under it, e.g. ['guzzle' => '7.4.5']; php is added */
     abstract public function versions(): array;
 
-    /** why this job cannot be done exactly as asked (beyond capabilities and options), or null */
-    public function refuse(array $job): ?string
+    /**
+     * Build and configure the client for $job; no connection may be opened, no request sent.
+     * Returns the client state handed to run() and finish(), or an Unsupported with the reason.
+     */
+    abstract public function prepare(array $job): mixed;
+
+    /** the timed phase: every request of the job, each result into $report */
+    abstract public function run(array $job, mixed $state, Report $report): void;
+
+    /** close the client and every connection it holds (called after the report) */
+    public function finish(mixed $state): void
     {
-        return null;
     }
-
-    abstract public function open(array $job): void;
-
-    abstract public function run(array $job, Report $report): void;
-
-    abstract public function close(): void;
 }
 
 final class Report
@@ -45,28 +56,37 @@ final class Report
     {
     }
 
-    /** one response; $body is the whole body (memory sink) or null with $file (file sink) */
-    public function add(int $r, int $status, string $http, ?string $body, ?string $file = null): void
+    /** one response held in memory: $body is the whole decoded body */
+    public function add(int $r, int $status, string $http, string $body): void
     {
-        $item = ['r' => $r, 'status' => $status, 'http' => $http];
-        if ($file !== null) {
-            clearstatcache(true, $file);
-            $item['bytes'] = is_file($file) ? filesize($file) : 0;
-            if ($this->verify) {
-                $item['sha256'] = is_file($file) ? hash_file('sha256', $file) : hash('sha256', '');
-            }
-        } else {
-            $item['bytes'] = strlen($body ?? '');
-            if ($this->verify) {
-                $item['sha256'] = hash('sha256', $body ?? '');
-            }
+        $item = ['r' => $r, 'status' => $status, 'bytes' => strlen($body), 'http' => $http];
+        if ($this->verify) {
+            $item['sha256'] = hash('sha256', $body);
         }
         $this->responses[] = $item;
     }
 
+    /** one response streamed to $file (sink "file"): its size, and digest when verifying */
+    public function addFile(int $r, int $status, string $http, string $file): void
+    {
+        clearstatcache(true, $file);
+        $item = ['r' => $r, 'status' => $status, 'bytes' => (int)@filesize($file), 'http' => $http];
+        if ($this->verify) {
+            $item['sha256'] = (string)@hash_file('sha256', $file);
+        }
+        $this->responses[] = $item;
+    }
+
+    /** one request that got no response */
     public function fail(int $r, string $message): void
     {
-        $this->errors[] = ['r' => $r, 'message' => $message];
+        $this->errors[] = ['r' => $r, 'message' => substr($message, 0, 500)];
+    }
+
+    /** one request that got no response, from an exception */
+    public function failWith(int $r, \Throwable $e): void
+    {
+        $this->fail($r, get_class($e) . ': ' . $e->getMessage());
     }
 }
 
@@ -87,9 +107,9 @@ function required_capabilities(array $job): array
     foreach ($job['requests'] as $req) {
         if (str_starts_with($req['url'], 'https:')) $need['tls'] = 1;
         if (!empty($req['follow_redirects'])) $need['redirects'] = 1;
-        if (isset($req['form'])) $need[($req['form_encoding'] ?? 'urlencoded') === 'multipart' ? 'multipart' : 'form'] = 1;
+        if (isset($req['form'])) $need[is_multipart($req) ? 'multipart' : 'form'] = 1;
         if (!empty($req['body_file'])) $need['upload'] = 1;
-        if (($req['sink'] ?? 'memory') === 'file') $need['sink_file'] = 1;
+        if (to_file($req)) $need['sink_file'] = 1;
     }
     $flags = ['http2' => $job['http'] === '2', 'h2c' => $job['http'] === 'h2c', 'cookies' => !empty($job['cookies']),
         'gzip' => !empty($job['accept_gzip']), 'parallel' => ($job['concurrency'] ?? 1) > 1,
@@ -97,17 +117,21 @@ function required_capabilities(array $job): array
     foreach ($flags as $cap => $on) {
         if ($on) $need[$cap] = 1;
     }
-    return array_keys($need);
+    $need = array_keys($need);
+    sort($need);
+    return $need;
 }
 
+/** why a job cannot be done exactly (a capability not claimed, an option not honoured), or null */
 function refusal(array $job, array $capabilities, array $honoured): ?string
 {
-    $missing = array_diff(required_capabilities($job), $capabilities);
+    $missing = array_values(array_diff(required_capabilities($job), $capabilities));
     if ($missing) {
-        sort($missing);
         return 'needs capabilities not claimed: ' . implode(', ', $missing);
     }
-    foreach (($job['options'] ?? []) as $name => $value) {
+    $options = $job['options'] ?? [];
+    ksort($options);
+    foreach ($options as $name => $value) {
         if ($value === null) continue;
         if (!array_key_exists($name, $honoured)) return "option $name is not supported";
         if (isset(OPTION_TYPES[$name]) && gettype($value) !== OPTION_TYPES[$name]) {
@@ -128,6 +152,35 @@ function option(array $job, string $name): mixed
     return $job['options'][$name] ?? null;
 }
 
+function is_multipart(array $req): bool
+{
+    return isset($req['form']) && ($req['form_encoding'] ?? 'urlencoded') === 'multipart';
+}
+
+function to_file(array $req): bool
+{
+    return ($req['sink'] ?? 'memory') === 'file';
+}
+
+/** urlencoded form body, fields in the job's order */
+function urlencoded(array $form): string
+{
+    return http_build_query($form, '', '&', PHP_QUERY_RFC1738);
+}
+
+/** the HTTP version of a status line ("HTTP/1.1 200 OK" => "1.1", "HTTP/2 200" => "2") */
+function status_line_version(string $line): string
+{
+    return preg_match('#^HTTP/(\d(?:\.\d)?)#', $line, $m) ? ($m[1] === '2.0' ? '2' : $m[1]) : '?';
+}
+
+/** a Debian package's version, for libraries without a version constant (Guzzle 7, Symfony) */
+function debian_version(string $package): string
+{
+    $out = shell_exec('dpkg-query -W -f=\'${Version}\' ' . escapeshellarg($package) . ' 2>/dev/null');
+    return is_string($out) && trim($out) !== '' ? trim($out) : 'unknown';
+}
+
 /** the `capabilities` list of a driver.toml (a flat TOML array of strings) */
 function manifest_capabilities(string $manifest): array
 {
@@ -138,85 +191,88 @@ function manifest_capabilities(string $manifest): array
     return $names[1];
 }
 
-/** urlencoded form body, fields in the job's order */
-function urlencoded(array $form): string
-{
-    return http_build_query($form, '', '&', PHP_QUERY_RFC1738);
-}
-
+/** write one protocol line on the real stdout */
 function send(array $message): void
 {
-    fwrite(STDOUT, json_encode($message, JSON_UNESCAPED_SLASHES) . "\n");
+    fwrite(STDOUT, json_encode($message, JSON_UNESCAPED_SLASHES | JSON_INVALID_UTF8_SUBSTITUTE) . "\n");
     fflush(STDOUT);
 }
 
+/** a log line on stderr (the lab keeps the last ones for a failure message) */
 function log(string $line): void
 {
-    fwrite(STDERR, $line . "\n");
+    fwrite(STDERR, rtrim($line) . "\n");
 }
 
+/** answer the lab's messages on stdin until it closes it */
 function main(Driver $driver, string $folder): void
 {
+    // stdout carries protocol lines only: PHP's own output (echo, warnings) goes to stderr
+    ini_set('display_errors', 'stderr');
+    ob_start(static function (string $buffer): string {
+        fwrite(STDERR, $buffer);
+        return '';
+    }, 1);
     $capabilities = manifest_capabilities($folder . '/driver.toml');
-    $job = null;
+    $ready = null; // [job, state] between ready and go
     while (($line = fgets(STDIN)) !== false) {
         if (trim($line) === '') continue;
         $msg = json_decode($line, true);
-        $type = is_array($msg) ? ($msg['type'] ?? '') : '';
+        $type = is_array($msg) ? ($msg['type'] ?? null) : null;
         if ($type === 'hello') {
             send(['type' => 'hello', 'protocol' => PROTOCOL, 'versions' => ['php' => PHP_VERSION] + $driver->versions()]);
         } elseif ($type === 'job') {
-            $job = null;
-            $candidate = $msg['job'];
-            $reason = refusal($candidate, $capabilities, $driver->options) ?? $driver->refuse($candidate);
-            if ($reason !== null) {
+            if ($ready !== null) {
+                $driver->finish($ready[1]); // a job that never got its go
+                $ready = null;
+            }
+            $job = is_array($msg['job'] ?? null) ? $msg['job'] : [];
+            if (!is_array($job['requests'] ?? null) || !isset($job['http'])) {
+                send(['type' => 'error', 'message' => 'bad job: no requests or http']);
+                continue;
+            }
+            if (($reason = refusal($job, $capabilities, $driver->options)) !== null) {
                 send(['type' => 'unsupported', 'reason' => $reason]);
                 continue;
             }
             try {
-                $driver->open($candidate);
+                $state = $driver->prepare($job);
             } catch (\Throwable $e) {
                 log((string)$e);
                 send(['type' => 'error', 'message' => 'building the client failed: ' . get_class($e) . ': ' . $e->getMessage()]);
                 continue;
             }
-            $job = $candidate;
+            if ($state instanceof Unsupported) {
+                send(['type' => 'unsupported', 'reason' => $state->reason]);
+                continue;
+            }
+            $ready = [$job, $state];
             send(['type' => 'ready']);
         } elseif ($type === 'go') {
-            if ($job === null) {
+            if ($ready === null) {
                 send(['type' => 'error', 'message' => 'go without a ready job']);
                 continue;
             }
-            $report = new Report((bool)$job['verify']);
+            [$job, $state] = $ready;
+            $ready = null;
+            $report = new Report((bool)($job['verify'] ?? false));
             try {
-                $driver->run($job, $report);
+                $driver->run($job, $state, $report);
             } catch (\Throwable $e) {
                 log((string)$e);
-                $report->fail(0, get_class($e) . ': ' . $e->getMessage());
+                $report->failWith(0, $e);
             }
             send(['type' => 'done']); // before the report: serialising it is not timed
             send(['type' => 'report', 'responses' => $report->responses, 'errors' => $report->errors]);
-            $driver->close();
-            $job = null;
+            try {
+                $driver->finish($state); // no connection survives the job
+            } catch (\Throwable $e) {
+                log((string)$e);
+            }
+            unset($state, $report);
+            gc_collect_cycles();
         } else {
             send(['type' => 'error', 'message' => 'unknown message: ' . substr($line, 0, 200)]);
         }
     }
-}
-
-/** a multipart/form-data body of plain fields, for clients that take a raw body: [content type, body] */
-function multipart(array $form): array
-{
-    $boundary = 'clientlab-' . bin2hex(random_bytes(12));
-    $body = '';
-    foreach ($form as $name => $value) {
-        $body .= "--$boundary\r\nContent-Disposition: form-data; name=\"$name\"\r\n\r\n$value\r\n";
-    }
-    return ["multipart/form-data; boundary=$boundary", $body . "--$boundary--\r\n"];
-}
-
-/** the HTTP version of a status line ("HTTP/1.1 200 OK" => "1.1", "HTTP/2 200" => "2") */
-function status_line_version(string $line): string
-{
-    return preg_match('#^HTTP/(\d(?:\.\d)?)#', $line, $m) ? ($m[1] === '2.0' ? '2' : $m[1]) : '1.1';
 }

@@ -1,106 +1,155 @@
 <?php
 // php-curl-multi: curl_multi_exec + curl_multi_select with up to `concurrency` transfers in flight
-// on a pool of reused easy handles; optionally a curl_share handle (DNS, TLS sessions,
-// connections), CURLMOPT_MAX_HOST_CONNECTIONS, and HTTP/2 multiplexing.
+// on a pool of reused easy handles (no curl_reset: each request's options are set again);
+// optionally a curl_share handle (DNS, TLS sessions, connections), CURLMOPT_MAX_HOST_CONNECTIONS,
+// and HTTP/2 multiplexing (CURLPIPE_MULTIPLEX, PIPEWAIT).
 
 declare(strict_types=1);
 
 require __DIR__ . '/../_lib/labdriver.php';
 require __DIR__ . '/../_lib/labcurl.php';
 
-const SHARE_LOCKS = ['dns' => CURL_LOCK_DATA_DNS, 'tls' => CURL_LOCK_DATA_SSL_SESSION,
-    'connections' => CURL_LOCK_DATA_CONNECT];
+/** share option values => curl_share data */
+const SHARE_LOCKS = ['dns' => 'CURL_LOCK_DATA_DNS', 'tls' => 'CURL_LOCK_DATA_SSL_SESSION',
+    'connections' => 'CURL_LOCK_DATA_CONNECT'];
+
+final class MultiClient
+{
+    /** @var CurlHandle[] easy handles not running a transfer */
+    public array $idle = [];
+    public ?CurlShareHandle $share = null; // kept alive as long as the handles that use it
+
+    public function __construct(public CurlMultiHandle $multi)
+    {
+    }
+}
 
 final class CurlMultiDriver extends Lab\Driver
 {
-    // PHP's curl extension has no curl_multi_socket_action: only the multi API is there
-    public array $options = Lab\Curl\HONOURED + ['max_host_connections' => null, 'share' => null, 'multi_api' => ['multi']];
-    private ?CurlMultiHandle $multi = null;
-    private ?CurlShareHandle $share = null;
-    private array $idle = [];
+    public array $options = Lab\Curl\HONOURED + ['max_host_connections' => null, 'share' => null, 'multi_api' => null];
 
     public function versions(): array
     {
         return Lab\Curl\versions();
     }
 
-    public function refuse(array $job): ?string
+    /** why the job's options cannot be honoured by this extension and libcurl, or null */
+    private static function refuse(array $job): ?string
     {
+        if (Lab\option($job, 'multi_api') === 'multi_socket') {
+            return "PHP's curl extension has no curl_multi_socket_action: only the curl_multi_exec API (multi_api=multi)";
+        }
+        if (($api = Lab\option($job, 'multi_api')) !== null && $api !== 'multi') {
+            return 'option multi_api: unknown API ' . json_encode($api) . ' (multi, multi_socket)';
+        }
+        if (($max = Lab\option($job, 'max_host_connections')) !== null && $max < 1) {
+            return "option max_host_connections must be at least 1, got $max";
+        }
         foreach ((Lab\option($job, 'share') ?? []) as $what) {
-            if (!isset(SHARE_LOCKS[$what])) {
-                return "option share: unknown data '$what' (dns, tls, connections)";
+            if (!is_string($what) || !isset(SHARE_LOCKS[$what])) {
+                return 'option share: unknown data ' . json_encode($what) . ' (dns, tls, connections)';
             }
+            if (!defined(SHARE_LOCKS[$what])) {
+                return 'option share=' . $what . ': PHP ' . PHP_VERSION . ' has no ' . SHARE_LOCKS[$what];
+            }
+        }
+        if ($job['http'] === 'h2c' && Lab\Curl\h2c_reuse_bug()) { // not claimed; said here for a run by hand
+            return 'libcurl ' . curl_version()['version'] . ' fails prior knowledge on a reused connection (curl#10634)';
         }
         return null;
     }
 
-    public function open(array $job): void
+    public function prepare(array $job): mixed
     {
-        $this->multi = curl_multi_init();
-        if (($max = Lab\option($job, 'max_host_connections')) !== null) {
-            curl_multi_setopt($this->multi, CURLMOPT_MAX_HOST_CONNECTIONS, $max);
+        if (($why = self::refuse($job)) !== null) {
+            return new Lab\Unsupported($why);
         }
-        curl_multi_setopt($this->multi, CURLMOPT_PIPELINING, $job['http'] === '1.1' ? CURLPIPE_NOTHING : CURLPIPE_MULTIPLEX);
+        $version = Lab\Curl\http_version($job);
+        if ($version instanceof Lab\Unsupported) {
+            return $version;
+        }
+        $client = new MultiClient(curl_multi_init());
+        if (($max = Lab\option($job, 'max_host_connections')) !== null
+            && !curl_multi_setopt($client->multi, CURLMOPT_MAX_HOST_CONNECTIONS, $max)) {
+            return new Lab\Unsupported('libcurl refused CURLMOPT_MAX_HOST_CONNECTIONS');
+        }
+        curl_multi_setopt($client->multi, CURLMOPT_PIPELINING, $job['http'] === '1.1' ? CURLPIPE_NOTHING : CURLPIPE_MULTIPLEX);
         $shared = Lab\option($job, 'share') ?? [];
         if ($shared || !empty($job['cookies'])) {
-            $this->share = curl_share_init();
+            $client->share = curl_share_init();
             foreach ($shared as $what) {
-                curl_share_setopt($this->share, CURLSHOPT_SHARE, SHARE_LOCKS[$what]);
+                if (!curl_share_setopt($client->share, CURLSHOPT_SHARE, constant(SHARE_LOCKS[$what]))) {
+                    return new Lab\Unsupported("libcurl cannot share $what (" . SHARE_LOCKS[$what] . '): '
+                        . curl_share_strerror(curl_share_errno($client->share)));
+                }
             }
             if (!empty($job['cookies'])) { // one cookie store for the job, whichever handle runs a request
-                curl_share_setopt($this->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
+                curl_share_setopt($client->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
             }
         }
-        for ($i = 0; $i < max(1, (int)$job['concurrency']); $i++) {
-            $this->idle[] = curl_init();
+        $opts = Lab\Curl\job_options($job, $version);
+        if ($client->share !== null) {
+            $opts[CURLOPT_SHARE] = $client->share;
         }
+        if ($job['http'] !== '1.1') {
+            $opts[CURLOPT_PIPEWAIT] = true; // wait for a connection that can multiplex, rather than open more
+        }
+        for ($i = 0; $i < max(1, (int)$job['concurrency']); $i++) {
+            $ch = curl_init();
+            if (!curl_setopt_array($ch, $opts)) {
+                return new Lab\Unsupported('the curl extension refused a job option: ' . curl_error($ch));
+            }
+            $client->idle[] = $ch;
+        }
+        return $client;
     }
 
-    public function run(array $job, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Report $report): void
     {
+        $multi = $state->multi;
         $pending = Lab\work($job);
-        $running = []; // spl_object_id(handle) => [handle, r, req, sink]
-        $start = function () use ($pending, &$running, $job): void {
-            while ($this->idle && $pending->valid()) {
+        $running = []; // spl_object_id(handle) => Transfer
+        $start = function () use ($pending, &$running, $job, $state, $multi, $report): void {
+            while ($state->idle && $pending->valid()) {
                 [$r, $req] = $pending->current();
                 $pending->next();
-                $ch = array_pop($this->idle);
-                curl_reset($ch);
-                $sink = Lab\Curl\setup($ch, $job, $req);
-                if ($this->share !== null) {
-                    curl_setopt($ch, CURLOPT_SHARE, $this->share);
+                $ch = array_pop($state->idle);
+                $t = Lab\Curl\request($ch, $job, $r, $req);
+                if (is_string($t)) {
+                    $report->fail($r, $t);
+                    $state->idle[] = $ch;
+                    continue;
                 }
-                curl_multi_add_handle($this->multi, $ch);
-                $running[spl_object_id($ch)] = [$ch, $r, $req, $sink];
+                curl_multi_add_handle($multi, $ch);
+                $running[spl_object_id($ch)] = $t;
             }
         };
         $start();
         while ($running) {
-            $status = curl_multi_exec($this->multi, $active);
+            $status = curl_multi_exec($multi, $active);
             if ($status !== CURLM_OK) {
                 throw new RuntimeException('curl_multi_exec: ' . curl_multi_strerror($status));
             }
-            while (($info = curl_multi_info_read($this->multi)) !== false) {
+            while (($info = curl_multi_info_read($multi)) !== false) {
+                if ($info['msg'] !== CURLMSG_DONE) continue;
                 $ch = $info['handle'];
-                [, $r, $req, $sink] = $running[spl_object_id($ch)];
+                $t = $running[spl_object_id($ch)];
                 unset($running[spl_object_id($ch)]);
-                $body = $sink === null ? curl_multi_getcontent($ch) : null;
-                Lab\Curl\finish($ch, $r, $req, $body, $sink, $info['result'], curl_strerror($info['result']), $report);
-                curl_multi_remove_handle($this->multi, $ch);
-                $this->idle[] = $ch;
-                $start();
+                $body = $t->sink === null ? curl_multi_getcontent($ch) : null;
+                Lab\Curl\finish($ch, $t, $info['result'], $body, $report);
+                curl_multi_remove_handle($multi, $ch);
+                $state->idle[] = $ch;
+                $start(); // the freed handle takes the next request
             }
-            if ($running && curl_multi_select($this->multi, 1.0) === -1) {
-                usleep(1000); // no descriptor to wait on yet (curl's advice for -1)
+            if ($running && $active && curl_multi_select($multi, 1.0) === -1) {
+                usleep(1000); // select failed (no descriptor yet): libcurl's advice is a short sleep
             }
         }
     }
 
-    public function close(): void
+    public function finish(mixed $state): void
     {
-        $this->idle = [];
-        $this->multi = null;
-        $this->share = null;
+        $state->idle = []; // the easy handles go; the multi handle's connection cache with the state
     }
 }
 

@@ -1,41 +1,81 @@
 <?php
-// php-curl: the curl extension's easy interface, one handle reused for every request (curl_reset
-// between requests keeps its connections, DNS cache, TLS sessions and cookies), sequential.
+// php-curl: the curl extension's easy interface, one handle reused for every request of a job
+// (its connections, DNS cache, TLS sessions and cookies carry over), sequential. No curl_reset:
+// the job's settings are set once, each request's options before its curl_exec.
 
 declare(strict_types=1);
 
 require __DIR__ . '/../_lib/labdriver.php';
 require __DIR__ . '/../_lib/labcurl.php';
 
+final class CurlClient
+{
+    /** h2c on libcurl < 8: prior knowledge for a new connection, plain HTTP/2 to reuse one */
+    public bool $h2cFix = false;
+    public bool $h2cLive = false; // the last transfer left an h2c connection to reuse
+
+    public function __construct(public CurlHandle $ch)
+    {
+    }
+}
+
 final class CurlDriver extends Lab\Driver
 {
     public array $options = Lab\Curl\HONOURED;
-    private ?CurlHandle $ch = null;
 
     public function versions(): array
     {
         return Lab\Curl\versions();
     }
 
-    public function open(array $job): void
+    public function prepare(array $job): mixed
     {
-        $this->ch = curl_init();
+        $version = Lab\Curl\http_version($job);
+        if ($version instanceof Lab\Unsupported) {
+            return $version;
+        }
+        $client = new CurlClient(curl_init());
+        // libcurl < 8.0.0 (Debian 12 has 7.88.1) fails a prior-knowledge request that reuses an h2c
+        // connection ("Error in the HTTP2 framing layer", curl#10634)
+        $client->h2cFix = $job['http'] === 'h2c' && $job['keep_alive'] && Lab\Curl\h2c_reuse_bug();
+        if ($client->h2cFix) {
+            foreach ($job['requests'] as $req) {
+                if (!empty($req['follow_redirects'])) { // a redirect reuses the connection inside one transfer
+                    return new Lab\Unsupported('libcurl ' . curl_version()['version']
+                        . ' fails redirects over a kept-alive h2c connection (curl#10634, fixed in 8.0.0)');
+                }
+            }
+        }
+        if (!curl_setopt_array($client->ch, Lab\Curl\job_options($job, $version))) {
+            return new Lab\Unsupported('the curl extension refused a job option: ' . curl_error($client->ch));
+        }
+        return $client;
     }
 
-    public function run(array $job, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Report $report): void
     {
-        $ch = $this->ch;
+        $ch = $state->ch;
         foreach (Lab\work($job) as [$r, $req]) {
-            curl_reset($ch);
-            $sink = Lab\Curl\setup($ch, $job, $req);
+            $t = Lab\Curl\request($ch, $job, $r, $req);
+            if (is_string($t)) {
+                $report->fail($r, $t);
+                continue;
+            }
+            if ($state->h2cFix) {
+                curl_setopt($ch, CURLOPT_HTTP_VERSION,
+                    $state->h2cLive ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+            }
             $body = curl_exec($ch);
-            Lab\Curl\finish($ch, $r, $req, is_string($body) ? $body : null, $sink, curl_errno($ch), curl_error($ch), $report);
+            $errno = curl_errno($ch);
+            $state->h2cLive = $state->h2cFix && $errno === 0
+                && curl_getinfo($ch, CURLINFO_HTTP_VERSION) === CURL_HTTP_VERSION_2_0;
+            Lab\Curl\finish($ch, $t, $errno, is_string($body) ? $body : null, $report);
         }
     }
 
-    public function close(): void
+    public function finish(mixed $state): void
     {
-        $this->ch = null; // curl_close is a no-op since PHP 8: the handle closes when released
+        curl_close($state->ch); // a no-op since PHP 8: the handle (and its connections) go with the last reference
     }
 }
 

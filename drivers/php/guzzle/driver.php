@@ -1,6 +1,6 @@
 <?php
 // php-guzzle: Guzzle 7 (Debian's php-guzzlehttp-guzzle) on its default curl handler, one Client
-// reused; a Pool with `concurrency` for parallel jobs.
+// reused for the job; sequential jobs call request(), parallel ones run a Pool of `concurrency`.
 
 declare(strict_types=1);
 
@@ -10,71 +10,63 @@ require '/usr/share/php/GuzzleHttp/autoload.php';
 use GuzzleHttp\Client;
 use GuzzleHttp\Cookie\CookieJar;
 use GuzzleHttp\Pool;
-use GuzzleHttp\Psr7\Request;
 use Psr\Http\Message\ResponseInterface;
 
 final class GuzzleDriver extends Lab\Driver
 {
     public array $options = ['tcp_nodelay' => null, 'expect_100' => null];
-    private ?Client $client = null;
 
     public function versions(): array
     {
-        return ['guzzle' => self::installed('php-guzzlehttp-guzzle'), 'libcurl' => curl_version()['version']];
+        // Guzzle 7 has no full version constant (ClientInterface::MAJOR_VERSION only)
+        return ['guzzle' => Lab\debian_version('php-guzzlehttp-guzzle'), 'libcurl' => curl_version()['version']];
     }
 
-    /** a Debian package's version (Guzzle 7 has no version constant) */
-    private static function installed(string $package): string
+    public function prepare(array $job): mixed
     {
-        return trim((string)shell_exec('dpkg-query -W -f=\'${Version}\' ' . escapeshellarg($package) . ' 2>/dev/null')) ?: 'unknown';
-    }
-
-    public function refuse(array $job): ?string
-    {
-        return $job['http'] === 'h2c' ? "Guzzle's version 2.0 over http:// asks for an Upgrade, not prior knowledge (h2c)" : null;
-    }
-
-    public function open(array $job): void
-    {
-        $curl = [];
+        if ($job['http'] === 'h2c') { // not claimed; said here for a run by hand
+            return new Lab\Unsupported("Guzzle's version 2.0 over http:// asks for an Upgrade, not prior knowledge (h2c)");
+        }
+        $curl = [CURLOPT_NOPROXY => '*']; // the lab's traffic stays on the lab's hosts whatever the environment
         if (($nodelay = Lab\option($job, 'tcp_nodelay')) !== null) {
             $curl[CURLOPT_TCP_NODELAY] = $nodelay;
         }
-        $this->client = new Client([
+        return new Client([
             'http_errors' => false,
             'verify' => $job['tls_ca'] ?? true,
             'timeout' => (float)$job['timeout_s'],
-            'version' => $job['http'] === '2' ? '2.0' : '1.1',
+            'version' => $job['http'] === '2' ? '2.0' : '1.1', // 2.0: CURL_HTTP_VERSION_2_0, h2 by ALPN on https
             'cookies' => empty($job['cookies']) ? false : new CookieJar(),
             'curl' => $curl,
         ]);
     }
 
     /** the request options for one entry of the job */
-    private function options(array $job, array $req): array
+    private static function options(array $job, array $req): array
     {
         $headers = $req['headers'] ?? [];
         if (!$job['keep_alive']) {
             $headers['Connection'] = 'close';
         }
         if (!empty($job['accept_gzip'])) {
-            $headers['Accept-Encoding'] = 'gzip';
+            $headers['Accept-Encoding'] = 'gzip'; // decode_content (default on) then decodes it
         }
         $o = ['headers' => $headers, 'allow_redirects' => empty($req['follow_redirects']) ? false : ['max' => 20]];
         if (($expect = Lab\option($job, 'expect_100')) !== null) {
             $o['expect'] = $expect;
         }
         if (isset($req['form'])) {
-            if (($req['form_encoding'] ?? 'urlencoded') === 'multipart') {
-                $o['multipart'] = array_map(fn($k, $v) => ['name' => $k, 'contents' => $v], array_keys($req['form']), $req['form']);
+            if (Lab\is_multipart($req)) {
+                $o['multipart'] = array_map(fn($k, $v) => ['name' => (string)$k, 'contents' => (string)$v],
+                    array_keys($req['form']), array_values($req['form']));
             } else {
                 $o['form_params'] = $req['form'];
             }
         } elseif (!empty($req['body_file'])) {
-            $o['body'] = fopen($req['body_file'], 'rb');
+            $o['body'] = fopen($req['body_file'], 'rb'); // streamed by curl's read callback
             $o['headers']['Content-Type'] = $req['content_type'] ?? 'application/octet-stream';
         }
-        if (($req['sink'] ?? 'memory') === 'file') {
+        if (Lab\to_file($req)) {
             $o['sink'] = $req['sink_path'];
         }
         return $o;
@@ -83,42 +75,41 @@ final class GuzzleDriver extends Lab\Driver
     private static function record(Lab\Report $report, int $r, array $req, ResponseInterface $response): void
     {
         $http = $response->getProtocolVersion() === '2.0' ? '2' : $response->getProtocolVersion();
-        if (($req['sink'] ?? 'memory') === 'file') {
-            $report->add($r, $response->getStatusCode(), $http, null, $req['sink_path']);
+        if (Lab\to_file($req)) {
+            $response->getBody()->close(); // flush and close the sink file
+            $report->addFile($r, $response->getStatusCode(), $http, $req['sink_path']);
         } else {
             $report->add($r, $response->getStatusCode(), $http, (string)$response->getBody());
         }
     }
 
-    public function run(array $job, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Report $report): void
     {
+        /** @var Client $client */
+        $client = $state;
         if ($job['concurrency'] <= 1) {
             foreach (Lab\work($job) as [$r, $req]) {
                 try {
-                    self::record($report, $r, $req, $this->client->request($req['method'], $req['url'], $this->options($job, $req)));
+                    self::record($report, $r, $req, $client->request($req['method'], $req['url'], self::options($job, $req)));
                 } catch (\Throwable $e) {
-                    $report->fail($r, get_class($e) . ': ' . $e->getMessage());
+                    $report->failWith($r, $e);
                 }
             }
             return;
         }
         $entries = iterator_to_array(Lab\work($job), false);
-        $calls = function () use ($entries, $job) {
+        $calls = function () use ($entries, $job, $client) {
             foreach ($entries as [$r, $req]) {
-                yield fn() => $this->client->requestAsync($req['method'], $req['url'], $this->options($job, $req));
+                yield fn() => $client->requestAsync($req['method'], $req['url'], self::options($job, $req));
             }
         };
-        $pool = new Pool($this->client, $calls(), [
+        $pool = new Pool($client, $calls(), [
             'concurrency' => $job['concurrency'],
             'fulfilled' => fn(ResponseInterface $resp, int $i) => self::record($report, $entries[$i][0], $entries[$i][1], $resp),
-            'rejected' => fn($reason, int $i) => $report->fail($entries[$i][0], $reason instanceof \Throwable ? $reason->getMessage() : (string)$reason),
+            'rejected' => fn($reason, int $i) => $reason instanceof \Throwable ? $report->failWith($entries[$i][0], $reason)
+                : $report->fail($entries[$i][0], (string)$reason),
         ]);
         $pool->promise()->wait();
-    }
-
-    public function close(): void
-    {
-        $this->client = null;
     }
 }
 

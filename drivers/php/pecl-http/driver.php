@@ -1,6 +1,6 @@
 <?php
-// php-pecl-http: pecl_http 4 (Debian php-http, on php-raphf), one http\Client("curl") reused for
-// every request, sequential; bodies as strings.
+// php-pecl-http: pecl_http 4 (Debian php-http, on php-raphf), one http\Client('curl') reused for
+// every request of a job, sequential: enqueue, send, getResponse, dequeue; bodies as strings.
 
 declare(strict_types=1);
 
@@ -8,28 +8,32 @@ require __DIR__ . '/../_lib/labdriver.php';
 
 final class PeclHttpDriver extends Lab\Driver
 {
-    private ?http\Client $client = null;
+    public array $options = ['tcp_nodelay' => null];
 
     public function versions(): array
     {
-        return ['pecl_http' => phpversion('http'), 'libcurl' => http\Client\Curl\Versions\CURL];
+        return ['pecl_http' => (string)phpversion('http'), 'libcurl' => http\Client\Curl\Versions\CURL];
     }
 
-    public function refuse(array $job): ?string
+    public function prepare(array $job): mixed
     {
-        foreach ($job['requests'] as $req) {
-            if (($req['sink'] ?? 'memory') === 'file') {
-                return 'pecl_http keeps the response body in memory (no streaming to a file)';
-            }
+        if ($job['http'] !== '1.1') { // not claimed; said here for a run by hand
+            return new Lab\Unsupported('only HTTP/1.1 is claimed for pecl_http here (no https with the lab\'s CA: see driver.toml)');
         }
-        return null;
-    }
-
-    public function open(array $job): void
-    {
-        $this->client = new http\Client('curl');
-        $this->client->setOptions(['timeout' => (float)$job['timeout_s'],
-            'protocol' => http\Client\Curl\HTTP_VERSION_1_1]);
+        $client = new http\Client('curl');
+        $options = ['timeout' => (float)$job['timeout_s'], 'protocol' => http\Client\Curl\HTTP_VERSION_1_1,
+            'proxyhost' => '', 'noproxy' => '*'];
+        if (($nodelay = Lab\option($job, 'tcp_nodelay')) !== null) {
+            $options['tcp_nodelay'] = $nodelay;
+        }
+        // its handles keep cookies on their own (libcurl's cookie engine, shared within the client);
+        // without cookies, every request starts a new cookie session: no cookie is sent back
+        $options['cookiesession'] = empty($job['cookies']);
+        if (!empty($job['accept_gzip'])) {
+            $options['compress'] = true; // decode; the header below asks for gzip only
+        }
+        $client->setOptions($options);
+        return $client;
     }
 
     private static function request(array $job, array $req): http\Client\Request
@@ -38,10 +42,13 @@ final class PeclHttpDriver extends Lab\Driver
         if (!$job['keep_alive']) {
             $headers['Connection'] = 'close';
         }
+        if (!empty($job['accept_gzip'])) {
+            $headers['Accept-Encoding'] = 'gzip';
+        }
         $request = new http\Client\Request(strtoupper($req['method']), $req['url'], $headers);
         if (isset($req['form'])) {
             $body = new http\Message\Body();
-            if (($req['form_encoding'] ?? 'urlencoded') === 'multipart') {
+            if (Lab\is_multipart($req)) {
                 $body->addForm($req['form']);
                 $request->setContentType('multipart/form-data; boundary=' . $body->getBoundary());
             } else {
@@ -57,26 +64,32 @@ final class PeclHttpDriver extends Lab\Driver
         return $request;
     }
 
-    public function run(array $job, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Report $report): void
     {
+        /** @var http\Client $client */
+        $client = $state;
         foreach (Lab\work($job) as [$r, $req]) {
             $request = self::request($job, $req);
             try {
-                $this->client->enqueue($request)->send();
-                $response = $this->client->getResponse($request);
+                $client->enqueue($request)->send();
+                $response = $client->getResponse($request);
+                if ($response === null) {
+                    $report->fail($r, 'no response: ' . json_encode($client->getTransferInfo($request)->error ?? ''));
+                    continue;
+                }
                 $http = $response->getHttpVersion() === '2.0' ? '2' : $response->getHttpVersion();
                 $report->add($r, $response->getResponseCode(), $http, $response->getBody()->toString());
             } catch (\Throwable $e) {
-                $report->fail($r, $e->getMessage());
+                $report->failWith($r, $e);
             } finally {
-                $this->client->dequeue($request);
+                $client->dequeue($request);
             }
         }
     }
 
-    public function close(): void
+    public function finish(mixed $state): void
     {
-        $this->client = null;
+        $state->reset(); // drops its handles and their connections
     }
 }
 

@@ -1,6 +1,8 @@
 <?php
-// php-streams: file_get_contents / fopen on PHP's http:// wrapper with a stream context. The
-// wrapper sends "Connection: close": every request is a new connection, whatever the job asks.
+// php-streams: file_get_contents / fopen on PHP's http:// wrapper with a stream context per
+// request. The wrapper has no connection pool and sends "Connection: close": every request is a
+// new connection. That is its normal behaviour, so a keep_alive job runs as it is (the server
+// records one connection per request) and keep_alive=false is exactly what it always does.
 
 declare(strict_types=1);
 
@@ -8,13 +10,21 @@ require __DIR__ . '/../_lib/labdriver.php';
 
 final class StreamsDriver extends Lab\Driver
 {
+    // the wrapper sends a body at once, never with Expect: 100-continue
+    public array $options = ['expect_100' => [false]];
+
     public function versions(): array
     {
         return ['openssl' => OPENSSL_VERSION_TEXT];
     }
 
-    public function open(array $job): void
+    /** nothing to build: the wrapper keeps no client state between calls */
+    public function prepare(array $job): mixed
     {
+        if ($job['http'] !== '1.1') { // not claimed; said here for a run by hand
+            return new Lab\Unsupported("PHP's http wrapper speaks HTTP/1.0 and 1.1 only");
+        }
+        return true;
     }
 
     private function context(array $job, array $req)
@@ -27,8 +37,8 @@ final class StreamsDriver extends Lab\Driver
             'timeout' => (float)$job['timeout_s'], 'follow_location' => empty($req['follow_redirects']) ? 0 : 1,
             'max_redirects' => 20];
         if (isset($req['form'])) {
-            if (($req['form_encoding'] ?? 'urlencoded') === 'multipart') {
-                [$type, $http['content']] = Lab\multipart($req['form']);
+            if (Lab\is_multipart($req)) {
+                [$type, $http['content']] = self::multipart($req['form']);
             } else {
                 [$type, $http['content']] = ['application/x-www-form-urlencoded', Lab\urlencoded($req['form'])];
             }
@@ -45,6 +55,18 @@ final class StreamsDriver extends Lab\Driver
         return stream_context_create(['http' => $http, 'ssl' => $ssl]);
     }
 
+    /** a multipart/form-data body of plain fields (the wrapper takes a raw body): [content type, body] */
+    private static function multipart(array $form): array
+    {
+        $boundary = 'clientlab-' . bin2hex(random_bytes(12));
+        $body = '';
+        foreach ($form as $name => $value) {
+            $name = str_replace(['"', "\r", "\n"], ['%22', '%0D', '%0A'], (string)$name);
+            $body .= "--$boundary\r\nContent-Disposition: form-data; name=\"$name\"\r\n\r\n$value\r\n";
+        }
+        return ["multipart/form-data; boundary=$boundary", $body . "--$boundary--\r\n"];
+    }
+
     /** the final response's status line among the headers of every hop */
     private static function status(array $headers): array
     {
@@ -55,36 +77,38 @@ final class StreamsDriver extends Lab\Driver
         return [(int)explode(' ', $line)[1], Lab\status_line_version($line)];
     }
 
-    public function run(array $job, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Report $report): void
     {
         foreach (Lab\work($job) as [$r, $req]) {
             $ctx = $this->context($job, $req);
-            if (($req['sink'] ?? 'memory') === 'file') {
+            error_clear_last();
+            if (Lab\to_file($req)) {
                 $in = @fopen($req['url'], 'rb', false, $ctx);
                 if ($in === false) {
                     $report->fail($r, error_get_last()['message'] ?? 'fopen failed');
                     continue;
                 }
                 $out = fopen($req['sink_path'], 'wb');
-                stream_copy_to_stream($in, $out);
+                $copied = @stream_copy_to_stream($in, $out);
+                $meta = stream_get_meta_data($in);
                 fclose($out);
-                [$status, $http] = self::status(stream_get_meta_data($in)['wrapper_data'] ?? []);
                 fclose($in);
-                $report->add($r, $status, $http, null, $req['sink_path']);
+                if ($copied === false || $meta['timed_out'] || error_get_last() !== null) {
+                    $report->fail($r, $meta['timed_out'] ? 'timed out' : (error_get_last()['message'] ?? 'read failed'));
+                    continue;
+                }
+                [$status, $http] = self::status($meta['wrapper_data'] ?? []);
+                $report->addFile($r, $status, $http, $req['sink_path']);
                 continue;
             }
             $body = @file_get_contents($req['url'], false, $ctx);
-            if ($body === false) {
+            if ($body === false || error_get_last() !== null) { // a read that failed half-way warns
                 $report->fail($r, error_get_last()['message'] ?? 'file_get_contents failed');
                 continue;
             }
             [$status, $http] = self::status($http_response_header ?? []);
             $report->add($r, $status, $http, $body);
         }
-    }
-
-    public function close(): void
-    {
     }
 }
 
