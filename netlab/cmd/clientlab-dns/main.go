@@ -4,7 +4,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -75,8 +77,9 @@ type server struct {
 	counts  *counters
 }
 
-// ServeDNS answers one query; miekg/dns runs each in its own goroutine, so a delay here does
-// not hold other queries back.
+// ServeDNS answers one query. miekg/dns runs each UDP query and each TCP connection in its own
+// goroutine, so a delay here does not hold other queries back (queries pipelined on one TCP
+// connection are answered in turn).
 func (s *server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(req)
@@ -89,7 +92,7 @@ func (s *server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	q := req.Question[0]
 	name := strings.ToLower(q.Name)
 	inZone := dns.IsSubDomain(s.zone, name)
-	s.counts.count(name, dns.TypeToString[q.Qtype], !inZone)
+	s.counts.count(name, dns.Type(q.Qtype).String(), !inZone) // "A", "AAAA", … "TYPE65534"
 	if d := s.delayMs.Load(); d > 0 {
 		time.Sleep(time.Duration(d) * time.Millisecond)
 	}
@@ -176,16 +179,23 @@ func start(s *server, addr, controlAddr string) (*listeners, error) {
 	l.tcp.NotifyStartedFunc = func() { started <- struct{}{} }
 	go l.udp.ActivateAndServe()
 	go l.tcp.ActivateAndServe()
-	go http.Serve(ctl, s.control())
+	go func() {
+		if err := http.Serve(ctl, s.control()); err != nil && !errors.Is(err, net.ErrClosed) {
+			log.Printf("control: %v", err)
+		}
+	}()
 	<-started
 	<-started
 	return l, nil
 }
 
+// stop closes the listeners and waits (a bounded time) for the answers in flight.
 func (l *listeners) stop() {
-	l.udp.Shutdown()
-	l.tcp.Shutdown()
 	l.ctl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l.udp.ShutdownContext(ctx)
+	l.tcp.ShutdownContext(ctx)
 }
 
 func newServer(zone, answer string, ttl uint32, delayMs int64) (*server, error) {
@@ -209,6 +219,9 @@ func main() {
 	log.SetPrefix("clientlab-dns: ")
 	log.SetFlags(0)
 
+	if *delay < 0 {
+		log.Fatalf("--delay-ms %d: want N >= 0", *delay)
+	}
 	s, err := newServer(*zone, *answer, uint32(*ttl), *delay)
 	if err != nil {
 		log.Fatal(err)
@@ -217,11 +230,14 @@ func main() {
 	if err != nil {
 		log.Fatalf("cannot listen: %v", err)
 	}
-	line, _ := json.Marshal(l)
-	fmt.Println(string(line))
-
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	<-signals
+	line, _ := json.Marshal(l)
+	fmt.Println(string(line)) // the only line on stdout
+	log.Printf("zone %s -> %s, ttl %d, delay %d ms; dns %s (udp, tcp), control http://%s",
+		s.zone, s.answer, s.ttl, s.delayMs.Load(), l.DNS, l.Control)
+
+	sig := <-signals
+	log.Printf("%v: stopping", sig)
 	l.stop()
 }
