@@ -178,8 +178,17 @@ def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrenc
     if not scenarios:
         raise LabInputError("no scenario selected")
     options_given = scenario.parse_options(list(client_options))
-    scenarios = [s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given)
-                 for s in scenarios]
+    changed = []
+    for s in scenarios:
+        try:
+            changed.append(s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given))
+        except LabInputError as exc:
+            if scenario_names:  # asked for by name: the user must hear that it cannot be run so
+                raise
+            err.print(f"[yellow]skipped:[/] {exc}", highlight=False)
+    scenarios = changed
+    if not scenarios:
+        raise LabInputError("no scenario can run with these settings")
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
                     target_precision=precision, max_seconds=max_cell_seconds)
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process)

@@ -102,7 +102,7 @@ def test_more_connections_than_the_server_takes(bench_server, diagnosed, concurr
     bench_server.configure(max_conns=4)
     try:
         sc = shipped("parallel-feeds", feeds=100).with_client(concurrency=concurrency)
-        found = diagnosed([("python-aiohttp", sc)])
+        found = diagnosed([("c-libcurl-multi", sc)])
     finally:
         bench_server.configure(max_conns=0)
     assert list(found.values()) == [expected]

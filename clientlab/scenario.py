@@ -91,6 +91,13 @@ class Scenario(BaseModel):
 
     variant: str = ""  # set by with_client(): what the command line changed, shown in the cell's name
 
+    @model_validator(mode="after")
+    def _fits_concurrency(self) -> "Scenario":
+        problem = concurrency_problem(self.client, self.requests)
+        if problem:
+            raise ValueError(problem)
+        return self
+
     @property
     def total_requests(self) -> int:
         return sum(r.repeat for r in self.requests)
@@ -121,10 +128,26 @@ class Scenario(BaseModel):
             new_client = Client.model_validate(client)
         except ValidationError as exc:
             raise LabInputError(f"scenario {self.name}: {exc.errors()[0]['msg']}") from exc
+        problem = concurrency_problem(new_client, self.requests)
+        if problem:
+            raise LabInputError(f"scenario {self.name}: {problem}")
         parts = [f"{k}={_show(v)}" for k, v in changes.items()] + [
             f"{k}={_show(v)}" for k, v in client["options"].items() if self.client.options.get(k) != v]
         variant = ",".join(p for p in [self.variant, *parts] if p)
         return self.model_copy(update={"client": new_client, "variant": variant})
+
+
+def concurrency_problem(client: Client, requests: list[Request]) -> str | None:
+    """Why this work cannot run `client.concurrency` requests at once, or None."""
+    if client.concurrency == 1:
+        return None
+    if client.cookies:
+        # the cookie comes from an earlier request: with requests in flight at once, a request
+        # that needs it may leave before the one that sets it has come back
+        return "a cookie session needs its requests in order: concurrency must be 1"
+    if any(r.sink == "file" and r.repeat > 1 for r in requests):
+        return "a request repeated into one sink file cannot run in parallel: concurrency must be 1 (or repeat 1)"
+    return None
 
 
 def _show(value: Any) -> str:

@@ -4,6 +4,7 @@ import pytest
 
 from clientlab import scenario
 from clientlab.errors import LabInputError
+from clientlab.testsupport import shipped
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -111,3 +112,10 @@ def test_a_target_other_than_the_lab_server_is_refused(tmp_path, path):
     f = write(tmp_path, "away", f'description = "x"\n[[requests]]\npath = "{path}"\n')
     with pytest.raises(LabInputError, match=r"requests\.0\.path.*lab's own server"):
         scenario.load_file(f)
+
+
+@pytest.mark.parametrize("name,params", [("cookie-session", {}), ("download-file", {"count": 3})])
+def test_work_that_needs_order_refuses_concurrency(name, params):
+    sc = shipped(name, **params)
+    with pytest.raises(LabInputError, match="concurrency must be 1"):
+        sc.with_client(concurrency=4)

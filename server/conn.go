@@ -27,20 +27,40 @@ type trackedConn struct {
 
 	mu       sync.Mutex
 	reads    []readEvent // reads since the end of the previous request on this connection
+	reaping  bool        // closed by the cap while idle: bytes read from now on are dropped
 	noEvents atomic.Bool // HTTP/2: reads carry frames of many streams, not worth recording
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.reaping {
+			// A request that raced the cap's close is lost, as on any server that closes an idle
+			// connection: the client must send it again, and the handler never counts it.
+			return 0, net.ErrClosed
+		}
 		c.rec.bytesIn.Add(int64(n))
 		if !c.noEvents.Load() {
-			c.mu.Lock()
 			c.reads = append(c.reads, readEvent{time.Now(), n})
-			c.mu.Unlock()
 		}
 	}
 	return n, err
+}
+
+// reap closes an idle connection to make room under the cap, unless a request has started
+// to arrive on it; it reports whether it closed it.
+func (c *trackedConn) reap() bool {
+	c.mu.Lock()
+	if len(c.reads) > 0 {
+		c.mu.Unlock()
+		return false
+	}
+	c.reaping = true
+	c.mu.Unlock()
+	c.Conn.Close() // the server's own reader sees it and closes the tracked connection: a slot frees
+	return true
 }
 
 func (c *trackedConn) Write(p []byte) (int, error) {
@@ -120,9 +140,10 @@ func (l *connLimit) acquire() {
 		}
 		for c := range l.idle {
 			delete(l.idle, c)
-			c.Conn.Close() // the server's own reader sees it and closes the tracked connection: a slot frees
-			reaped++
-			break
+			if c.reap() {
+				reaped++
+				break
+			}
 		}
 		l.cond.Wait()
 	}

@@ -40,18 +40,29 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyWriter counts (and, while recording digests, hashes) the identity body bytes.
+// bodyWriter counts (and, while recording digests, hashes) the identity body bytes the handler
+// produced, and remembers the first write error.
 type bodyWriter struct {
 	w    io.Writer
 	n    int64
 	hash hash.Hash
+	err  error
 }
 
 func (b *bodyWriter) Write(p []byte) (int, error) {
 	n, err := b.w.Write(p)
-	b.n += int64(n)
+	counted := p[:n]
+	if err != nil && b.err == nil {
+		// HTTP/2: a client that has its whole body (it knows the Content-Length) may reset the
+		// stream before the handler learns that its last DATA frame went out; the write then
+		// reports 0 bytes that were in fact sent. The bytes handed over on the failing write are
+		// counted (the client's own digest shows whether they arrived); the error is logged.
+		b.err = err
+		counted = p
+	}
+	b.n += int64(len(counted))
 	if b.hash != nil {
-		b.hash.Write(p[:n])
+		b.hash.Write(counted)
 	}
 	return n, err
 }
@@ -90,6 +101,9 @@ func (x *exchange) send(status int, ctype string, n int64, body func(io.Writer) 
 		zw.Close()
 	}
 	x.entry.RespBodyBytes = bw.n
+	if bw.err != nil {
+		x.entry.RespWriteError = bw.err.Error()
+	}
 	if bw.hash != nil {
 		x.entry.RespSHA256 = hex.EncodeToString(bw.hash.Sum(nil))
 	}

@@ -22,6 +22,7 @@ type LogEntry struct {
 	ReqBodyBytes   int64  `json:"req_body_bytes"`
 	RespBodyBytes  int64  `json:"resp_body_bytes"`
 	RespSHA256     string `json:"resp_sha256"`
+	RespWriteError string `json:"resp_write_error,omitempty"` // the body's first failed write
 	Gzip           bool   `json:"gzip"`
 	CookieOK       *bool  `json:"cookie_ok"`
 	ExpectContinue bool   `json:"expect_continue"`
