@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from clientlab.store import Store
 
@@ -222,5 +223,5 @@ def table(run_a: int, run_b: int, rows: list[CellComparison]) -> Table:
             f"{r.throughput_b:,.0f} {r.unit}" if measured else r.status_b,
             _x(r.throughput_ratio), f"{r.trials_a} / {r.trials_b}",
             f"{r.p_value:.3g}" if r.p_value is not None else "—",
-            f"[{VERDICT_STYLE.get(r.verdict, '')}]{r.verdict}[/]", _x(r.cpu_ratio), _x(r.peak_rss_ratio))
+            Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")), _x(r.cpu_ratio), _x(r.peak_rss_ratio))
     return t

@@ -135,3 +135,13 @@ def test_compare_command_prints_the_table_and_writes_json(measure, store, test_d
     [row] = doc["cells"]
     assert (doc["run_a"], doc["run_b"], row["trials_a"], row["trials_b"]) == (a, b, TRIALS, TRIALS)
     assert row["verdict"] in ("faster", "slower", "no significant difference") and 0 < row["p_value"] <= 1
+
+
+@pytest.mark.parametrize("verdict", ["not measured in both", "different metrics", "too few trials", "faster"])
+def test_table_renders_every_verdict(verdict):
+    from rich.console import Console
+
+    row = compare.CellComparison(driver="d", scenario="s", status_a="ok", status_b="unsupported", verdict=verdict)
+    console = Console(record=True, width=200)
+    console.print(compare.table(1, 2, [row]))
+    assert verdict in console.export_text()
