@@ -262,11 +262,20 @@ def _diagnose(store: Store, run_id: int) -> None:
         store.set_findings(cell_id, [f.to_dict() for f in findings])
 
 
+def _network_line(net: dict | str | None) -> str:
+    """'wan-50ms (100 Mbit/s, 50 ms RTT; measured RTT 51.5 ms)' from a run's stored network."""
+    if not isinstance(net, dict):
+        return net or "loopback"
+    details = [d for d in (net.get("summary"), net.get("measured_rtt_ms") is not None
+                           and f"measured RTT {net['measured_rtt_ms']:.3g} ms") if d]
+    return f"{net.get('profile', '?')}" + (f" ({'; '.join(details)})" if details else "")
+
+
 def _print_run(store: Store, run_id: int) -> None:
     run = store.run(run_id)
     m = run["machine"]
     title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
-             f"kernel {m.get('kernel')}, net {run['config'].get('net', 'loopback')}")
+             f"kernel {m.get('kernel')}, network {_network_line(run['config'].get('net'))}")
     cells = store.cells(run_id)
     if not cells:
         out.print(f"{title}: no cells measured")

@@ -106,6 +106,11 @@ def create() -> None:
         sh("ip", "-n", ns, "link", "set", dev, "up")
     sh("ip", "addr", "add", f"{LAB_IP}/24", "dev", LAB_DEV)
     sh("ip", "link", "set", LAB_DEV, "up")
+    # A client that opens a connection per request leaves one TIME_WAIT socket per request; after
+    # ~10,000 within a minute (a few cells' worth), connect() spends milliseconds of system CPU
+    # searching for a free port, and a later cell would measure the earlier ones. Debian reuses
+    # TIME_WAIT ports on loopback (tcp_tw_reuse = 2); the lab's client host does it on its link.
+    sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", "net.ipv4.tcp_tw_reuse=1")
 
 
 def netem_available() -> bool:
