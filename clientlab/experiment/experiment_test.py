@@ -69,6 +69,15 @@ def test_faster_is_confirmed_partly_or_refuted_by_the_ratio():
     assert judge(_claim(check="faster", a={"part": "b"}, b={"part": "a"}, ratio=2), cells, {}).outcome == REFUTED
 
 
+def test_times_add_up_over_a_drivers_scenarios_and_average_over_drivers():
+    one_driver = [_cell("x", "a", 1.0), {**_cell("x", "a", 2.0), "scenario": "post-form"}, _cell("y", "b", 3.0)]
+    v = judge(_claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=1), one_driver, {})
+    assert v.evidence[0].startswith("3.000 s (") and "1.00×" in v.evidence[0]
+    two_drivers = [_cell("x", "a", 1.0), _cell("z", "a", 2.0), _cell("y", "b", 3.0)]
+    v = judge(_claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=1), two_drivers, {})
+    assert v.evidence[0].startswith("1.500 s (mean of 2 drivers)") and "2.00×" in v.evidence[0]
+
+
 def test_a_claim_whose_cells_were_not_measured_is_not_reproducible_with_the_reason():
     cells = [_cell("x", "a", 1.0), _cell("y", "b", 0, status="unsupported")]
     v = judge(_claim(check="faster", a={"part": "a"}, b={"part": "b"}), cells, {})

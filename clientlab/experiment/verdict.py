@@ -87,12 +87,11 @@ def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verd
         return Verdict(claim, NOT_HERE, problems)
     m, lower = claim.metric, LOWER_IS_BETTER[claim.metric]
     if claim.check == "faster":
-        va = _aggregate([metric_value(c, m) for c in ok_a], m)
-        vb = _aggregate([metric_value(c, m) for c in ok_b], m)
+        va, vb = _aggregate(ok_a, m), _aggregate(ok_b, m)
         ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
         outcome = CONFIRMED if ratio >= claim.ratio else PARTLY if ratio > 1.05 else REFUTED
-        evidence = [f"{show(va, m, ok_a[0])} ({', '.join(_name(c) for c in ok_a)}) against "
-                    f"{show(vb, m, ok_b[0])} ({', '.join(_name(c) for c in ok_b)}): {ratio:.2f}× "
+        evidence = [f"{show(va, m, ok_a[0])}{_per_driver(ok_a)} ({', '.join(_name(c) for c in ok_a)}) against "
+                    f"{show(vb, m, ok_b[0])}{_per_driver(ok_b)} ({', '.join(_name(c) for c in ok_b)}): {ratio:.2f}× "
                     f"{'better' if ratio >= 1 else 'worse'} (the claim needs {claim.ratio:g}×)"]
         return Verdict(claim, outcome, evidence + problems)
     if claim.check == "similar":
@@ -107,9 +106,20 @@ def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verd
     return _judge_sweep(claim, ok_a, sweep_order.get(claim.a.part, []), problems)
 
 
-def _aggregate(values: list[float], metric: str) -> float:
-    # times add up over the selection (the article's "total"); rates and sizes average
-    return sum(values) if metric in ("wall_s", "cpu_s") else sum(values) / len(values)
+def _aggregate(cells: list[dict], metric: str) -> float:
+    """One figure for a selection: a driver's times add up over its scenarios (the article's script
+    total), and drivers that did the same work are averaged; rates and sizes average."""
+    if metric not in ("wall_s", "cpu_s"):
+        return sum(metric_value(c, metric) for c in cells) / len(cells)
+    totals: dict[str, float] = {}
+    for c in cells:
+        totals[c["driver"]] = totals.get(c["driver"], 0.0) + metric_value(c, metric)
+    return sum(totals.values()) / len(totals)
+
+
+def _per_driver(cells: list[dict]) -> str:
+    drivers = {c["driver"] for c in cells}
+    return f" (mean of {len(drivers)} drivers)" if len(drivers) > 1 else ""
 
 
 def _judge_sweep(claim: Claim, cells: list[dict], order: list, problems: list[str]) -> Verdict:

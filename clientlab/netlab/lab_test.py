@@ -56,6 +56,14 @@ def test_the_dns_counter_counts_a_lookup_from_the_client_namespace():
     assert counters["by_name"].get("h7.lab.test.", 0) >= 1
 
 
+def test_the_client_host_reuses_time_wait_ports_as_loopback_does():
+    # without it, thousands of short connections make connect() slow for the cells that follow
+    with NetLab(profile()):
+        out = subprocess.run([*hosts.in_ns(hosts.CLIENT_NS), "sysctl", "-n", "net.ipv4.tcp_tw_reuse"],
+                             capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "1"
+
+
 def test_dns_cache_answers_repeated_lookups_without_the_lab_dns():
     with NetLab(profile(dns_cache=True)) as lab:
         lab.reset()
