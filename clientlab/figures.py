@@ -14,7 +14,7 @@ EXPECT_STALL_NS = 900_000_000  # libcurl waits 1 s for "100 Continue" before sen
 
 def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]:
     """What the server saw in one trial, kept with the trial (the diagnosis reads this)."""
-    log = snapshot.get("log", [])
+    log = snapshot.get("log") or []  # null when the server logged no request
     per_conn = [c.get("requests", 0) for c in snapshot.get("conns", [])]
     arrivals = sorted(e["first_byte_ns"] for e in log if e.get("first_byte_ns"))
     summary: dict[str, Any] = {

@@ -106,7 +106,12 @@ class CellRunner:
         params = {**scenario.params, "client": scenario.client.model_dump(),
                   "sinks": sorted({r.sink for r in scenario.requests})}
         cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric)
-        result = self._run_cell(driver, scenario, cell_id)
+        try:
+            result = self._run_cell(driver, scenario, cell_id)
+        except BaseException as exc:  # the lab broke (or Ctrl-C): the cell says so, the run stops
+            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"lab error: {type(exc).__name__}: {exc}"
+            self.store.finish_cell(cell_id, "failed", reason, None, None)
+            raise
         self.store.finish_cell(cell_id, result.status, result.reason, result.figures, result.versions)
         self.events.cell_done(result)
         return result

@@ -85,7 +85,7 @@ def _file_digest(path) -> tuple[int, str]:  # noqa: ANN001 - a Path
 def check_verification(planned: PlannedJob, report: dict, snapshot: dict) -> list[str]:
     """The full check of the verification pass (the server recorded body digests)."""
     problems = _report_problems(planned, report) + _server_problems(planned, snapshot)
-    log: list[dict[str, Any]] = snapshot.get("log", [])
+    log: list[dict[str, Any]] = snapshot.get("log") or []  # null when the server logged no request
     if snapshot.get("log_dropped"):
         problems.append(f"server request log overflowed ({snapshot['log_dropped']} dropped): lower the counts")
     sent: dict[str, set[tuple[int, str]]] = defaultdict(set)

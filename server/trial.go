@@ -162,7 +162,7 @@ func (t *trial) snapshot() snapshotJSON {
 		Versions:    map[string]int64{},
 		LogDropped:  t.dropped,
 		Conns:       make([]connJSON, 0, len(t.conns)),
-		Log:         append([]LogEntry(nil), t.log...),
+		Log:         append([]LogEntry{}, t.log...), // [] rather than null when nothing arrived
 	}
 	for k, v := range t.versions {
 		s.Versions[k] = v

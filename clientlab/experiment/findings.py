@@ -10,6 +10,7 @@ import datetime
 import re
 from pathlib import Path
 
+from clientlab.experiment.plan import plan
 from clientlab.experiment.spec import Experiment
 from clientlab.experiment.verdict import judge_run, metric_value, show
 from clientlab.store import Store
@@ -34,6 +35,10 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
              f"*The article:* {experiment.article}", "",
              f"Run {run_id} ({'quick form' if config.get('quick') else 'full form'}, {run['status']}), {when}, "
              f"on {m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, Linux {m.get('kernel', '?')}.", ""]
+    planned = len(plan(experiment, bool(config.get("quick"))))
+    if run["status"] != "complete":
+        lines.append(f"- The run did not finish ({run['status']}): {len(cells)} of its {planned} cells were stored; "
+                     "the claims are judged on the cells that were measured.")
     for net in (config.get("networks") or {}).values():
         if "unavailable" in net:
             lines.append(f"- network `{net['profile']}`: not available here ({net['unavailable']})")
@@ -84,11 +89,12 @@ def update(path: Path, name: str, text: str) -> None:
 
 
 def latest_runs(store: Store, quick_ok: bool) -> dict[str, int]:
-    """The newest finished run of each experiment (full form unless `quick_ok`)."""
+    """The newest run of each experiment (full form unless `quick_ok`) that stopped, however it
+    stopped: a section shows its status and how many cells it stored."""
     out: dict[str, int] = {}
     for run in store.runs(limit=10_000):
         cfg = run["config"]
         name = cfg.get("experiment")
-        if name and name not in out and run["status"] in ("complete", "interrupted") and (quick_ok or not cfg.get("quick")):
+        if name and name not in out and run["status"] in ("complete", "interrupted", "failed") and (quick_ok or not cfg.get("quick")):
             out[name] = run["id"]
     return out
