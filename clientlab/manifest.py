@@ -41,6 +41,9 @@ class Manifest(BaseModel):
     apt: list[str] = []
     capabilities: list[Capability]
     default: bool = True
+    # JIT runtimes (Java, Node) reach steady state only after some work: at least this many
+    # untimed warm-up trials run in the driver's process before the timed ones
+    warmup: int = Field(default=1, ge=0, le=20)
 
     @model_validator(mode="after")
     def _id_names_language(self) -> "Manifest":

@@ -142,8 +142,9 @@ class CellRunner:
             idx = 0
             timed_walls: list[float] = []
             timed_started = time.monotonic()
+            warmup = max(self.options.warmup, driver.manifest.warmup) if self.options.warmup else 0
             while True:
-                kind = "warmup" if idx < self.options.warmup else "timed"
+                kind = "warmup" if idx < warmup else "timed"
                 if self.options.fresh_process:
                     proc.close()
                     proc, startup_s, versions = self._spawn(driver)
