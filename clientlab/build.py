@@ -39,8 +39,12 @@ def _stamp(driver: Driver) -> Path:
 
 
 def is_built(driver: Driver) -> bool:
+    """The stamp matches the build inputs, and the program the build made is still there."""
     stamp = _stamp(driver)
-    return stamp.exists() and stamp.read_text().strip() == fingerprint(driver)
+    if not stamp.exists() or stamp.read_text().strip() != fingerprint(driver):
+        return False
+    program = driver.argv[0]
+    return "/" not in program or Path(program).exists()
 
 
 def build(driver: Driver, force: bool = False) -> tuple[bool, str]:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from clientlab import build as builder
 from clientlab import export as exporters
@@ -16,14 +18,18 @@ from clientlab import machine, manifest, paths, scenario
 from clientlab.errors import LabError, LabInputError
 from clientlab.output.findings import print_findings
 from clientlab.output.progress import ProgressEvents
-from clientlab.output.table import results_table
+from clientlab.output.long import long_lines
+from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import RunOptions, run_matrix, stop_on_sigterm
+from clientlab.runner import PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages stay one line each in logs and pipes
+
+DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers answers in minutes
+DEFAULT_PLACEMENT = "split"
 
 driver_path_option = click.option(
     "--driver-path", "driver_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -34,7 +40,7 @@ driver_path_option = click.option(
 def _drivers(driver_paths: tuple[Path, ...]) -> list[manifest.Driver]:
     drivers, problems = manifest.discover(list(driver_paths))
     for problem in problems:
-        err.print(f"[yellow]warning:[/] {problem}", highlight=False)
+        err.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
     return drivers
 
 
@@ -43,7 +49,59 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
     return names or None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# -- input and machine guards (issue 10): user scenario folders, the run lock, exit codes ----------
+
+EXIT_FAILED, EXIT_USAGE, EXIT_LAB, EXIT_BUSY, EXIT_INTERRUPTED = 1, 2, 3, 75, 130
+EXIT_CODES = """\b
+Exit codes:
+  0    done; every cell ok, unsupported or not installed
+  1    some cells failed (the summary at the end names them)
+  2    bad usage or input: an option, a -p/-o value, a scenario or other lab file
+  3    the lab itself broke (the bench server died, the store cannot be written)
+  75   --no-wait, and another measuring run holds the lab (it names it)
+  130  interrupted (Ctrl-C or SIGTERM); everything measured so far is kept"""
+
+scenario_path_option = click.option(
+    "--scenario-path", "scenario_paths", multiple=True, type=click.Path(path_type=Path),
+    help="Also load scenarios from this folder (its *.toml files, validated as the shipped ones). Repeatable.",
+)
+no_wait_option = click.option(
+    "--no-wait", is_flag=True,
+    help="When another measuring run holds the lab (one per machine), exit with code 75 instead of waiting.",
+)
+
+
+def _use_scenario_paths(scenario_paths: tuple[Path, ...]) -> None:
+    scenario.use_paths(scenario_paths)
+
+
+def _take_lab_lock(no_wait: bool) -> None:
+    """One measuring run per machine: wait for the lab (saying who holds it), or exit 75 with
+    --no-wait. Held until the command ends."""
+    from clientlab.runlock import LabBusy, RunLock
+
+    lock = RunLock()
+    try:
+        lock.acquire(wait=not no_wait, on_wait=lambda message: err.print(escape(message), highlight=False))
+    except LabBusy as exc:
+        err.print(f"[red]busy:[/] {escape(str(exc))}", highlight=False)
+        raise SystemExit(EXIT_BUSY) from None
+    click.get_current_context().call_on_close(lock.release)
+
+
+def _exit_if_cells_failed(store: Store, run_ids: list[int]) -> None:
+    """Exit 1 when a cell of these runs failed, naming them (unsupported and not installed are fine)."""
+    failed = [c for run_id in run_ids for c in store.cells(run_id) if c["status"] == "failed"]
+    if not failed:
+        return
+    err.print(f"[red]{len(failed)} cell(s) failed:[/]", highlight=False)
+    for c in failed:
+        reason = (c["reason"] or "").splitlines()[0][:200] if c["reason"] else "no reason given"
+        err.print(escape(f"  {c['driver']} × {c['scenario']}: {reason}"), highlight=False)
+    raise SystemExit(EXIT_FAILED)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 def main() -> None:
     """clientlab — the HTTP client lab.
 
@@ -80,15 +138,17 @@ def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool) -> None:
     for column in ("id", "library", "installed", "capabilities", "how it is used"):
         table.add_column(column, overflow="fold")
     for r in rows:
-        installed = "[green]yes[/]" if r["installed"] else f"[red]no[/]: {r['why_not']}"
-        table.add_row(r["id"], r["library"], installed, ", ".join(r["capabilities"]), r["description"])
+        installed = "[green]yes[/]" if r["installed"] else f"[red]no[/]: {escape(r['why_not'])}"
+        table.add_row(r["id"], escape(r["library"]), installed, ", ".join(r["capabilities"]), escape(r["description"]))
     out.print(table)
 
 
 @main.command("scenarios")
+@scenario_path_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def scenarios_cmd(as_json: bool) -> None:
+def scenarios_cmd(scenario_paths: tuple[Path, ...], as_json: bool) -> None:
     """List scenarios, their parameters and what they need from a driver."""
+    _use_scenario_paths(scenario_paths)
     files, problems = scenario.discover()
     rows = []
     for f in files:
@@ -103,10 +163,11 @@ def scenarios_cmd(as_json: bool) -> None:
         table.add_column(column, overflow="fold")
     for r in rows:
         params = " ".join(f"{k}={v}" for k, v in r["params"].items())
-        table.add_row(r["name"], "yes" if r["default"] else "no", str(r["requests"]), params, r["description"])
+        table.add_row(r["name"], "yes" if r["default"] else "no", str(r["requests"]), escape(params),
+                      escape(r["description"]))
     out.print(table)
     for problem in problems:
-        err.print(f"[red]invalid scenario:[/] {problem}", highlight=False)
+        err.print(f"[red]invalid scenario:[/] {escape(problem)}", highlight=False)
 
 
 @main.command("build")
@@ -128,8 +189,10 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
         raise SystemExit(1)
 
 
-@main.command("run")
+@main.command("run", epilog=EXIT_CODES)
 @driver_path_option
+@scenario_path_option
+@no_wait_option
 @click.option("-d", "--drivers", "driver_names", multiple=True,
               help="Drivers to run (comma-separated or repeated). Default: every installed default driver.")
 @click.option("-s", "--scenarios", "scenario_names", multiple=True,
@@ -150,30 +213,56 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
               help="Stop adding trials once half the median's 95% CI is this fraction of the median.")
 @click.option("--max-cell-seconds", default=60.0, show_default=True,
               help="After --min-trials, stop a cell's trials once they took this long.")
-@click.option("--warmup", default=1, show_default=True, type=click.IntRange(0), help="Untimed trials first.")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(0),
+              help="Untimed trials first (a driver's manifest may ask for more: JIT runtimes).")
 @click.option("--fresh-process", is_flag=True, help="Start a new driver process for every trial (cold cost).")
+@click.option("--trial-seconds", default=DEFAULT_TRIAL_S, show_default=True, type=click.FloatRange(0),
+              help="Time budget of one trial: request counts are scaled down so that a trial lasts about this "
+                   "long (the table says the count used). 0: the counts as the scenarios write them. "
+                   "Counts you set with -p are never scaled.")
+@click.option("--trial-timeout", type=click.FloatRange(0.1), metavar="SECONDS",
+              help="A timed trial that has not finished after this long fails its cell. "
+                   "Default: 10× what the verification pass predicts, at least 10 s.")
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
+              help="split: driver and server on different cores; shared: both on one core; free: the "
+                   "scheduler decides (docs/measurement.md says what each measures).")
+@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+              help="Run a trial again when steal or other processes disturbed it, at most this many times per cell.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
+              help="How the result is printed: a table (drivers × scenarios), long (one line per cell), "
+                   "json; auto: the table when the terminal is wide enough, else long.")
 @click.option("--net", "net_name", default="loopback", show_default=True, metavar="PROFILE",
               help="Network profile (networks/*.toml, see `clientlab net list`): e.g. lan-1g, lan-100m, wan-50ms, "
                    "dns-slow. Anything but loopback runs client and server in their own namespaces (needs root).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the run as JSON here (rewritten after every cell).")
-def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrency, keep_alive, client_options,
+def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http, concurrency,
+            keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
-            net_name, json_path) -> None:  # noqa: ANN001
-    """Verify, then time every selected driver on every selected scenario."""
+            trial_seconds, trial_timeout, placement, retries, fmt, net_name, json_path) -> None:  # noqa: ANN001
+    """Verify, then time every selected driver on every selected scenario.
+
+    The drivers' trials of one scenario run interleaved (round-robin), each trial on a fresh server
+    port; a trial disturbed by steal or other processes is run again. With no arguments: every
+    installed default driver on the default scenarios, trials of about --trial-seconds each.
+    One measuring run per machine: a second one waits for the first (or exits 75 with --no-wait)."""
+    _use_scenario_paths(scenario_paths)
     drivers = _drivers(driver_paths)
     wanted = _split(driver_names)
-    chosen = manifest.select(drivers, wanted)
+    every = wanted == ["all"]
+    chosen = [d for d in drivers] if every else manifest.select(drivers, wanted)
+    if every:
+        wanted = None
     if not wanted:
         skipped = [d for d in chosen if d.missing()]
         for d in skipped:
-            err.print(f"[dim]not installed, skipped: {d.id} ({d.missing()})[/]", highlight=False)
+            err.print(f"[dim]not installed, skipped: {d.id} ({escape(d.missing() or '')})[/]", highlight=False)
         chosen = [d for d in chosen if d not in skipped]
     if not chosen:
         raise LabInputError("no installed driver to run (see: clientlab drivers)")
     files, problems = scenario.discover()
     for problem in problems:
-        err.print(f"[red]invalid scenario, skipped:[/] {problem}", highlight=False)
+        err.print(f"[red]invalid scenario, skipped:[/] {escape(problem)}", highlight=False)
     scenarios = scenario.select(files, _split(scenario_names), scenario.parse_overrides(list(params)))
     if not scenarios:
         raise LabInputError("no scenario selected")
@@ -185,18 +274,24 @@ def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrenc
         except LabInputError as exc:
             if scenario_names:  # asked for by name: the user must hear that it cannot be run so
                 raise
-            err.print(f"[yellow]skipped:[/] {exc}", highlight=False)
+            err.print(f"[yellow]skipped:[/] {escape(str(exc))}", highlight=False)
     scenarios = changed
     if not scenarios:
         raise LabInputError("no scenario can run with these settings")
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
                     target_precision=precision, max_seconds=max_cell_seconds)
-    options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process)
+    fixed = frozenset(s.label for s in scenarios if _counts_given(files, s.name, params))
+    options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
+                         trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
+                         retries=retries)
     profile = _network_profile(net_name, scenarios)
     config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
               "params": {s.label: s.params for s in scenarios},
               "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
-              "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version()}
+              "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version(),
+              "placement": Placement.of(placement).name, "trial_seconds": trial_seconds or None,
+              "retries": retries}
+    _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_id = store.start_run(machine.describe(), config)
     err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network '{profile.name}', "
@@ -217,7 +312,7 @@ def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrenc
 
     status = "failed"
     try:
-        with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err) as events:
+        with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err, len(chosen)) as events:
             run_matrix(store, run_id, chosen, scenarios, options, events, after_cell, open_network)
         status = "complete"
     except KeyboardInterrupt:
@@ -228,9 +323,21 @@ def run_cmd(driver_paths, driver_names, scenario_names, params, http, concurrenc
         _diagnose(store, run_id)
         if json_path:
             exporters.write(store, run_id, "json", json_path)
-    _print_run(store, run_id)
+    _print_run(store, run_id, fmt)
     if status == "interrupted":
         raise SystemExit(130)
+    _exit_if_cells_failed(store, [run_id])
+
+
+def _counts_given(files: list, name: str, params: tuple[str, ...]) -> bool:
+    """True when -p set a parameter that decides how often a request of scenario `name` repeats."""
+    f = next((f for f in files if f.name == name), None)
+    if f is None:
+        return False
+    repeats = " ".join(str(r.get("repeat", "")) for r in f.raw.get("requests", []) if isinstance(r, dict))
+    given = scenario.parse_overrides(list(params))
+    keys = {*given.get(None, {}), *given.get(name, {})}
+    return any("{" + key + "}" in repeats or "{" + key + ":" in repeats for key in keys)
 
 
 def _network_profile(name: str, scenarios: list) -> "netprofile.Profile":  # noqa: F821
@@ -271,16 +378,30 @@ def _network_line(net: dict | str | None) -> str:
     return f"{net.get('profile', '?')}" + (f" ({'; '.join(details)})" if details else "")
 
 
-def _print_run(store: Store, run_id: int) -> None:
+def _print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
+    """The run as a table (wide terminals), one line per cell (narrow ones, pipes), or JSON."""
+    if fmt == "json":
+        click.echo(exporters.export(store, run_id, "json"), nl=False)
+        return
     run = store.run(run_id)
     m = run["machine"]
+    config = run["config"]
+    placement = f", placement {config['placement']}" if config.get("placement") else ""
     title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
-             f"kernel {m.get('kernel')}, network {_network_line(run['config'].get('net'))}")
+             f"kernel {m.get('kernel')}, network {_network_line(config.get('net'))}{placement}")
     cells = store.cells(run_id)
     if not cells:
         out.print(f"{title}: no cells measured")
         return
-    out.print(results_table(cells, title))
+    if fmt == "auto":
+        fmt = "table" if out.is_terminal and out.width >= width_needed(cells) else "long"
+    if fmt == "table":
+        out.print(results_table(cells, title))
+    else:
+        out.print(title, highlight=False, soft_wrap=True)
+        for line in long_lines(cells):
+            out.print(line, highlight=False, soft_wrap=True)
+        out.print(Text(CAPTION, style="dim"), soft_wrap=True)
     print_findings(out, cells)
 
 
@@ -288,7 +409,9 @@ def _print_run(store: Store, run_id: int) -> None:
 @click.argument("run_ref", default="last", metavar="RUN")
 @click.option("--cell", "cells", multiple=True, metavar="DRIVER:SCENARIO",
               help="Also show every trial of this cell and what the server saw (repeatable; * matches all).")
-def show_cmd(run_ref: str, cells: tuple[str, ...]) -> None:
+@click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
+              help="table (drivers × scenarios), long (one line per cell), json; auto: the table when it fits.")
+def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str) -> None:
     """Show a stored run's table (RUN: a run id or 'last')."""
     from fnmatch import fnmatch
 
@@ -296,7 +419,7 @@ def show_cmd(run_ref: str, cells: tuple[str, ...]) -> None:
 
     store = Store(paths.results_db())
     run_id = store.resolve(run_ref)
-    _print_run(store, run_id)
+    _print_run(store, run_id, fmt)
     for pattern in cells:
         driver, _, name = pattern.partition(":")
         matched = [c for c in store.cells(run_id) if fnmatch(c["driver"], driver) and fnmatch(c["scenario"], name or "*")]
@@ -316,7 +439,7 @@ def diagnose_cmd(run_ref: str) -> None:
     print_findings(out, store.cells(run_id))
 
 
-@main.command("experiment")
+@main.command("experiment", epilog=EXIT_CODES)
 @click.argument("names", nargs=-1, metavar="NAME... | all")
 @click.option("--quick", is_flag=True, help="The quick form: fewer sizes and repeats, one trial per cell (minutes).")
 @click.option("--list", "list_only", is_flag=True, help="List the experiments and what they run.")
@@ -325,24 +448,36 @@ def diagnose_cmd(run_ref: str) -> None:
               default=paths.ROOT / "docs" / "findings.md", show_default=True,
               help="Write each experiment's section of the findings document here.")
 @driver_path_option
+@scenario_path_option
+@no_wait_option
 def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
-                   findings_path: Path, driver_paths: tuple[Path, ...]) -> None:
+                   findings_path: Path, driver_paths: tuple[Path, ...], scenario_paths: tuple[Path, ...],
+                   no_wait: bool) -> None:
     """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
 
     Each experiment runs its parts (drivers × scenarios × settings, on the part's network) into
     one stored run, then writes its section of the findings document: the article's claims, the
-    lab's numbers, and a verdict. `clientlab experiment all` runs every one."""
+    lab's numbers, and a verdict. `clientlab experiment all` runs every one. One measuring run per
+    machine: it waits for another one (or exits 75 with --no-wait)."""
     from clientlab.experiment import findings, spec
     from clientlab.experiment.execute import count_cells, run_experiment
 
+    _use_scenario_paths(scenario_paths)
     if list_only or not names:
         table = Table(title="experiments")
         for column in ("name", "seed", "parts", "cells (full / quick)", "title"):
             table.add_column(column, overflow="fold")
-        for e in spec.discover().values():
-            table.add_row(e.name, e.seed, ", ".join(p.name for p in e.parts),
-                          f"{count_cells(e, False)} / {count_cells(e, True)}", e.title)
+        known, broken = spec.scan()
+        for e in known.values():
+            try:
+                cells = f"{count_cells(e, False)} / {count_cells(e, True)}"
+            except LabInputError as exc:
+                cells = f"[red]cannot plan:[/] {escape(str(exc))}"
+            table.add_row(escape(e.name), escape(e.seed), escape(", ".join(p.name for p in e.parts)), cells,
+                          escape(e.title))
         out.print(table)
+        for problem in broken.values():
+            err.print(f"[red]invalid experiment:[/] {escape(problem)}", highlight=False)
         if not names:
             err.print("run one with: clientlab experiment NAME [--quick], or all", highlight=False)
         return
@@ -353,7 +488,9 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     else:
         stop, warmup = StopRule(min_trials=trials or 3, max_trials=trials or 10, max_seconds=30), 1
     options = RunOptions(warmup=warmup, stop=stop)
+    _take_lab_lock(no_wait)
     store = Store(paths.results_db())
+    run_ids = []
     for e in chosen:
         total = count_cells(e, quick)
         err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells", highlight=False)
@@ -371,6 +508,8 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
         findings.update(findings_path, e.name, findings.section(e, store, result.run_id))
         _print_verdicts(e, store, result.run_id)
         err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
+        run_ids.append(result.run_id)
+    _exit_if_cells_failed(store, run_ids)
 
 
 @main.command("findings")
@@ -414,7 +553,9 @@ def net_list_cmd(as_json: bool) -> None:
     from clientlab.netlab import hosts
     from clientlab.netlab import profile as netprofile
 
-    profiles = netprofile.discover()
+    profiles, broken = netprofile.scan()
+    for problem in broken.values():
+        err.print(f"[red]invalid network profile:[/] {escape(problem)}", highlight=False)
     if as_json:
         out.print_json(data=[p.model_dump() for p in profiles.values()])
         return
@@ -422,7 +563,7 @@ def net_list_cmd(as_json: bool) -> None:
     for column in ("name", "link", "description"):
         table.add_column(column, overflow="fold")
     for p in profiles.values():
-        table.add_row(p.name, p.summary(), p.description)
+        table.add_row(escape(p.name), escape(p.summary()), escape(p.description))
     out.print(table)
     reason = hosts.why_unavailable()
     if reason:
@@ -492,6 +633,59 @@ def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
         click.echo(exporters.export(store, run_id, fmt), nl=False)
 
 
+@main.command("crosscheck")
+@driver_path_option
+@click.option("-d", "--drivers", "driver_names", multiple=True,
+              help="Drivers to check (comma-separated). Default: every installed default driver.")
+@click.option("-s", "--scenarios", "scenario_names", multiple=True,
+              help="Static scenarios (default: get-small, get-json-335k, download-memory, download-file).")
+@click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
+              help="Override a scenario parameter, e.g. -p count=500.")
+@click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True)
+@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+              help="Run a disturbed trial again, at most this many times per cell.")
+def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries) -> None:  # noqa: ANN001
+    """Is the bench server part of the answer? Each driver on static workloads against the bench
+    server and against Debian's nginx (one worker, the same core), in one run: each driver's
+    throughput as a ratio to the fastest, under both servers. They must agree within 10 %.
+
+    Exit code 0 when every ratio agrees, 1 when one does not."""
+    from clientlab import crosscheck
+
+    drivers = [d for d in manifest.select(_drivers(driver_paths), _split(driver_names)) if d.missing() is None]
+    _take_lab_lock(False)
+    if not drivers:
+        raise LabInputError("no installed driver to check (see: clientlab drivers)")
+    files, _ = scenario.discover()
+    names = _split(scenario_names) or list(crosscheck.STATIC_SCENARIOS)
+    scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
+    stop = StopRule(min_trials=trials or 3, max_trials=trials or 10)
+    options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
+    store = Store(paths.results_db())
+    cells = len(drivers) * len(scenarios) * 2
+    with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
+        run_id, rows = crosscheck.run(store, drivers, scenarios, options, events)
+    table = Table(title=f"crosscheck (run {run_id}): each driver's throughput / the fastest's, per server")
+    for column in ("scenario", "driver", "bench server", "nginx", "ratio (bench)", "ratio (nginx)", "differ"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        rate = lambda v: f"{v:,.0f} {r.unit}" if v else "—"  # noqa: E731
+        verdict = ("—" if r.agrees is None else
+                   f"[green]{r.agreement:.1%}[/]" if r.agrees else f"[bold red]{r.agreement:.1%}[/]")
+        table.add_row(r.scenario, r.driver, rate(r.bench), rate(r.nginx),
+                      f"{r.bench_ratio:.2f}" if r.bench_ratio else (r.reason or "—"),
+                      f"{r.nginx_ratio:.2f}" if r.nginx_ratio else "—", verdict)
+    out.print(table)
+    judged = [r for r in rows if r.agrees is not None]
+    failing = [r for r in judged if not r.agrees]
+    out.print(f"{len(judged) - len(failing)} of {len(judged)} ratios agree within {crosscheck.AGREEMENT:.0%}"
+              + (f"; not: {', '.join(f'{r.driver} × {r.scenario}' for r in failing)}" if failing else ""),
+              highlight=False)
+    if failing:
+        raise SystemExit(1)
+
+
 @main.command("selfbench")
 @driver_path_option
 @click.option("-d", "--drivers", "driver_names", multiple=True, help="Drivers to compare with (default: all installed).")
@@ -502,6 +696,7 @@ def selfbench_cmd(driver_paths, driver_names, seconds, json_path) -> None:  # no
     from clientlab import selfbench
 
     drivers = manifest.select(_drivers(driver_paths), _split(driver_names))
+    _take_lab_lock(False)
     selfbench.run(drivers, seconds, out, err, json_path)
 
 
@@ -515,11 +710,11 @@ def entry() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except LabInputError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        sys.exit(EXIT_USAGE)
     except LabError as exc:
-        err.print(f"[red]lab error:[/] {exc}", highlight=False)
-        sys.exit(3)
+        err.print(f"[red]lab error:[/] {escape(str(exc))}", highlight=False)
+        sys.exit(EXIT_LAB)
 
 
 @main.command("report")

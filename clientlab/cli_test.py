@@ -22,10 +22,12 @@ CLI = [sys.executable, "-m", "clientlab"]
 
 
 @pytest.fixture
-def lab_home(tmp_path):
+def lab_home(tmp_path, monkeypatch):
     """A fresh data directory that shares the built server and certificates."""
     home = tmp_path / "lab"
     home.mkdir()
+    # a private run lock: these runs must not wait for a measuring run elsewhere on the machine
+    monkeypatch.setenv("CLIENTLAB_LOCK", str(tmp_path / "run.lock"))
     (home / "bin").symlink_to(paths.lab_home() / "bin")
     (home / "tls").symlink_to(paths.lab_home() / "tls")
     return home
@@ -53,9 +55,10 @@ def test_scenarios_json_lists_parameters(lab_home):
 def test_run_writes_json_cells_and_show_export_read_them(lab_home, tmp_path):
     out = tmp_path / "run.json"
     proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference,python-fake-crash",
-                     "-s", "get-small,parallel-feeds", "-p", "count=20", "--trials", "2", "--warmup", "0",
+                     "-s", "get-small,parallel-feeds", "-p", "count=20", "--trials", "2", "--warmup", "0", "--retries", "0",
                      "--json", str(out), home=lab_home)
-    assert proc.returncode == 0, proc.stderr  # a failed driver does not fail the run
+    assert proc.returncode == 1, proc.stderr  # a failed cell: exit 1, and the other cells are still measured
+    assert "1 cell(s) failed:" in proc.stderr and "python-fake-crash × get-small" in proc.stderr
     doc = json.loads(out.read_text())
     cells = {(c["driver"], c["scenario"]): c for c in doc["cells"]}
     ok = cells[("python-fake-reference", "get-small")]
@@ -74,7 +77,7 @@ def test_run_writes_json_cells_and_show_export_read_them(lab_home, tmp_path):
     assert len(rows) == 4 and {r["status"] for r in rows} == {"ok", "failed", "unsupported"}
 
 
-def test_interrupted_run_keeps_its_finished_trials(lab_home):
+def test_interrupted_run_keeps_the_trials_of_the_cell_in_progress(lab_home):
     env = {**os.environ, "CLIENTLAB_HOME": str(lab_home)}
     proc = subprocess.Popen([*CLI, "run", "--driver-path", str(TESTDRIVERS),
                              "-d", "python-fake-reference,python-fake-hang", "-s", "get-small",
@@ -82,23 +85,29 @@ def test_interrupted_run_keeps_its_finished_trials(lab_home):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     db = lab_home / "results.sqlite"
     deadline = time.monotonic() + 120
-    finished = 0
-    while time.monotonic() < deadline and not finished:
+    hanging = 0
+    while time.monotonic() < deadline and not hanging:
         time.sleep(0.2)
         if db.exists():
             with sqlite3.connect(db) as conn:
-                finished = conn.execute("SELECT COUNT(*) FROM cells WHERE status = 'ok'").fetchone()[0]
-    assert finished, "the reference cell never finished"
-    time.sleep(1.0)  # the hang driver is now stuck in its timed phase
+                # the drivers of a scenario are verified one after the other before their timed trials
+                try:
+                    hanging = conn.execute("SELECT COUNT(*) FROM cells WHERE driver = 'python-fake-hang'").fetchone()[0]
+                except sqlite3.OperationalError:   # the run has not made its tables yet
+                    continue
+    assert hanging, "the hang driver's cell never started"
+    time.sleep(1.0)  # the hang driver is now stuck in its verification
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
-        trials = conn.execute("SELECT COUNT(*) FROM trials t JOIN cells c ON t.cell_id = c.id "
-                              "WHERE c.driver = 'python-fake-reference'").fetchone()[0]
-    assert trials == 3
+        cells = dict(conn.execute("SELECT driver, reason FROM cells").fetchall())
+        trials = conn.execute("SELECT t.kind FROM trials t JOIN cells c ON t.cell_id = c.id "
+                              "WHERE c.driver = 'python-fake-reference'").fetchall()
+    assert cells["python-fake-reference"] == "interrupted"
+    assert [k for (k,) in trials] == ["verify"]      # what was measured before Ctrl-C is kept
     assert "python-fake-reference" in stdout
 
 
@@ -129,3 +138,40 @@ def test_unknown_driver_is_a_clear_error(lab_home):
 def test_show_without_runs_says_so(lab_home):
     proc = clientlab("show", "last", home=lab_home)
     assert proc.returncode == 2 and "no runs stored yet" in proc.stderr
+
+
+def test_a_pipe_gets_one_line_per_cell_and_table_on_request(lab_home):
+    proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference,python-fake-no-reuse",
+                     "-s", "get-small,post-form", "-p", "count=10", "--trials", "1", "--warmup", "0",
+                     home=lab_home)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    # the long form: a heading per scenario, then one line per driver with its ratio to the fastest
+    assert "get-small" in lines and "post-form" in lines
+    cell_lines = [l for l in lines if l.startswith("  python-fake-")]
+    assert len(cell_lines) == 4 and all("req/s" in l and "×" in l and "n=10" in l for l in cell_lines)
+    table = clientlab("show", "last", "--format", "table", home=lab_home)
+    assert "┃" in table.stdout or "│" in table.stdout
+    as_json = clientlab("show", "last", "--format", "json", home=lab_home)
+    assert len(json.loads(as_json.stdout)["cells"]) == 4
+
+
+def test_no_color_is_honoured(lab_home):
+    # a failed cell is shown in red
+    clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference,python-fake-crash",
+              "-s", "get-small", "-p", "count=5", "--trials", "1", "--warmup", "0", home=lab_home)
+    env = {**os.environ, "CLIENTLAB_HOME": str(lab_home), "FORCE_COLOR": "1", "NO_COLOR": "1", "COLUMNS": "200"}
+    shown = subprocess.run([*CLI, "show", "last", "--format", "table"], capture_output=True, text=True, env=env)
+    assert shown.returncode == 0, shown.stderr
+    colored = subprocess.run([*CLI, "show", "last", "--format", "table"], capture_output=True, text=True,
+                             env={k: v for k, v in env.items() if k != "NO_COLOR"})
+    assert not _colour_codes(shown.stdout)       # no colour (bold and italic may stay)
+    assert _colour_codes(colored.stdout)         # the check can fail
+
+
+def _colour_codes(text: str) -> list[str]:
+    """SGR parameters that set a foreground or background colour."""
+    import re
+
+    params = [p for seq in re.findall(r"\x1b\[([0-9;]*)m", text) for p in seq.split(";") if p]
+    return [p for p in params if p.isdigit() and (30 <= int(p) <= 49 or 90 <= int(p) <= 107)]

@@ -86,7 +86,7 @@ def measure(bench_server, store):
 
     def run(driver: manifest.Driver, sc) -> int:  # noqa: ANN001
         run_id = store.start_run({}, {})
-        options = RunOptions(warmup=1, stop=StopRule(min_trials=TRIALS, max_trials=TRIALS), pin_cpus=False)
+        options = RunOptions(warmup=1, stop=StopRule(min_trials=TRIALS, max_trials=TRIALS), placement="free")
         result = CellRunner(bench_server, store, run_id, options).run_cell(driver, sc)
         assert result.status == "ok", result.reason
         store.finish_run(run_id, "complete")

@@ -44,10 +44,14 @@ def stop(proc: subprocess.Popen, grace_s: float = 5) -> None:
 
 
 class ControlClient:
-    """JSON over HTTP/1.1 to one control port, on one kept-alive connection."""
+    """JSON over HTTP/1.1 to one control port, on one kept-alive connection.
 
-    def __init__(self, what: str, host: str, port: int, proc: subprocess.Popen | None = None):
+    `headers` go with every request (the bench server's control secret)."""
+
+    def __init__(self, what: str, host: str, port: int, proc: subprocess.Popen | None = None,
+                 headers: dict[str, str] | None = None):
         self.what, self.host, self.port, self.proc = what, host, port, proc
+        self.headers = dict(headers or {})
         self._conn: http.client.HTTPConnection | None = None
 
     def request(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> Any:
@@ -56,8 +60,8 @@ class ControlClient:
                 self._conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
             try:
                 payload = json.dumps(body).encode() if body is not None else None
-                self._conn.request(method, path, body=payload,
-                                   headers={"Content-Type": "application/json"} if payload else {})
+                headers = {**self.headers, **({"Content-Type": "application/json"} if payload else {})}
+                self._conn.request(method, path, body=payload, headers=headers)
                 response = self._conn.getresponse()
                 data = response.read()
                 if response.status not in ok:

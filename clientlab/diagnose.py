@@ -76,7 +76,9 @@ def nagle_stall(cell: CellView) -> Finding | None:
     s = cell.server
     stalled, requests = s.get("stalled_requests", 0), s.get("requests", 0)
     gap = s.get("stall_gap_ms_median", 0.0)
-    if not requests or stalled < max(2, 0.05 * requests) or not 30 <= gap < 500:
+    # Nagle waits for the peer's delayed ACK on every such request: a stall that hits a few requests
+    # of many is the scheduler on a busy machine, not Nagle
+    if not requests or stalled < max(2, 0.25 * requests) or not 30 <= gap < 500:
         return None
     return Finding(
         "nagle-delayed-ack", "warn", "Nagle / delayed-ACK stall",
@@ -115,6 +117,47 @@ def more_connections_than_the_server_takes(cell: CellView) -> Finding | None:
         "idle keep-alive connections to make room.",
         "Open no more connections to a host than it serves at once (e.g. CURLMOPT_MAX_HOST_CONNECTIONS), "
         "and reuse them; or use HTTP/2, which multiplexes every request over one connection.",
+    )
+
+
+@rule
+def idle_connections(cell: CellView) -> Finding | None:
+    s = cell.server
+    idle, conns = s.get("idle_connections", 0), s.get("connections", 0)
+    if not idle:
+        return None
+    handshakes = (s.get("tls") or {}).get("full", 0) + (s.get("tls") or {}).get("resumed", 0)
+    cost = "a TCP connect" + (" and a TLS handshake" if handshakes else "")
+    if (s.get("versions") or {}).get("HTTP/2.0") and cell.client.get("concurrency", 1) > 1:
+        return Finding(
+            "idle-connections", "warn", "Parallel HTTP/2 requests opened connections they never used",
+            f"{idle} of the client's {conns} connections carried no request: it opened a connection for each "
+            f"parallel request before it knew that one HTTP/2 connection carries them all; each cost {cost}.",
+            "Let the first connection finish its handshake before the parallel requests start (one request "
+            "first, or the client's setting to wait for a pending HTTP/2 connection instead of dialing another).",
+        )
+    return Finding(
+        "idle-connections", "warn", "Connections opened and never used",
+        f"{idle} of the client's {conns} connections carried no request: each cost {cost} and a server slot "
+        "for nothing (a client that dials for a waiting request and then serves it on a connection that "
+        "became free keeps the new one unused).",
+        "Open connections only when a request needs one: turn off pre-connecting or speculative dialing, "
+        "size the pool to the parallelism, and do not open a connection to probe the server.",
+    )
+
+
+@rule
+def connections_kept_across_jobs(cell: CellView) -> Finding | None:
+    kept = cell.server.get("kept_open", 0)
+    if not kept:
+        return None
+    return Finding(
+        "connections-kept-across-jobs", "warn", "Connections kept open from one job to the next",
+        f"{kept} connection(s) opened in earlier jobs were still open when this trial ended: the driver does "
+        "not close its client after a job (with a fresh server port per trial they carry no request, so the "
+        "cell is not failed for it).",
+        "Close the client (its connection pool) at the end of every job, after the report, as the driver "
+        "protocol asks: every trial then starts cold in the same way.",
     )
 
 

@@ -20,7 +20,7 @@ def diagnosed(bench_server, store, test_drivers):
 
     def run(cells):
         run_id = store.start_run({}, {})
-        options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), pin_cpus=False)
+        options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
         runner = CellRunner(bench_server, store, run_id, options)
         everything = {**test_drivers, **{d.id: d for d in manifest.discover()[0]}}
         for driver_id, sc in cells:
@@ -88,7 +88,7 @@ def test_dns_lookup_per_request_seen_by_the_lab_dns(store, test_drivers):
     with NetLab(Profile(name="test", description="namespaces and lab DNS")) as lab:
         run_id = store.start_run({}, {})
         runner = CellRunner(lab, store, run_id, RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1),
-                                                          pin_cpus=False))
+                                                          placement="free"))
         for driver_id in ("python-fake-no-reuse", "python-fake-reference"):
             assert runner.run_cell(test_drivers[driver_id], shipped("get-small", count=30)).status == "ok"
     found = {c["driver"]: [f.rule for f in fs] for c in store.cells(run_id)

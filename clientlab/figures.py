@@ -9,6 +9,7 @@ from clientlab import stats
 from clientlab.store import Trial
 
 STALL_GAP_NS = 30_000_000  # a pause of 30 ms or more inside one request's arrival (Nagle is ~40 ms)
+STALL_MAX_READS = 4        # …in a request that came in at most this many reads
 EXPECT_STALL_NS = 900_000_000  # libcurl waits 1 s for "100 Continue" before sending the body anyway
 
 
@@ -30,14 +31,20 @@ def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]
         "resp_body_bytes": sum(e.get("resp_body_bytes", 0) for e in log),
         "req_body_bytes": sum(e.get("req_body_bytes", 0) for e in log),
         "multi_read_requests": sum(1 for e in log if e.get("reads", 0) >= 2),
-        "stalled_requests": sum(1 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS),
+        # a request that arrived in a few pieces with a long pause between them (headers, then the
+        # body): a large upload arrives in many reads, and its pauses are flow control, not Nagle
+        "stalled_requests": sum(1 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS
+                                and e.get("reads", 0) <= STALL_MAX_READS),
         "max_read_gap_ms": max((e.get("max_read_gap_ns", 0) for e in log), default=0) / 1e6,
         "stall_gap_ms_median": stats.median(stalls) if (stalls := [
-            e["max_read_gap_ns"] / 1e6 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS]) else 0.0,
+            e["max_read_gap_ns"] / 1e6 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS
+            and e.get("reads", 0) <= STALL_MAX_READS]) else 0.0,
         "expect_continue": sum(1 for e in log if e.get("expect_continue")),
         "expect_stalled": sum(1 for e in log if e.get("expect_continue")
                               and e.get("max_read_gap_ns", 0) >= EXPECT_STALL_NS),
         "gzip": sum(1 for e in log if e.get("gzip")),
+        "idle_connections": snapshot.get("idle_connections", 0),  # opened in the trial, carried no request
+        "kept_open": snapshot.get("kept_open", 0),  # open before the trial and still open at its end
     }
     if snapshot.get("cap"):  # the server's connection cap: who had to wait for a slot
         cap = snapshot["cap"]

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from clientlab.scenario import Scenario
+from clientlab.errors import LabInputError, quote
+from clientlab.scenario import Scenario, path_problem
 
 PROTOCOL_VERSION = 1
 
@@ -77,6 +78,20 @@ def _redirect_target(path: str) -> tuple[str, int]:
     return path, 0
 
 
+def same_origin_url(base: str, path: str) -> str:
+    """`base + path`, checked to stay on the lab's server `base` (scheme://host:port) however a
+    client reads it: the path as the scenario rules take it (path_problem), and the URL as parsed
+    having exactly the base's scheme and host. Raises LabInputError otherwise."""
+    url = base + path
+    problem = path_problem(path)
+    parts, origin = urlsplit(url), urlsplit(base)
+    if problem is None and (parts.scheme, parts.netloc) != (origin.scheme, origin.netloc):
+        problem = f"reads as {parts.scheme}://{parts.netloc}"
+    if problem:
+        raise LabInputError(f"the URL {quote(url, 200)} would leave the lab's server {base}: it {problem}")
+    return url
+
+
 def _upload_file(scratch: Path, size: int) -> Path:
     """A deterministic upload body of `size` bytes (written once, reused)."""
     path = scratch / f"upload-{size}.bin"
@@ -97,7 +112,7 @@ def plan(scenario: Scenario, endpoint: Endpoint, scratch: Path, verify: bool, ta
     base = f"{client.scheme}://{endpoint.host}:{port}"
     requests, expectations, files = [], [], []
     for r, req in enumerate(scenario.requests):
-        entry: dict = {"method": req.method, "url": base + req.path, "repeat": req.repeat}
+        entry: dict = {"method": req.method, "url": same_origin_url(base, req.path), "repeat": req.repeat}
         if req.headers:
             entry["headers"] = dict(req.headers)
         if req.form is not None:

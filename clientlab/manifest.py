@@ -7,16 +7,15 @@ nothing outside its folder. The format is documented in docs/driver-protocol.md.
 from __future__ import annotations
 
 import shutil
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error
+from clientlab.errors import LabInputError, describe_validation_error, read_toml, shown
 
 Capability = Literal[
     "tls", "http2", "h2c", "cookies", "redirects", "form", "multipart", "upload",
@@ -28,15 +27,15 @@ MANIFEST_NAME = "driver.toml"
 class Manifest(BaseModel):
     """What a driver folder declares about itself."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)+$")
     language: str = Field(min_length=1)
     library: str = Field(min_length=1)
     description: str = Field(min_length=1)
-    run: list[str] = Field(min_length=1)
-    build: list[str] | None = None
-    build_inputs: list[str] | None = None
+    run: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    build: list[Annotated[str, Field(min_length=1)]] | None = None
+    build_inputs: list[str] | None = None    # glob patterns relative to the driver's folder
     requires: list[str] = []
     apt: list[str] = []
     capabilities: list[Capability]
@@ -44,6 +43,15 @@ class Manifest(BaseModel):
     # JIT runtimes (Java, Node) reach steady state only after some work: at least this many
     # untimed warm-up trials run in the driver's process before the timed ones
     warmup: int = Field(default=1, ge=0, le=20)
+
+    @field_validator("build_inputs")
+    @classmethod
+    def _relative_patterns(cls, patterns: list[str] | None) -> list[str] | None:
+        for pattern in patterns or []:
+            if not pattern or pattern.startswith("/"):
+                raise ValueError(f"{shown(pattern) or 'an empty pattern'}: a glob pattern relative to the "
+                                 "driver's folder (e.g. 'src/*.c', '../_lib/*.py')")
+        return patterns
 
     @model_validator(mode="after")
     def _id_names_language(self) -> "Manifest":
@@ -93,10 +101,7 @@ class Driver:
 
 def load_manifest(path: Path) -> Driver:
     """Read and validate one driver.toml; errors name the file and the field."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise LabInputError(f"{path}: cannot read driver manifest: {exc}") from exc
+    data = read_toml(path, "driver manifest")
     try:
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
@@ -121,11 +126,11 @@ def discover(extra_paths: list[Path] | None = None) -> tuple[list[Driver], list[
     sources = [paths.drivers_dir(), *(extra_paths or [])]
     for source in sources:
         if not source.is_dir():
-            problems.append(f"{source}: not a folder")
+            problems.append(f"{shown(source)}: not a folder")
             continue
         manifest_paths = _manifest_paths(source)
         if source != paths.drivers_dir() and not manifest_paths:
-            problems.append(f"{source}: no {MANIFEST_NAME} in it or in its sub-folders")
+            problems.append(f"{shown(source)}: no {MANIFEST_NAME} in it or in its sub-folders")
         for manifest_path in manifest_paths:
             try:
                 driver = load_manifest(manifest_path)
@@ -134,7 +139,7 @@ def discover(extra_paths: list[Path] | None = None) -> tuple[list[Driver], list[
                 continue
             if driver.id in drivers and drivers[driver.id].folder != driver.folder:
                 problems.append(
-                    f"{manifest_path}: id '{driver.id}' is already used by {drivers[driver.id].folder}"
+                    f"{shown(manifest_path)}: id '{driver.id}' is already used by {shown(drivers[driver.id].folder)}"
                 )
                 continue
             drivers[driver.id] = driver

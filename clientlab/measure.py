@@ -1,12 +1,18 @@
-"""What a driver's process tree cost during the timed phase, read from /proc (Linux).
+"""What a driver's process tree cost during the timed phase.
 
-CPU: the sum over the live tree of utime+stime and cutime+cstime (children already reaped by a
-member of the tree are in their parent's c-times), as a delta between `go` and `done`.
-Peak RSS: VmHWM of every live process, reset at `go` by writing 5 to /proc/PID/clear_refs,
-summed at `done`; a sampler thread also sums VmRSS of the tree every few milliseconds so that
-short-lived children (a curl process per request) are seen too. The larger of the two is kept.
-Resolution: CPU times come in clock ticks (1/SC_CLK_TCK s, 10 ms here), so a phase of a few
-milliseconds may show 0 CPU; scenarios are sized to run for hundreds of milliseconds or more.
+Where the lab can make control groups (root, cgroup v1 or v2: clientlab/cgroup.py), the driver
+runs in a group of its own:
+- CPU: the group's counter in nanoseconds, delta go → done; it keeps the time of children that
+  have already exited.
+- Peak memory: the group's peak usage (the true simultaneous peak of the whole tree), reset at
+  `go`, less the file pages charged to the group at `done` (a body streamed to a sink file, code
+  read from disk). What is left is the tree's private memory (heap, stacks, buffers): unlike RSS
+  it does not depend on whether a shared library was already in memory when the driver started.
+Elsewhere, from /proc: CPU as utime+stime and cutime+cstime summed over the live tree (clock
+ticks, 10 ms), peak RSS as VmHWM of every live process (reset by writing 5 to clear_refs) summed
+at `done` — which can exceed the true simultaneous peak of a multi-process tree.
+From /proc, a sampler thread also sums VmRSS of the tree every few milliseconds so that
+short-lived children (a curl process per request) are seen too.
 """
 
 from __future__ import annotations
@@ -15,6 +21,10 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clientlab.cgroup import Group
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SAMPLE_INTERVAL_S = 0.02
@@ -97,14 +107,17 @@ class Usage:
     user_s: float
     sys_s: float
     peak_rss_kb: int
+    source: str = "proc"   # "cgroup" (ns CPU, the tree's simultaneous peak) or "proc" (ticks, sum of peaks)
 
 
 class TreeMeter:
-    """Measures one timed phase of the tree rooted at `root`: start() at go, stop() at done."""
+    """Measures one timed phase of the tree rooted at `root`: start() at go, stop() at done.
+    With `group` (the cgroup the tree runs in) CPU and peak memory come from the group."""
 
-    def __init__(self, root: int, sample: bool = True):
+    def __init__(self, root: int, sample: bool = True, group: "Group | None" = None):
         self.root = root
         self.sample = sample
+        self.group = group
         self._peak_sampled = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -114,7 +127,10 @@ class TreeMeter:
         pids = process_tree(self.root)
         self._cpu0 = cpu_seconds(pids)
         reset_peak_rss(pids)
-        if self.sample:
+        if self.group:
+            self._group_cpu0 = self.group.cpu()
+            self.group.reset_peak()
+        if self.sample and not self.group:
             self._thread = threading.Thread(target=self._sampler, daemon=True)
             self._thread.start()
         self._t0 = time.perf_counter()
@@ -122,12 +138,24 @@ class TreeMeter:
 
     def stop(self, t1: float) -> Usage:
         """`t1` is the instant `done` was read; CPU and memory are read right after."""
+        if self.group:
+            cpu1 = self.group.cpu()
+            peak = self.group.peak_bytes()
+            cache = self.group.memory_stat()["file"]
         pids = process_tree(self.root)
         user1, sys1 = cpu_seconds(pids)
         hwm = sum(_status_kb(pid, "VmHWM:") for pid in pids)
         self._stop.set()
         if self._thread:
             self._thread.join()
+        if self.group:
+            return Usage(
+                wall_s=t1 - self._t0,
+                user_s=max(0, cpu1.user_ns - self._group_cpu0.user_ns) / 1e9,
+                sys_s=max(0, cpu1.sys_ns - self._group_cpu0.sys_ns) / 1e9,
+                peak_rss_kb=max(0, peak - cache) // 1024,
+                source="cgroup",
+            )
         return Usage(
             wall_s=t1 - self._t0,
             user_s=max(0.0, user1 - self._cpu0[0]),

@@ -29,6 +29,10 @@ class DriverFault(Exception):
     """The driver broke the protocol or died; the cell fails with this message."""
 
 
+class DriverTimeout(DriverFault):
+    """The driver sent nothing within the time it was given."""
+
+
 class DriverProcess:
     """One running driver: a process group with JSON-lines stdin/stdout and a captured stderr."""
 
@@ -91,9 +95,10 @@ class DriverProcess:
     def stderr_tail(self) -> str:
         return "\n".join(self._stderr)
 
-    def _fault(self, what: str) -> DriverFault:
+    def fault(self, what: str, kind: type[DriverFault] = DriverFault) -> DriverFault:
+        """A fault whose message ends with the driver's last stderr lines."""
         tail = self.stderr_tail()
-        return DriverFault(what + (f"\n--- driver stderr (last lines) ---\n{tail}" if tail else ""))
+        return kind(what + (f"\n--- driver stderr (last lines) ---\n{tail}" if tail else ""))
 
     def send(self, message: dict) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
@@ -103,40 +108,41 @@ class DriverProcess:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             code = self.proc.poll()
-            raise self._fault(f"driver closed its stdin (exit code {code}): {exc}") from exc
+            raise self.fault(f"driver closed its stdin (exit code {code}): {exc}") from exc
 
     def receive(self, expected: set[str], timeout: float) -> dict:
         """The next message; its type must be in `expected` (or unsupported/error, returned as is)."""
         try:
             kind, value = self._lines.get(timeout=timeout)
         except queue.Empty:
-            raise self._fault(f"timed out after {timeout:.0f} s waiting for {'/'.join(sorted(expected))}") from None
+            raise self.fault(f"timed out after {timeout:.0f} s waiting for {'/'.join(sorted(expected))}",
+                             DriverTimeout) from None
         if kind == "eof":
             code = self._wait_exit(2.0)
-            raise self._fault(f"driver exited (code {code}) before sending {'/'.join(sorted(expected))}")
+            raise self.fault(f"driver exited (code {code}) before sending {'/'.join(sorted(expected))}")
         if kind == "flood":
-            raise self._fault(f"driver {value}")
+            raise self.fault(f"driver {value}")
         try:
             message = json.loads(value)
         except ValueError:
             text = value[:200].decode("utf-8", "replace").rstrip()
-            raise self._fault(f"driver printed a line that is not a protocol message: {text!r}") from None
+            raise self.fault(f"driver printed a line that is not a protocol message: {text!r}") from None
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
-            raise self._fault(f"driver sent JSON without a 'type': {str(message)[:200]}")
+            raise self.fault(f"driver sent JSON without a 'type': {str(message)[:200]}")
         if message["type"] not in expected | {"unsupported", "error"}:
-            raise self._fault(f"driver sent '{message['type']}' where {'/'.join(sorted(expected))} was expected")
+            raise self.fault(f"driver sent '{message['type']}' where {'/'.join(sorted(expected))} was expected")
         return message
 
     def hello(self, timeout: float) -> dict:
         self.send({"type": "hello", "protocol": PROTOCOL_VERSION})
         message = self.receive({"hello"}, timeout)
         if message["type"] != "hello":
-            raise self._fault(f"driver answered hello with {message['type']}: {message.get('message') or message.get('reason')}")
+            raise self.fault(f"driver answered hello with {message['type']}: {message.get('message') or message.get('reason')}")
         if message.get("protocol") != PROTOCOL_VERSION:
-            raise self._fault(f"driver speaks protocol {message.get('protocol')!r}, the lab speaks {PROTOCOL_VERSION}")
+            raise self.fault(f"driver speaks protocol {message.get('protocol')!r}, the lab speaks {PROTOCOL_VERSION}")
         versions = message.get("versions")
         if not isinstance(versions, dict):
-            raise self._fault("driver's hello has no 'versions' object")
+            raise self.fault("driver's hello has no 'versions' object")
         return message
 
     def _wait_exit(self, timeout: float) -> int | None:

@@ -1,12 +1,23 @@
 """Running cells (driver × scenario): verification first, then warm-up and timed trials.
 
-Every trial is stored as soon as it completes; a driver that fails, hangs or lies fails its
-cell only. A broken lab (the bench server gone, the store unwritable) raises LabError.
+The cells of one scenario run together: each driver is verified and warmed up, then the timed
+trials go round-robin over the drivers, one trial each per round, so that a drift of the machine
+hits every driver alike. Every trial is stored as soon as it completes; a driver that fails,
+hangs or lies fails its cell only. A broken lab (the bench server gone, the store unwritable)
+raises LabError.
+
+What makes trials comparable (docs/measurement.md):
+- every trial starts on a fresh server port, so no TIME_WAIT or ephemeral-port state of earlier
+  trials, cells or runs meets it;
+- the driver runs in a cgroup of its own (CPU in ns, the tree's true peak memory);
+- steal and other processes' CPU are read around every trial; a disturbed trial is run again;
+- with a trial budget, request counts are scaled so that one trial lasts about that long.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import time
@@ -14,12 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
-from clientlab import figures, paths, stats
+from clientlab import cgroup, figures, limits, paths, stats
 from clientlab.errors import LabError
 from clientlab.job import PlannedJob, plan, required_capabilities
 from clientlab.manifest import Driver
 from clientlab.measure import TreeMeter, Usage
-from clientlab.protocol import DriverFault, DriverProcess
+from clientlab.noise import Noise, NoiseMeter
+from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.scenario import Scenario
 from clientlab.server import BenchServer
 from clientlab.stats import StopRule
@@ -31,6 +43,13 @@ if TYPE_CHECKING:
 
 HELLO_TIMEOUT_S = 60.0
 REPORT_TIMEOUT_S = 120.0
+VERIFY_REQUESTS = 100         # with a trial budget, verification makes at most about this many requests
+STALL_S = 15.0                # verification: no request reaching the server for this long = hung
+TRIAL_TIMEOUT_FACTOR = 10     # a timed trial may take this many times what verification predicts…
+TRIAL_TIMEOUT_FLOOR_S = 10.0  # …but never less than this
+STALLED_FACTOR = 4            # a first timed trial this far over the budget stops the cell early
+
+PLACEMENTS = ("split", "shared", "free")
 
 
 class Unsupported(Exception):
@@ -39,12 +58,57 @@ class Unsupported(Exception):
 
 @dataclass
 class RunOptions:
-    """How cells are run."""
+    """How cells are run. The defaults are the plain, unscaled behaviour the tests rely on; the
+    CLI sets the budget, retries and placement a user run gets."""
 
     warmup: int = 1
     stop: StopRule = field(default_factory=StopRule)
     fresh_process: bool = False   # a new driver process per trial (cold cost) instead of one per cell
-    pin_cpus: bool = True
+    placement: str = "split"      # split / shared / free: see Placement
+    trial_budget_s: float | None = None   # scale request counts so that a trial lasts about this long
+    fixed_counts: frozenset[str] = frozenset()  # scenario labels whose counts the user set: never scaled
+    trial_timeout_s: float | None = None  # a timed trial's limit; None: derived from verification
+    retries: int = 0              # disturbed trials run again, at most this many per cell
+    fresh_port: bool = True       # a new server port for every trial (where the server can)
+
+    def __post_init__(self) -> None:
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which core the lab's own threads, the bench server and the driver run on (None: any).
+
+    split: server (and lab) on one core, driver on another — no competition, but every request
+    pays a cross-core wake-up. shared: driver and server on one core, the lab on the other — no
+    wake-up across cores, but the server's work is on the driver's core. free: the scheduler decides.
+    """
+
+    name: str
+    lab: int | None
+    server: int | None
+    driver: int | None
+
+    @classmethod
+    def of(cls, name: str) -> "Placement":
+        available = sorted(os.sched_getaffinity(0))
+        if name == "free" or len(available) < 2:
+            return cls(name if len(available) >= 2 else "free", None, None, None)
+        first, second = available[0], available[1]
+        if name == "shared":
+            return cls(name, first, second, second)
+        return cls("split", first, first, second)
+
+    def apply_to_lab(self) -> None:
+        if self.lab is not None:
+            os.sched_setaffinity(0, {self.lab})  # the lab's own threads stay off the driver's core
+
+
+def pick_cpus() -> tuple[int | None, int | None]:
+    """(server CPU, driver CPU) of the split placement."""
+    p = Placement.of("split")
+    return p.server, p.driver
 
 
 @dataclass
@@ -63,7 +127,7 @@ class Events(Protocol):
     """Progress callbacks (the CLI shows a progress bar; tests pass a silent one)."""
 
     def cell_started(self, driver: str, scenario: str) -> None: ...
-    def trial_done(self, trial: Trial) -> None: ...
+    def trial_done(self, driver: str, scenario: str, trial: Trial) -> None: ...
     def cell_done(self, result: CellResult) -> None: ...
 
 
@@ -71,25 +135,62 @@ class SilentEvents:
     def cell_started(self, driver: str, scenario: str) -> None:
         pass
 
-    def trial_done(self, trial: Trial) -> None:
+    def trial_done(self, driver: str, scenario: str, trial: Trial) -> None:
         pass
 
     def cell_done(self, result: CellResult) -> None:
         pass
 
 
-def pick_cpus() -> tuple[int | None, int | None]:
-    """(server CPU, driver CPU): different cores when there are at least two."""
-    available = sorted(os.sched_getaffinity(0))
-    if len(available) < 2:
-        return None, None
-    return available[0], available[1]
+def scale(scenario: Scenario, factor: float) -> Scenario:
+    """The scenario with every repeated request's count multiplied by `factor` (at least 1 each);
+    requests made once (a login) stay once."""
+    if factor >= 1:
+        return scenario
+    requests = [r.model_copy(update={"repeat": max(1, math.floor(r.repeat * factor))}) if r.repeat > 1 else r
+                for r in scenario.requests]
+    return scenario.model_copy(update={"requests": requests})
+
+
+def _round_count(n: float) -> float:
+    """Two significant figures, so that counts read well in the table (1,234 → 1,200)."""
+    if n < 100:
+        return max(1.0, math.floor(n))
+    digits = 10 ** (int(math.log10(n)) - 1)
+    return math.floor(n / digits) * digits
+
+
+@dataclass
+class _Cell:
+    """One cell while its scenario runs."""
+
+    driver: Driver
+    scenario: Scenario
+    cell_id: int
+    tag: str
+    trials: list[Trial] = field(default_factory=list)
+    proc: DriverProcess | None = None
+    group: cgroup.Group | None = None
+    versions: dict | None = None
+    work: Scenario | None = None          # the scenario at the count the timed trials use
+    per_request_s: float | None = None    # from verification: what one request costs this driver
+    timed_walls: list[float] = field(default_factory=list)
+    timed_started: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    retries_left: int = 0
+    notes: list[str] = field(default_factory=list)
+    result: CellResult | None = None
+    next_idx: int = 0
+
+    def finish(self, status: str, reason: str | None = None, figs: dict | None = None) -> CellResult:
+        self.result = CellResult(self.driver.id, self.scenario.label, status, reason, figs, self.versions)
+        return self.result
 
 
 class CellRunner:
     """Runs cells against one bench server, writing to one store."""
 
-    def __init__(self, server: BenchServer, store: Store, run_id: int, options: RunOptions,
+    def __init__(self, server: BenchServer | NetLab, store: Store, run_id: int, options: RunOptions,
                  events: Events | None = None, driver_cpu: int | None = None):
         self.server = server
         self.store = store
@@ -99,102 +200,218 @@ class CellRunner:
         self.driver_cpu = driver_cpu
         self.scratch = paths.scratch_dir()
 
-    # -- one cell -------------------------------------------------------------------------
+    # -- cells ------------------------------------------------------------------------------
 
     def run_cell(self, driver: Driver, scenario: Scenario) -> CellResult:
+        return self.run_cells([driver], scenario)[0]
+
+    def run_cells(self, drivers: list[Driver], scenario: Scenario) -> list[CellResult]:
+        """Every driver on one scenario: each verified and warmed up, then timed trials round-robin."""
+        cells: list[_Cell] = []
+        lifted = limits.lift(scenario.client.concurrency, self.server)  # connection-heavy cells; restored below
+        try:
+            for driver in drivers:
+                cell = self._start(driver, scenario)
+                cells.append(cell)
+                self._guard(cell, self._prepare)
+            while running := [c for c in cells if c.result is None]:
+                for cell in running:
+                    self._guard(cell, self._timed_round)
+        except BaseException as exc:  # the lab broke (or Ctrl-C): open cells say so, the run stops
+            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"lab error: {type(exc).__name__}: {exc}"
+            for cell in cells:
+                if cell.result is None:
+                    self._close(cell)
+                    self.store.finish_cell(cell.cell_id, "failed", reason, None, cell.versions)
+            raise
+        finally:
+            for cell in cells:
+                self._close(cell)
+            lifted.restore()
+        return [c.result for c in cells if c.result is not None]
+
+    def _start(self, driver: Driver, scenario: Scenario) -> _Cell:
         self.events.cell_started(driver.id, scenario.label)
         params = {**scenario.params, "client": scenario.client.model_dump(),
                   "sinks": sorted({r.sink for r in scenario.requests})}
         cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric)
+        # the tag names scratch files: unique across lab processes sharing the scratch folder
+        tag = f"{os.getpid()}-{self.run_id}-{cell_id}"
+        return _Cell(driver, scenario, cell_id, tag, retries_left=self.options.retries)
+
+    def _guard(self, cell: _Cell, step: Callable[[_Cell], None]) -> None:
+        """Run one step of a cell; a driver's fault or refusal ends that cell only."""
         try:
-            result = self._run_cell(driver, scenario, cell_id)
-        except BaseException as exc:  # the lab broke (or Ctrl-C): the cell says so, the run stops
-            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"lab error: {type(exc).__name__}: {exc}"
-            self.store.finish_cell(cell_id, "failed", reason, None, None)
-            raise
-        self.store.finish_cell(cell_id, result.status, result.reason, result.figures, result.versions)
-        self.events.cell_done(result)
-        return result
+            step(cell)
+        except Unsupported as exc:
+            cell.finish("unsupported", str(exc))
+        except DriverFault as exc:
+            failed = Trial(kind="fault", idx=len(cell.trials), ok=False, problems=[str(exc)])
+            self._record(cell, failed)
+            cell.finish("failed", str(exc))
+        if cell.result is not None:
+            self._close(cell)
+            self.store.finish_cell(cell.cell_id, cell.result.status, cell.result.reason,
+                                   cell.result.figures, cell.result.versions)
+            self.events.cell_done(cell.result)
 
-    def _run_cell(self, driver: Driver, scenario: Scenario, cell_id: int) -> CellResult:
-        def finish(status: str, reason: str | None = None, figs: dict | None = None) -> CellResult:
-            return CellResult(driver.id, scenario.label, status, reason, figs, versions)
+    # -- the steps of a cell ----------------------------------------------------------------
 
-        versions: dict | None = None
+    def _prepare(self, cell: _Cell) -> None:
+        """Capabilities, start, verification, the count for the trials, warm-up."""
+        driver, scenario = cell.driver, cell.scenario
         missing = driver.missing()
         if missing:
-            return finish("not-installed", missing)
-        tag = f"{self.run_id}-{cell_id}"
-        probe = plan(scenario, self.server.endpoint, self.scratch, verify=True, tag=tag)
+            cell.finish("not-installed", missing)
+            return
+        probe = plan(scenario, self.server.endpoint, self.scratch, verify=True, tag=cell.tag)
         lacking = [c for c in required_capabilities(probe) if c not in driver.manifest.capabilities]
         if lacking:
-            return finish("unsupported", f"manifest does not claim {', '.join(lacking)}")
-        trials: list[Trial] = []
-        proc: DriverProcess | None = None
-        started = time.monotonic()
-        try:
-            proc, startup_s, versions = self._spawn(driver)
-            verification = self._trial(proc, probe, "verify", 0, scenario)
-            verification.startup_s = startup_s + (verification.setup_s or 0.0)
-            self._record(cell_id, verification, trials)
-            if not verification.ok:
-                return finish("failed", "verification: " + "; ".join(verification.problems or []))
-            idx = 0
-            timed_walls: list[float] = []
-            timed_started = time.monotonic()
-            warmup = max(self.options.warmup, driver.manifest.warmup) if self.options.warmup else 0
-            while True:
-                kind = "warmup" if idx < warmup else "timed"
-                if self.options.fresh_process:
-                    proc.close()
-                    proc, startup_s, versions = self._spawn(driver)
-                planned = plan(scenario, self.server.endpoint, self.scratch, verify=False, tag=tag)
-                trial = self._trial(proc, planned, kind, idx, scenario)
-                if self.options.fresh_process:
-                    trial.startup_s = startup_s + (trial.setup_s or 0.0)
-                self._record(cell_id, trial, trials)
-                if not trial.ok:
-                    return finish("failed", f"{kind} trial {idx}: " + "; ".join(trial.problems or []))
-                if kind == "timed":
-                    timed_walls.append(trial.wall_s or 0.0)
-                    if self.options.stop.done(timed_walls, time.monotonic() - timed_started):
-                        break
-                idx += 1
-            # start-up = spawn to the first `ready` (fresh processes: the median over trials)
-            starts = [t.startup_s for t in trials if t.startup_s is not None]
-            figs = figures.cell_figures(trials, scenario.metric, scenario.total_requests,
-                                        stats.median(starts[1:] or starts))
-            figs["elapsed_s"] = time.monotonic() - started
-            return finish("ok", None, figs)
-        except Unsupported as exc:
-            return finish("unsupported", str(exc))
-        except DriverFault as exc:
-            failed = Trial(kind="fault", idx=len(trials), ok=False, problems=[str(exc)])
-            self._record(cell_id, failed, trials)
-            return finish("failed", str(exc))
-        finally:
-            if proc is not None:
-                proc.close()
-            self._cleanup(tag)
+            cell.finish("unsupported", f"manifest does not claim {', '.join(lacking)}")
+            return
+        budget = self.options.trial_budget_s if scenario.label not in self.options.fixed_counts else None
+        check = scale(scenario, VERIFY_REQUESTS / scenario.total_requests) if budget else scenario
+        startup_s = self._spawn(cell)
+        verification = self._trial(cell, check, "verify", 0)
+        verification.startup_s = startup_s + (verification.setup_s or 0.0)
+        self._record(cell, verification)
+        if not verification.ok:
+            cell.finish("failed", "verification: " + "; ".join(verification.problems or []))
+            return
+        cell.per_request_s = (verification.wall_s or 0.0) / check.total_requests
+        cell.work = self._fit(cell, scenario, budget, verification)
+        warmup = max(self.options.warmup, driver.manifest.warmup) if self.options.warmup else 0
+        for idx in range(warmup):
+            trial = self._fresh_trial(cell, "warmup", idx)
+            if not trial.ok:
+                cell.finish("failed", f"warmup trial {idx}: " + "; ".join(trial.problems or []))
+                return
+            if budget and idx == warmup - 1:  # the last warm-up is the best guess of a timed trial
+                cell.per_request_s = (trial.wall_s or 0.0) / cell.work.total_requests
+                cell.work = self._fit(cell, scenario, budget, trial)
+        cell.next_idx = warmup
+        cell.timed_started = time.monotonic()
 
-    # -- pieces ---------------------------------------------------------------------------
+    def _fit(self, cell: _Cell, scenario: Scenario, budget: float | None, measured: Trial) -> Scenario:
+        """The scenario at the count whose trial lasts about `budget` (never more than written)."""
+        if not budget or not cell.per_request_s:
+            return scenario
+        wanted = _round_count(budget / cell.per_request_s)
+        factor = min(1.0, wanted / scenario.total_requests)
+        if factor < 1 and cell.work is None:
+            cell.notes.append(f"{scenario.total_requests:,} requests scaled to fit a {budget:g} s trial")
+        return scale(scenario, factor)
 
-    def _spawn(self, driver: Driver) -> tuple[DriverProcess, float, dict]:
+    def _timed_round(self, cell: _Cell) -> None:
+        """One timed trial (run again while disturbed and retries remain); finish when the stop rule says so."""
+        assert cell.work is not None
+        trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
+        cell.next_idx += 1
+        while trial.ok and trial.noise and cell.retries_left > 0:
+            reason = Noise(trial.noise["steal_s"], trial.noise["other_cpu_s"], trial.wall_s or 0.0).disturbed()
+            if reason is None:
+                break
+            cell.retries_left -= 1
+            trial.kind, trial.problems = "disturbed", [f"disturbed, run again: {reason}"]
+            self._record(cell, trial)
+            trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
+            cell.next_idx += 1
+        self._record(cell, trial)
+        if not trial.ok:
+            cell.finish("failed", f"timed trial {trial.idx}: " + "; ".join(trial.problems or []))
+            return
+        cell.timed_walls.append(trial.wall_s or 0.0)
+        budget = self.options.trial_budget_s
+        stalled = (budget and len(cell.timed_walls) == 1 and cell.scenario.label not in self.options.fixed_counts
+                   and (trial.wall_s or 0.0) > STALLED_FACTOR * budget)
+        if stalled:
+            cell.notes.append(f"stopped after one timed trial: it took {trial.wall_s:.2f} s, "
+                              f"over {STALLED_FACTOR}× the {budget:g} s budget")
+        if stalled or self.options.stop.done(cell.timed_walls, time.monotonic() - cell.timed_started):
+            self._finish_ok(cell)
+
+    def _finish_ok(self, cell: _Cell) -> None:
+        # start-up = spawn to the first `ready` (fresh processes: the median over trials)
+        starts = [t.startup_s for t in cell.trials if t.startup_s is not None]
+        assert cell.work is not None
+        figs = figures.cell_figures(cell.trials, cell.scenario.metric, cell.work.total_requests,
+                                    stats.median(starts[1:] or starts))
+        figs["elapsed_s"] = time.monotonic() - cell.started
+        figs["scenario_requests"] = cell.scenario.total_requests
+        disturbed = [t for t in cell.trials if t.kind == "disturbed"]
+        figs["disturbed_trials"] = len(disturbed)
+        kept = [t for t in cell.trials if t.kind == "timed" and t.noise
+                and Noise(t.noise["steal_s"], t.noise["other_cpu_s"], t.wall_s or 0.0).disturbed()]
+        if kept:
+            cell.notes.append(f"{len(kept)} timed trial(s) disturbed and kept (no retries left)")
+        figs["disturbed_kept"] = len(kept)
+        if cell.group is not None:
+            figs["measured_by"] = f"cgroup v{cell.group.version}"
+        else:
+            figs["measured_by"] = "proc"
+        figs["notes"] = cell.notes
+        cell.finish("ok", None, figs)
+
+    # -- pieces -----------------------------------------------------------------------------
+
+    def _spawn(self, cell: _Cell) -> float:
+        """Start the cell's driver (in its own cgroup where the lab can make one); the start-up time."""
+        self._close(cell)
+        cell.group = cgroup.open_group("driver")
         t0 = time.perf_counter()
-        proc = DriverProcess([*self.server.driver_prefix, *driver.argv], driver.folder, cpu=self.driver_cpu)
-        try:
-            hello = proc.hello(HELLO_TIMEOUT_S)
-        except DriverFault:
-            proc.close()
-            raise
-        return proc, time.perf_counter() - t0, hello["versions"]
+        argv = [*self.server.driver_prefix, *cell.driver.argv]
+        if cell.group is not None:
+            argv = cell.group.wrap(argv)
+        proc = DriverProcess(argv, cell.driver.folder, cpu=self.driver_cpu)
+        cell.proc = proc
+        hello = proc.hello(HELLO_TIMEOUT_S)
+        cell.versions = hello["versions"]
+        return time.perf_counter() - t0
 
-    def _trial(self, proc: DriverProcess, planned: PlannedJob, kind: str, idx: int, scenario: Scenario) -> Trial:
+    def _server_group(self) -> cgroup.Group | None:
+        """The bench server's CPU is read per trial too (per-request server CPU): its group."""
+        proc = getattr(self.server, "proc", None)
+        return cgroup.group_of(proc.pid, "server") if proc is not None else None
+
+    def _close(self, cell: _Cell) -> None:
+        if cell.proc is not None:
+            cell.proc.close()
+            cell.proc = None
+        if cell.group is not None:
+            cell.group.remove()
+            cell.group = None
+        for path in Path(self.scratch).glob(f"sink-{cell.tag}-*"):
+            path.unlink(missing_ok=True)
+
+    def _fresh_trial(self, cell: _Cell, kind: str, idx: int, record: bool = True) -> Trial:
+        """A warm-up or timed trial at the cell's count (a new process first with --fresh-process)."""
+        assert cell.work is not None
+        startup_s = self._spawn(cell) if self.options.fresh_process else None
+        trial = self._trial(cell, cell.work, kind, idx)
+        if startup_s is not None:
+            trial.startup_s = startup_s + (trial.setup_s or 0.0)
+        if record:
+            self._record(cell, trial)
+        return trial
+
+    def _trial(self, cell: _Cell, scenario: Scenario, kind: str, idx: int) -> Trial:
+        assert cell.proc is not None
         verify = kind == "verify"
+        if self.options.fresh_port and hasattr(self.server, "rebind"):
+            self.server.rebind()
+        planned = plan(scenario, self.server.endpoint, self.scratch, verify=verify, tag=cell.tag)
         self.server.configure(record_digests=verify)
-        phase = timed_phase(proc, self.server, planned.job, scenario.timeout_s)
+        if verify:
+            timeout = self.options.trial_timeout_s or scenario.timeout_s
+        else:
+            timeout = self._timed_limit(cell, scenario)
+        phase = timed_phase(cell.proc, self.server, planned.job, timeout, group=cell.group,
+                            watch=self.server if verify else None, server_group=self._server_group())
         problems = (check_verification if verify else check_trial)(planned, phase.report, phase.snapshot)
         summary = figures.server_summary(phase.snapshot, sequential=planned.job["concurrency"] == 1)
+        if phase.server_cpu_s is not None:
+            summary["cpu_s"] = phase.server_cpu_s
+        summary["port"] = self.server.endpoint.http_port  # a fresh one per trial where the server rebinds
         for path in planned.files:
             path.unlink(missing_ok=True)
         usage = phase.usage
@@ -203,17 +420,23 @@ class CellRunner:
             wall_s=usage.wall_s, user_s=usage.user_s, sys_s=usage.sys_s, peak_rss_kb=usage.peak_rss_kb,
             setup_s=phase.setup_s, work_requests=phase.snapshot.get("requests"),
             work_bytes=summary["resp_body_bytes"] + summary["req_body_bytes"],
-            server=summary, problems=problems or None,
+            server=summary, problems=problems or None, noise=phase.noise.to_dict(),
         )
 
-    def _record(self, cell_id: int, trial: Trial, trials: list[Trial]) -> None:
-        trials.append(trial)
-        self.store.add_trial(cell_id, trial)
-        self.events.trial_done(trial)
+    def _timed_limit(self, cell: _Cell, scenario: Scenario) -> float:
+        """--trial-timeout, else 10× what verification predicts for this count (at least 10 s),
+        never more than the scenario's own limit."""
+        if self.options.trial_timeout_s:
+            return self.options.trial_timeout_s
+        if not cell.per_request_s:
+            return scenario.timeout_s
+        predicted = cell.per_request_s * scenario.total_requests
+        return min(scenario.timeout_s, max(TRIAL_TIMEOUT_FLOOR_S, TRIAL_TIMEOUT_FACTOR * predicted))
 
-    def _cleanup(self, tag: str) -> None:
-        for path in Path(self.scratch).glob(f"sink-{tag}-*"):
-            path.unlink(missing_ok=True)
+    def _record(self, cell: _Cell, trial: Trial) -> None:
+        cell.trials.append(trial)
+        self.store.add_trial(cell.cell_id, trial)
+        self.events.trial_done(cell.driver.id, cell.scenario.label, trial)
 
 
 @dataclass
@@ -224,9 +447,37 @@ class Phase:
     usage: Usage
     snapshot: dict
     report: dict
+    noise: Noise
+    server_cpu_s: float | None = None
 
 
-def timed_phase(proc: DriverProcess, server: BenchServer, job: dict, timeout_s: float) -> Phase:
+def _wait_done(proc: DriverProcess, timeout_s: float, watch: BenchServer | NetLab | None) -> dict:
+    """The driver's `done`, within `timeout_s`; with `watch`, also a fault once the server has seen
+    no new request for STALL_S (a hung driver costs seconds, not the scenario's whole limit)."""
+    if watch is None:
+        return proc.receive({"done"}, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    seen: tuple | None = None
+    last_progress = time.monotonic()
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return proc.receive({"done"}, max(0.01, min(left, STALL_S / 3)))
+        except DriverTimeout:
+            if time.monotonic() >= deadline:
+                raise proc.fault(f"timed out after {timeout_s:.0f} s waiting for done", DriverTimeout) from None
+        snapshot = watch.counters()
+        progress = tuple(snapshot.get(k) for k in ("requests", "bytes_in", "bytes_out"))
+        if progress != seen:
+            seen, last_progress = progress, time.monotonic()
+        elif time.monotonic() - last_progress >= STALL_S:
+            raise proc.fault(f"timed out: the server saw no new request or byte for {STALL_S:.0f} s, "
+                             "and the driver did not say done", DriverTimeout)
+
+
+def timed_phase(proc: DriverProcess, server: BenchServer | NetLab, job: dict, timeout_s: float,
+                group: cgroup.Group | None = None, watch: BenchServer | NetLab | None = None,
+                server_group: cgroup.Group | None = None) -> Phase:
     """job → ready → (reset counters, start meters) go → done (stop meters, read counters) → report."""
     t_job = time.perf_counter()
     proc.send({"type": "job", "job": job})
@@ -239,20 +490,25 @@ def timed_phase(proc: DriverProcess, server: BenchServer, job: dict, timeout_s: 
     if not server.alive():
         raise LabError(f"the bench server died (exit code {server.proc.poll()})")
     server.reset()
-    meter = TreeMeter(proc.pid)
+    server_cpu0 = server_group.cpu().total_ns if server_group else None
+    noise = NoiseMeter()
+    noise.start()
+    meter = TreeMeter(proc.pid, group=group)
     meter.start()
     proc.send({"type": "go"})
     try:
-        done = proc.receive({"done"}, timeout_s)
+        done = _wait_done(proc, timeout_s, watch)
     finally:
         usage = meter.stop(time.perf_counter())  # also stops the sampler when the driver failed
+    disturbance = noise.stop()
+    server_cpu_s = (server_group.cpu().total_ns - server_cpu0) / 1e9 if server_group else None
     if done["type"] != "done":
         raise DriverFault(f"driver sent {done['type']} instead of done: {done.get('message') or done.get('reason')}")
     snapshot = server.counters()
     report = proc.receive({"report"}, REPORT_TIMEOUT_S)
     if report["type"] != "report":
         raise DriverFault(f"driver sent {report['type']} instead of its report")
-    return Phase(setup_s, usage, snapshot, report)
+    return Phase(setup_s, usage, snapshot, report, disturbance, server_cpu_s)
 
 
 @contextlib.contextmanager
@@ -271,17 +527,17 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
                options: RunOptions, events: Events | None = None,
                after_cell=None, network: Callable[[int | None], BenchServer | NetLab] | None = None,
                ) -> list[CellResult]:  # noqa: ANN001 - callable(CellResult)
-    """Every driver on every scenario, with one bench server (or one network lab) for the whole run.
-    `network(cpu)` opens the server side; default: the bench server on loopback."""
-    server_cpu, driver_cpu = pick_cpus() if options.pin_cpus else (None, None)
-    if server_cpu is not None:
-        os.sched_setaffinity(0, {server_cpu})  # the lab's own threads stay off the driver's core
+    """Every driver on every scenario (scenario by scenario, the drivers' trials interleaved), with
+    one bench server (or one network lab) for the whole run. `network(cpu)` opens the server side;
+    default: the bench server on loopback."""
+    placement = Placement.of(options.placement)
+    placement.apply_to_lab()
     results = []
-    with (network or (lambda cpu: BenchServer(cpu=cpu)))(server_cpu) as server:
-        runner = CellRunner(server, store, run_id, options, events, driver_cpu)
-        for driver in drivers:
-            for scenario in scenarios:
-                results.append(runner.run_cell(driver, scenario))
+    with (network or (lambda cpu: BenchServer(cpu=cpu)))(placement.server) as server:
+        runner = CellRunner(server, store, run_id, options, events, placement.driver)
+        for scenario in scenarios:
+            for result in runner.run_cells(drivers, scenario):
+                results.append(result)
                 if after_cell:
-                    after_cell(results[-1])
+                    after_cell(result)
     return results

@@ -125,6 +125,107 @@ def test_failed_driver_does_not_stop_the_others(bench_server, store, test_driver
     run_id = store.start_run({}, {})
     drivers = [test_drivers["python-fake-crash"], test_drivers[REF]]
     results = run_matrix(store, run_id, drivers, [shipped("get-small", count=5)],
-                         RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), pin_cpus=False))
+                         RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free"))
     assert [r.status for r in results] == ["failed", "ok"]
     assert [c["status"] for c in store.cells(run_id)] == ["failed", "ok"]
+
+
+# -- trial budget, interleaving, disturbed trials, time limits -------------------------------
+
+def test_a_trial_budget_scales_the_count_and_the_figures_say_so(cell):
+    result, trials = cell(REF, shipped("get-small"), trial_budget_s=0.05)
+    assert result.status == "ok", result.reason
+    n = result.figures["requests"]
+    assert 1 <= n < 2000 and result.figures["scenario_requests"] == 2000
+    assert trials[0]["kind"] == "verify" and trials[0]["work_requests"] <= 100
+    assert all(t["work_requests"] == n for t in trials if t["kind"] == "timed")
+    assert any("scaled to fit a 0.05 s trial" in note for note in result.figures["notes"])
+
+
+def test_counts_the_user_set_are_never_scaled(cell):
+    result, trials = cell(REF, shipped("get-small", count=30), trial_budget_s=0.0001,
+                          fixed_counts=frozenset({"get-small"}))
+    assert result.figures["requests"] == 30
+    assert all(t["work_requests"] == 30 for t in trials)
+
+
+def test_the_drivers_of_one_scenario_take_turns(bench_server, store, test_drivers):
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    run_id = store.start_run({}, {})
+    drivers = [test_drivers[REF], test_drivers["python-fake-no-reuse"]]
+    options = RunOptions(warmup=1, stop=StopRule(min_trials=3, max_trials=3), placement="free")
+    results = CellRunner(bench_server, store, run_id, options).run_cells(drivers, shipped("get-small", count=10))
+    assert [r.status for r in results] == ["ok", "ok"]
+    a, b = ([t["id"] for t in store.trials(c["id"]) if t["kind"] == "timed"] for c in store.cells(run_id))
+    assert sorted(a + b) == [x for pair in zip(a, b) for x in pair]  # a1 b1 a2 b2 a3 b3
+
+
+def test_a_disturbed_trial_is_run_again_and_kept_apart(cell, monkeypatch):
+    from clientlab import noise
+
+    monkeypatch.setattr(noise, "FLOOR_TICKS", -1)
+    monkeypatch.setattr(noise, "OTHER_LIMIT", -1.0)  # every trial reads as disturbed
+    result, trials = cell(REF, shipped("get-small", count=10), retries=2)
+    assert [t["kind"] for t in trials] == ["verify", "disturbed", "disturbed", "timed", "timed"]
+    assert trials[1]["problems"][0].startswith("disturbed, run again: other processes used")
+    assert all(t["noise"] is not None and "steal_s" in t["noise"] for t in trials)
+    assert result.figures["disturbed_trials"] == 2 and result.figures["disturbed_kept"] == 2
+
+
+def test_a_first_trial_far_over_the_budget_stops_the_cell_and_says_why(cell, monkeypatch):
+    from clientlab import runner
+
+    monkeypatch.setattr(runner, "STALLED_FACTOR", 0)
+    result, trials = cell(REF, shipped("get-small"), trials=5, trial_budget_s=0.2)
+    assert result.status == "ok"
+    assert [t["kind"] for t in trials].count("timed") == 1
+    assert any(note.startswith("stopped after one timed trial") for note in result.figures["notes"])
+
+
+def test_a_driver_hung_in_verification_costs_seconds_not_the_scenario_limit(cell, monkeypatch):
+    import time
+
+    from clientlab import runner
+
+    monkeypatch.setattr(runner, "STALL_S", 1.5)
+    started = time.monotonic()
+    result, _ = cell("python-fake-hang", shipped("get-small", count=5))   # the scenario allows 120 s
+    assert result.status == "failed" and "the server saw no new request or byte for 2 s" in result.reason
+    assert time.monotonic() - started < 20
+
+
+def test_a_timed_trial_limit_follows_the_verification_pass():
+    from clientlab.runner import TRIAL_TIMEOUT_FLOOR_S, CellRunner, RunOptions, _Cell
+
+    runner = CellRunner.__new__(CellRunner)
+    runner.options = RunOptions()
+    sc = shipped("get-small")
+    cell = _Cell(driver=None, scenario=sc, cell_id=0, tag="t", per_request_s=0.002)  # type: ignore[arg-type]
+    assert runner._timed_limit(cell, sc) == 10 * 0.002 * 2000          # 10× the predicted 4 s
+    cell.per_request_s = 0.00001
+    assert runner._timed_limit(cell, sc) == TRIAL_TIMEOUT_FLOOR_S      # never below the floor
+    runner.options = RunOptions(trial_timeout_s=3.0)
+    assert runner._timed_limit(cell, sc) == 3.0                         # --trial-timeout wins
+
+
+def test_placements_put_driver_and_server_where_they_say():
+    from clientlab.runner import Placement
+
+    split, shared, free = Placement.of("split"), Placement.of("shared"), Placement.of("free")
+    assert free.driver is None and free.server is None
+    if split.name == "free":
+        return  # one core: every placement is "free"
+    assert split.server != split.driver and split.lab == split.server
+    assert shared.server == shared.driver and shared.lab != shared.driver
+
+
+def test_every_trial_starts_on_a_fresh_server_port(cell):
+    # no TIME_WAIT or ephemeral-port state of earlier trials meets a trial: a new port each time
+    sc = shipped("get-small", count=20).model_copy(update={"client": shipped("get-small").client.model_copy(
+        update={"keep_alive": False})})
+    result, trials = cell(REF, sc, trials=3, warmup=1)
+    assert result.status == "ok", result.reason
+    ports = [t["server"]["port"] for t in trials]
+    assert len(ports) == 5 and len(set(ports)) == 5

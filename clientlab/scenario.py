@@ -10,29 +10,82 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error, read_named_toml
+from clientlab.errors import MAX_INT, LabInputError, describe_validation_error, quote, read_named_toml, shown
 from clientlab.units import parse_size
 
-_PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)(?::(bytes))?\}")
+_PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)(?::(bytes|path))?\}")
+_ANY_BRACES = re.compile(r"\{[^{}]*\}?")
 INDEX = "index"  # {index}: the repeat number, which turns one entry into `repeat` distinct URLs
+MAX_INDEXED = 100_000  # entries one {index} request may turn into (each is a distinct URL in the job)
+MAX_PATH = 4096
+# what a plain {name} may put into a path: unreserved characters only, so that a parameter value
+# cannot add a segment, a query, a fragment or an escape ({name:path} takes a whole path)
+_SEGMENT_SAFE = re.compile(r"[A-Za-z0-9._~-]*")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_PARAM_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+OptionValue = bool | int | float | str | list[bool | int | float | str]
+
+
+def path_problem(path: str, _depth: int = 0) -> str | None:
+    """Why `path` is not a path on the lab's own server, or None.
+
+    Read the way the strictest clients read URLs (WHATWG: a backslash is a slash, tabs and
+    newlines are dropped): a built URL `base + path` must stay on the lab's server. A redirect
+    target in the query (`/redirect/1?to=/x`) is checked the same way, after percent-decoding."""
+    if not path.startswith("/"):
+        return "must start with '/' (a path on the lab's own server)"
+    if path.startswith("//"):
+        return "starts with '//', which a client reads as another host"
+    if "\\" in path:
+        return "has a backslash, which browsers and WHATWG URL parsers read as '/' (another host)"
+    bad = re.search(r"[^\x21-\x7e]", path)
+    if bad:
+        return (f"has {bad.group()!r}: a path is printable ASCII without spaces or control characters "
+                "(percent-encode the rest)")
+    if len(path) > MAX_PATH:
+        return f"is {len(path)} characters long (at most {MAX_PATH})"
+    if "#" in path:
+        return "has '#': a fragment is never sent to the server"
+    if re.search(r"%(?![0-9A-Fa-f]{2})", path):
+        return "has a '%' that is not a %XX escape"
+    if "://" in path or "%3a%2f%2f" in path.lower():
+        return "has an absolute URL in it; another host or an absolute URL is refused"
+    if re.search(r"[{}<>\"^`|]", path):
+        return "has a character that is not allowed in a URL ({ } < > \" ^ ` |); percent-encode it"
+    _, _, query = path.partition("?")
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if re.search(r"[\x00-\x1f\x7f]", value):
+            return f"has a query value '{name}' with a control character once decoded"
+        if value.startswith(("/", "\\")):  # a path the server may redirect to: it must stay here too
+            inner = path_problem(value, _depth + 1) if _depth < 4 else "nests redirect targets too deeply"
+            if inner:
+                return f"has a query value '{name}' (a redirect target) that, once decoded, {inner}"
+        elif _SCHEME.match(value) and "/" in value:
+            return f"has a query value '{name}' that is an absolute URL once decoded (another host)"
+    return None
 
 
 class Request(BaseModel):
     """One request entry of a scenario, after parameters are filled in."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     method: Literal["GET", "POST", "PUT", "HEAD", "DELETE", "PATCH"] = "GET"
-    path: str = Field(pattern=r"^/")
+    path: str
     repeat: int = Field(default=1, ge=1, le=10_000_000)
     headers: dict[str, str] = {}
     form: dict[str, str] | None = None
     form_encoding: Literal["urlencoded", "multipart"] = "urlencoded"
-    upload_size: int | None = Field(default=None, ge=0)
+    upload_size: int | None = Field(default=None, ge=0, le=1 << 36)  # the lab writes the file: 64 GiB at most
     content_type: str = "application/octet-stream"
     follow_redirects: bool = False
     sink: Literal["memory", "file"] = "memory"
@@ -41,10 +94,28 @@ class Request(BaseModel):
     @field_validator("path")
     @classmethod
     def _own_server_only(cls, path: str) -> str:
-        # Drivers only ever talk to the lab's own server: no scheme, no host, anywhere in the path.
-        if path.startswith("//") or "://" in path or "%3a%2f%2f" in path.lower():
-            raise ValueError("must be a path on the lab's own server; another host or an absolute URL is refused")
+        # Drivers only ever talk to the lab's own server: checked on the path as filled in.
+        problem = path_problem(path)
+        if problem:
+            raise ValueError(f"{quote(path)} is refused, drivers only talk to the lab's own server: it {problem}")
         return path
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_are_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"header name {quote(name)} is not an HTTP token (letters, digits, - and the like)")
+            if _HEADER_BAD.search(value):
+                raise ValueError(f"header {name}: a control character or line break in the value")
+        return headers
+
+    @field_validator("content_type")
+    @classmethod
+    def _content_type_is_a_header(cls, value: str) -> str:
+        if _HEADER_BAD.search(value):
+            raise ValueError("a control character or line break in the value")
+        return value
 
     @model_validator(mode="after")
     def _one_body(self) -> "Request":
@@ -56,7 +127,7 @@ class Request(BaseModel):
 class Client(BaseModel):
     """How the client is set up for the whole job."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     scheme: Literal["http", "https"] = "http"
     http: Literal["1.1", "2", "h2c"] = "1.1"
@@ -64,7 +135,15 @@ class Client(BaseModel):
     keep_alive: bool = True
     cookies: bool = False
     accept_gzip: bool = False
-    options: dict[str, Any] = {}
+    options: dict[str, OptionValue] = {}
+
+    @field_validator("options")
+    @classmethod
+    def _option_names(cls, options: dict[str, Any]) -> dict[str, Any]:
+        for name in options:
+            if not _OPTION_NAME.fullmatch(name):
+                raise ValueError(f"option name {quote(name)}: lower-case letters, digits and _ (e.g. tcp_nodelay)")
+        return options
 
     @model_validator(mode="after")
     def _version_fits_scheme(self) -> "Client":
@@ -78,13 +157,13 @@ class Client(BaseModel):
 class Scenario(BaseModel):
     """A validated, parameter-expanded scenario."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = Field(min_length=1)
     default: bool = True
     metric: Literal["requests", "bytes"] = "requests"
-    timeout_s: float = Field(default=120, gt=0)
+    timeout_s: float = Field(default=120, gt=0, le=86_400)
     params: dict[str, int | str] = {}
     client: Client = Client()
     requests: list[Request] = Field(min_length=1)
@@ -155,11 +234,15 @@ def _show(value: Any) -> str:
     return "+".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
+_PARAMS = TypeAdapter(dict[str, int | str])
+
+
 class ScenarioFile(BaseModel):
     """A scenario as written, before parameters are filled in."""
 
     path: Path
     raw: dict[str, Any]
+    default: bool = True      # the expanded scenario's `default` (set by load_file)
 
     @property
     def name(self) -> str:
@@ -167,26 +250,39 @@ class ScenarioFile(BaseModel):
 
     @property
     def params(self) -> dict[str, Any]:
-        return dict(self.raw.get("params", {}))
+        value = self.raw.get("params", {})
+        return dict(value) if isinstance(value, dict) else {}
+
+    def _declared_params(self) -> dict[str, int | str]:
+        """The [params] table, checked: NAME = integer or string."""
+        try:
+            return _PARAMS.validate_python(self.raw.get("params", {}))
+        except ValidationError as exc:
+            fields = dict.fromkeys(".".join(["params", *map(str, e["loc"][:1])]) for e in exc.errors())
+            raise LabInputError("\n".join(
+                f"{shown(self.path)}: field '{shown(f)}': "
+                + ("must be an integer or a string" if f != "params" else "must be a table: [params] NAME = value")
+                for f in fields)) from exc
 
     def expand(self, overrides: dict[str, Any] | None = None) -> Scenario:
         """Fill in parameters (defaults, then `overrides`) and validate the result."""
-        params = {**self.params, **(overrides or {})}
-        unknown = set(overrides or {}) - set(self.params)
+        declared = self._declared_params()
+        params = {**declared, **(overrides or {})}
+        unknown = set(overrides or {}) - set(declared)
         if unknown:
             raise LabInputError(
-                f"{self.path}: no parameter {', '.join(sorted(unknown))} "
-                f"(this scenario has: {', '.join(sorted(self.params)) or 'none'})"
+                f"{shown(self.path)}: no parameter {', '.join(quote(u) for u in sorted(unknown))} "
+                f"(this scenario has: {', '.join(sorted(declared)) or 'none'})"
             )
         if "variant" in self.raw:
-            raise LabInputError(f"{self.path}: field 'variant': unknown field (the lab sets it from the command line)")
+            raise LabInputError(f"{shown(self.path)}: field 'variant': unknown field (the lab sets it from the command line)")
         data = {k: v for k, v in self.raw.items()}
         data["params"] = params
         try:
             data["client"] = _fill(self.raw.get("client", {}), params, "client")
             data["requests"] = _expand_requests(self.raw.get("requests", []), params)
         except _FillError as exc:
-            raise LabInputError(f"{self.path}: field '{exc.field}': {exc.message}") from exc
+            raise LabInputError(f"{shown(self.path)}: field '{exc.field}': {exc.message}") from exc
         try:
             return Scenario.model_validate(data)
         except ValidationError as exc:
@@ -199,6 +295,26 @@ class _FillError(Exception):
         self.field, self.message = field, message
 
 
+def _lookup(match: re.Match[str], params: dict[str, Any], field: str, index: int | None) -> Any:
+    """The value of one {name} / {name:bytes} / {name:path}."""
+    name, conv = match.group(1), match.group(2)
+    if name == INDEX and index is not None:
+        return index
+    if name not in params:
+        raise _FillError(field, f"unknown parameter '{{{name}}}' (declare it under [params])")
+    raw = params[name]
+    if conv == "bytes":
+        try:
+            size = parse_size(raw)
+        except (ValueError, OverflowError) as exc:
+            raise _FillError(f"params.{name}", f"not a size: {quote(raw)} (write e.g. 1024, 10MB, 1.5GB, 64KiB)"
+                             if isinstance(exc, OverflowError) else str(exc)) from exc
+        if size > MAX_INT:
+            raise _FillError(f"params.{name}", f"the size {quote(raw)} is too large")
+        return size
+    return raw
+
+
 def _fill(value: Any, params: dict[str, Any], field: str, index: int | None = None) -> Any:
     """Replace {name} and {name:bytes} in strings; a string that is one placeholder keeps the type."""
     if isinstance(value, dict):
@@ -207,25 +323,51 @@ def _fill(value: Any, params: dict[str, Any], field: str, index: int | None = No
         return [_fill(v, params, f"{field}.{i}", index) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
-
-    def lookup(match: re.Match[str]) -> Any:
-        name, conv = match.group(1), match.group(2)
-        if name == INDEX and index is not None:
-            return index
-        if name not in params:
-            raise _FillError(field, f"unknown parameter '{{{name}}}' (declare it under [params])")
-        raw = params[name]
-        if conv == "bytes":
-            try:
-                return parse_size(raw)
-            except ValueError as exc:
-                raise _FillError(f"params.{name}", str(exc)) from exc
-        return raw
-
     whole = _PLACEHOLDER.fullmatch(value)
     if whole:
-        return lookup(whole)
-    return _PLACEHOLDER.sub(lambda m: str(lookup(m)), value)
+        return _lookup(whole, params, field, index)
+    return _PLACEHOLDER.sub(lambda m: str(_lookup(m, params, field, index)), value)
+
+
+def _fill_path(template: Any, params: dict[str, Any], field: str, index: int | None = None) -> Any:
+    """A request's path with its parameters filled in, each value checked for what it may put there.
+
+    A plain {name} may hold letters, digits, '.', '_', '~', '-' only: a value cannot add a segment,
+    a query, a fragment, an escape or another host. {name:path} takes a whole path (checked as one:
+    same origin), {name:bytes} a size, {index} the repeat number. The result is checked as a whole
+    by the Request model."""
+    if not isinstance(template, str):
+        return template  # let validation say what is wrong
+    for braces in _ANY_BRACES.finditer(template):
+        if not _PLACEHOLDER.fullmatch(braces.group()):
+            raise _FillError(field, f"{quote(braces.group())} is not a placeholder: write {{name}}, {{name:bytes}} "
+                                    "or {name:path}")
+
+    def one(match: re.Match[str]) -> str:
+        name, conv = match.group(1), match.group(2)
+        value = _lookup(match, params, field, index)
+        if conv == "path":
+            problem = path_problem(value) if isinstance(value, str) else "must be a string"
+            if problem:
+                raise _FillError(field, f"parameter '{name}' = {quote(value)} (a path): {problem}")
+            return value
+        text = str(value)
+        if not _SEGMENT_SAFE.fullmatch(text) or text in (".", ".."):
+            bad = next((c for c in text if not _SEGMENT_SAFE.fullmatch(c)), None)
+            what = f"{bad!r}" if bad is not None else "a dot segment"
+            raise _FillError(field, f"parameter '{name}' = {quote(value)} would put {what} into the path: a "
+                                    "parameter there may hold letters, digits, '.', '_', '~' and '-' only "
+                                    f"(a scenario that takes a path writes {{{name}:path}})")
+        return text
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+def _fill_request(entry: dict, params: dict[str, Any], field: str, index: int | None = None) -> dict:
+    filled = {k: _fill(v, params, f"{field}.{k}", index) for k, v in entry.items() if k != "path"}
+    if "path" in entry:
+        filled["path"] = _fill_path(entry["path"], params, f"{field}.path", index)
+    return filled
 
 
 def _expand_requests(entries: Any, params: dict[str, Any]) -> Any:
@@ -240,13 +382,16 @@ def _expand_requests(entries: Any, params: dict[str, Any]) -> Any:
         field = f"requests.{i}"
         if "{" + INDEX + "}" in str(entry.get("path", "")):
             repeat = _fill(entry.get("repeat", 1), params, f"{field}.repeat")
-            if not isinstance(repeat, int) or repeat < 1:
+            if isinstance(repeat, str) and re.fullmatch(r"[0-9]{1,9}", repeat):
+                repeat = int(repeat)
+            if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
                 raise _FillError(f"{field}.repeat", "must be a positive integer when the path uses {index}")
+            if repeat > MAX_INDEXED or len(expanded) + repeat > MAX_INDEXED:
+                raise _FillError(f"{field}.repeat", f"{repeat} distinct URLs from {{index}}: at most {MAX_INDEXED}")
             for k in range(repeat):
-                one = _fill({**entry, "repeat": 1}, params, field, index=k)
-                expanded.append(one)
+                expanded.append(_fill_request({**entry, "repeat": 1}, params, field, index=k))
         else:
-            expanded.append(_fill(entry, params, field))
+            expanded.append(_fill_request(entry, params, field))
     return expanded
 
 
@@ -254,20 +399,68 @@ def load_file(path: Path) -> ScenarioFile:
     """Read one scenario file and check that it expands with its own defaults."""
     raw = read_named_toml(path, "scenario")
     scenario_file = ScenarioFile(path=path, raw=raw)
-    scenario_file.expand()  # validates
+    scenario_file.default = scenario_file.expand().default  # validates
     return scenario_file
 
 
-def discover(folder: Path | None = None) -> tuple[list[ScenarioFile], list[str]]:
-    """Every scenario file, plus one problem line for each file that does not validate."""
-    folder = folder or paths.scenarios_dir()
+# Folders given with --scenario-path, for every discover() in this process that names none
+# (the command line sets them once: `clientlab run`, `scenarios`, `experiment`).
+_extra_paths: list[Path] = []
+
+
+def use_paths(folders: list[Path] | tuple[Path, ...]) -> None:
+    """Also load scenarios from these folders, from now on (checked here: each must be a folder)."""
+    for folder in folders:
+        _check_folder(folder)
+    _extra_paths[:] = list(folders)
+
+
+def _check_folder(folder: Path) -> None:
+    if not folder.exists():
+        raise LabInputError(f"--scenario-path {shown(folder)}: no such folder")
+    if not folder.is_dir():
+        raise LabInputError(f"--scenario-path {shown(folder)}: not a folder (give the folder the .toml files are in)")
+
+
+def discover(folder: Path | None = None, extra_paths: list[Path] | None = None) -> tuple[list[ScenarioFile], list[str]]:
+    """Every scenario file (the shipped ones, or `folder`'s, then those of the extra folders),
+    plus one problem line for each file that does not validate: a broken file is reported and
+    skipped, the others load. Two files of the same name in different folders are an error."""
+    folders = [folder or paths.scenarios_dir()]
+    for extra in _extra_paths if extra_paths is None else extra_paths:
+        _check_folder(extra)
+        if all(extra.resolve() != f.resolve() for f in folders):
+            folders.append(extra)
+    by_name: dict[str, Path] = {}
     files, problems = [], []
-    for path in sorted(folder.glob("*.toml")):
+    for source in folders:
         try:
-            files.append(load_file(path))
-        except LabInputError as exc:
-            problems.append(str(exc))
+            found = sorted(source.glob("*.toml"))
+        except OSError as exc:
+            problems.append(f"{shown(source)}: cannot list the folder: {exc.strerror or exc}")
+            continue
+        for path in found:
+            if path.stem in by_name:
+                raise LabInputError(f"scenario '{shown(path.stem)}' is defined twice: {shown(by_name[path.stem])} and "
+                                    f"{shown(path)} (rename one: the name is the file name)")
+            by_name[path.stem] = path
+            try:
+                files.append(load_file(path))
+            except LabInputError as exc:
+                problems.append(str(exc))
     return files, problems
+
+
+def _typed(value: str) -> int | str:
+    """An integer when the value is one (ASCII digits, at most 18 of them), else the string."""
+    return int(value) if re.fullmatch(r"-?[0-9]{1,18}", value) else value
+
+
+def _check_value(what: str, pair: str, value: str) -> None:
+    if re.search(r"[\x00-\x1f\x7f-\x9f]", value):
+        raise LabInputError(f"{what} {quote(pair)}: a control character in the value")
+    if len(value) > MAX_PATH:
+        raise LabInputError(f"{what} {quote(pair)}: the value is {len(value)} characters long (at most {MAX_PATH})")
 
 
 def parse_overrides(pairs: list[str]) -> dict[str | None, dict[str, Any]]:
@@ -276,10 +469,13 @@ def parse_overrides(pairs: list[str]) -> dict[str | None, dict[str, Any]]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise LabInputError(f"parameter override '{pair}': write NAME=VALUE or SCENARIO.NAME=VALUE")
+            raise LabInputError(f"parameter override {quote(pair)}: write NAME=VALUE or SCENARIO.NAME=VALUE")
         scenario, dot, name = key.rpartition(".")
-        parsed: int | str = int(value) if re.fullmatch(r"-?\d+", value) else value
-        out.setdefault(scenario if dot else None, {})[name] = parsed
+        if not _PARAM_NAME.fullmatch(name) or (dot and not scenario):
+            raise LabInputError(f"parameter override {quote(pair)}: a parameter name is letters, digits and _ "
+                                "(write NAME=VALUE or SCENARIO.NAME=VALUE)")
+        _check_value("parameter override", pair, value)
+        out.setdefault(scenario if dot else None, {})[name] = _typed(value)
     return out
 
 
@@ -289,10 +485,14 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise LabInputError(f"option '{pair}': write NAME=VALUE, e.g. tcp_nodelay=false")
+            raise LabInputError(f"option {quote(pair)}: write NAME=VALUE, e.g. tcp_nodelay=false")
+        if not _OPTION_NAME.fullmatch(name):
+            raise LabInputError(f"option {quote(pair)}: an option name is lower-case letters, digits and _ "
+                                "(e.g. tcp_nodelay)")
+        _check_value("option", pair, value)
         if value.lower() in ("true", "false"):
             out[name] = value.lower() == "true"
-        elif re.fullmatch(r"\d+", value):
+        elif re.fullmatch(r"[0-9]{1,18}", value):
             out[name] = int(value)
         elif name == "share":
             out[name] = [v for v in value.split(",") if v]
@@ -310,14 +510,14 @@ def select(
         unknown = [w for w in wanted if w not in by_name]
         if unknown:
             raise LabInputError(
-                f"unknown scenario(s): {', '.join(unknown)} (known: {', '.join(sorted(by_name)) or 'none'})"
+                f"unknown scenario(s): {', '.join(map(shown, unknown))} (known: {', '.join(sorted(by_name)) or 'none'})"
             )
         chosen = [by_name[w] for w in wanted]
     else:
-        chosen = [f for f in files if f.raw.get("default", True)]
+        chosen = [f for f in files if f.default]
     for name in overrides:
         if name is not None and name not in {f.name for f in chosen}:
-            raise LabInputError(f"parameter override names scenario '{name}', which is not selected")
+            raise LabInputError(f"parameter override names scenario {quote(name)}, which is not selected")
     generic = overrides.get(None, {})
     for key in generic:
         if not any(key in f.params for f in chosen):

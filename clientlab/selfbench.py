@@ -1,10 +1,27 @@
 """`clientlab selfbench`: is the lab fast enough to measure clients?
 
-1. Bench server capacity: wrk (a C load generator, on its own core) against /bytes/1024 with
-   keep-alive, compared with the fastest driver's rate on get-small measured the normal way.
-   Target: the server at least 5x the fastest driver, so the server is never what is measured.
+1. Bench server against nginx, side by side (issue 9): both servers started on the same core (the
+   server's core of the split placement), nginx with one worker; wrk (one thread, on the other
+   core) GETs /bytes/1024 with keep-alive at 1, 10, 100, 1,000 and 10,000 connections, and h2load
+   (TLS, HTTP/2, 100 streams per connection) at 1, 10 and 100 connections, against each server in
+   turn, three times: medians of req/s and MB/s, their spread, the ratio (target >= 1.0x nginx),
+   and each server's CPU per request. The bench server keeps every counter on as in a timed trial
+   (trial records, per-request read events; record_digests off). Connection-heavy points get the
+   limits they need (clientlab/limits.py). Then the memory each server holds per idle keep-alive
+   connection, with 10,000 of them open.
+   The drivers: get-small (sequential) and parallel-feeds (20 in flight) on every installed driver,
+   measured the normal way: the fastest sequential and the fastest parallel driver's rates against
+   the server's ceiling (target: the server at least 5x the fastest), and the bench server's CPU per
+   request in those trials (the server's cgroup CPU, server["cpu_s"]) against the cheapest driver's
+   CPU per request (target <= 1/5).
 2. The lab's overhead on a 1-second trial: a test driver sleeps exactly 1 s between go and done;
    overhead = measured wall - 1 s, and the CPU the lab itself used meanwhile. Target: < 1 %.
+   The spread of those ten 1 s trials (CV) is the floor of any wall-time figure.
+3. The machine's noise floor: the same fixed CPU work timed ten times on the driver's core (CV,
+   max/min, steal seen meanwhile).
+4. Placements: one driver on get-small under split / shared / free — per-request time (the
+   wake-up cost shows as the difference) and its spread over trials; the one with the smallest
+   spread measures a client most repeatably on this machine.
 These are benchmark figures to report; no test asserts them.
 """
 
@@ -21,7 +38,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from clientlab import machine, paths, scenario, stats
+from clientlab import limits, machine, paths, scenario, stats
 from clientlab.errors import LabError
 from clientlab.manifest import Driver, load_manifest
 from clientlab.protocol import DriverProcess
@@ -32,8 +49,8 @@ from clientlab.store import Store
 
 WRK_REPORT = """
 done = function(summary, latency, requests)
-  io.write(string.format('{"requests": %d, "duration_us": %d, "errors": %d}\\n',
-    summary.requests, summary.duration,
+  io.write(string.format('{"requests": %d, "duration_us": %d, "bytes": %d, "errors": %d}\\n',
+    summary.requests, summary.duration, summary.bytes,
     summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout))
 end
 """
@@ -41,6 +58,13 @@ SLEEP_S = 1.0
 OVERHEAD_TRIALS = 10
 SERVER_TARGET_RATIO = 5.0
 OVERHEAD_TARGET = 0.01
+NGINX_TARGET_RATIO = 1.0        # the bench server at least as fast as nginx (one worker, same core)
+SERVER_CPU_TARGET = 1 / 5       # server CPU per request at most this share of the cheapest driver's
+H1_CONNECTIONS = (1, 10, 100, 1000, 10000)
+H2_CONNECTIONS = (1, 10, 100)
+H2_STREAMS = 100
+REPEATS = 3
+IDLE_CONNECTIONS = 10000
 
 
 def server_capacity(seconds: int, connections: int = 10) -> dict:
@@ -66,15 +90,222 @@ def server_capacity(seconds: int, connections: int = 10) -> dict:
             "errors": result["errors"], "server_counted": server_requests}
 
 
+# -- the bench server against nginx -------------------------------------------------------------
+
+def _proc_cpu_s(pids: list[int]) -> float:
+    """user + system CPU seconds of these live processes."""
+    total, tick = 0, os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / tick
+
+
+def _rss_bytes(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def _pinned(argv: list[str], cpu: int | None) -> list[str]:
+    return ["taskset", "-c", str(cpu), *argv] if cpu is not None and shutil.which("taskset") else argv
+
+
+def _wrk(url: str, connections: int, seconds: int, cpu: int | None, script: str) -> dict:
+    argv = _pinned(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", script, url], cpu)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("{")), None)
+    if proc.returncode != 0 or line is None:
+        raise LabError(f"wrk failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    r = json.loads(line)
+    secs = r["duration_us"] / 1e6
+    return {"requests": r["requests"], "requests_per_s": r["requests"] / secs,
+            "mb_per_s": r.get("bytes", 0) / secs / 1e6, "errors": r["errors"]}
+
+
+def _h2load(url: str, connections: int, seconds: int, cpu: int | None) -> dict:
+    argv = _pinned(["h2load", "-t1", "-c", str(connections), "-m", str(H2_STREAMS), "-D", str(seconds),
+                    "--warm-up-time=1", url], cpu)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
+    rate = mb = None
+    requests, errors = 0, 0
+    for line in proc.stdout.splitlines():
+        if line.startswith("finished in"):  # finished in 3.00s, 109685.33 req/s, 115.13MB/s
+            parts = [p.strip() for p in line.split(",")]
+            rate = float(parts[1].split()[0])
+            value = parts[2].split("/")[0]
+            scale = {"GB": 1e3, "MB": 1.0, "KB": 1e-3, "B": 1e-6}
+            unit = next(u for u in ("GB", "MB", "KB", "B") if value.endswith(u))
+            mb = float(value[:-len(unit)]) * scale[unit]
+        elif line.startswith("requests:"):  # requests: N total, N started, N done, N succeeded, N failed, N errored
+            words = line.split()
+            requests = int(words[7])
+            errors = int(words[9]) + int(words[11])
+    if proc.returncode != 0 or rate is None:
+        raise LabError(f"h2load failed: {proc.stderr.strip() or proc.stdout.strip()[-500:]}")
+    return {"requests": requests, "requests_per_s": rate, "mb_per_s": mb, "errors": errors}
+
+
+def _static_root(server: BenchServer, path: str) -> Path:
+    """A folder for nginx holding `path` as the bench server serves it (the same bytes)."""
+    import http.client
+
+    root = Path(tempfile.mkdtemp(prefix="clientlab-selfbench-", dir=paths.scratch_dir()))
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    conn = http.client.HTTPConnection(server.endpoint.host, server.endpoint.http_port, timeout=30)
+    try:
+        conn.request("GET", path)
+        target.write_bytes(conn.getresponse().read())
+    finally:
+        conn.close()
+    return root
+
+
+def _idle_cost(port: int, pids: list[int], count: int) -> dict:
+    """Server memory per idle keep-alive connection: `count` connections each carry one GET and stay
+    open; the server's RSS before and with them open."""
+    import socket
+
+    request = b"GET /bytes/1024 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    before = _rss_bytes(pids)
+    socks: list[socket.socket] = []
+    opened = 0
+    try:
+        for _ in range(count):
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            socks.append(s)
+            s.sendall(request)
+            got = b""
+            while b"\r\n\r\n" not in got or len(got) < got.index(b"\r\n\r\n") + 4 + 1024:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            opened += 1
+        time.sleep(1)
+        during = _rss_bytes(pids)
+        # still serving with them all open?
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(request)
+        serving = s.recv(64).startswith(b"HTTP/1.1 200")
+        s.close()
+    finally:
+        for s in socks:
+            s.close()
+    return {"connections": opened, "rss_before": before, "rss_with": during,
+            "bytes_per_connection": (during - before) / opened if opened else None, "still_serving": serving}
+
+
+def _median_row(runs: list[dict]) -> dict:
+    rates = [r["requests_per_s"] for r in runs]
+    return {"requests_per_s": stats.median(rates), "min": min(rates), "max": max(rates),
+            "mb_per_s": stats.median([r["mb_per_s"] or 0.0 for r in runs]),
+            "cpu_us_per_request": stats.median([r["cpu_us_per_request"] for r in runs if r.get("cpu_us_per_request")] or [0.0]),
+            "errors": sum(r["errors"] for r in runs), "runs": runs}
+
+
+def against_nginx(seconds: int, h1_connections: tuple[int, ...] = H1_CONNECTIONS,
+                  h2_connections: tuple[int, ...] = H2_CONNECTIONS, repeats: int = REPEATS,
+                  idle_connections: int = IDLE_CONNECTIONS) -> dict:
+    """The bench server and nginx side by side, one run (see the module's docstring)."""
+    from clientlab import nginx as nginx_mod
+    from clientlab.measure import process_tree
+
+    if shutil.which("wrk") is None:
+        raise LabError("wrk is not installed (./setup.sh installs it)")
+    server_cpu, client_cpu = pick_cpus()
+    most = max([*h1_connections, *h2_connections, idle_connections, 1])
+    path = "/bytes/1024"
+    out: dict = {"path": path, "seconds": seconds, "repeats": repeats, "h1": [], "h2": [],
+                 "nginx": nginx_mod.version(), "nginx_missing": nginx_mod.available()}
+    with limits.lift(most) as lifted, BenchServer(cpu=server_cpu) as bench, \
+            tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(WRK_REPORT)
+        script.flush()
+        bench.configure(record_digests=False)
+        lifted_server = limits.lift(most, bench)  # its descriptors too (Go raises its soft limit itself)
+        out["limits"] = {**{k: list(v) for k, v in {**lifted.changed, **lifted_server.changed}.items()},
+                         "notes": lifted.notes + lifted_server.notes}
+        root = _static_root(bench, path)
+        servers: dict[str, tuple] = {}
+        nginx = None
+        try:
+            if out["nginx_missing"] is None:
+                nginx = nginx_mod.Nginx(root, server_cpu, access_log=False, connections=most)
+            bench_pids = [bench.proc.pid]
+            servers["clientlab"] = (bench.endpoint.http_port, bench.endpoint.https_port, bench_pids)
+            if nginx:
+                servers["nginx"] = (nginx.http_port, nginx.https_port, process_tree(nginx.proc.pid))
+
+            def measure(kind: str, connections: int) -> dict:
+                runs: dict[str, list[dict]] = {name: [] for name in servers}
+                for _ in range(repeats):
+                    for name, (http_port, https_port, pids) in servers.items():
+                        if name == "clientlab":
+                            bench.reset()  # a fresh trial record, as the lab starts every trial
+                        cpu0 = _proc_cpu_s(pids)
+                        if kind == "h1":
+                            r = _wrk(f"http://127.0.0.1:{http_port}{path}", connections, seconds, client_cpu,
+                                     script.name)
+                        else:
+                            r = _h2load(f"https://127.0.0.1:{https_port}{path}", connections, seconds, client_cpu)
+                        cpu = _proc_cpu_s(pids) - cpu0
+                        # h2load's rate excludes its warm-up second, the CPU does not: per request over all
+                        done = r["requests"] if kind == "h1" else r["requests"] + r["requests_per_s"]
+                        r["cpu_s"] = cpu
+                        r["cpu_us_per_request"] = cpu / done * 1e6 if done else None
+                        runs[name].append(r)
+                row = {"connections": connections, **{name: _median_row(v) for name, v in runs.items()}}
+                if "nginx" in row and row["nginx"]["requests_per_s"]:
+                    row["ratio"] = row["clientlab"]["requests_per_s"] / row["nginx"]["requests_per_s"]
+                    row["met"] = row["ratio"] >= NGINX_TARGET_RATIO
+                return row
+
+            for c in h1_connections:
+                out["h1"].append(measure("h1", c))
+            for c in h2_connections:
+                out["h2"].append(measure("h2", c))
+            # memory per idle connection: a fresh bench server (the trial records of the runs above
+            # would still sit in the heap), nginx as it is
+            out["idle"] = {}
+            with BenchServer(cpu=server_cpu) as fresh:
+                fresh.configure(record_digests=False)
+                fresh_lift = limits.lift(most, fresh)
+                try:
+                    out["idle"]["clientlab"] = _idle_cost(fresh.endpoint.http_port, [fresh.proc.pid],
+                                                          idle_connections)
+                finally:
+                    fresh_lift.restore()
+            if nginx:
+                out["idle"]["nginx"] = _idle_cost(nginx.http_port, servers["nginx"][2], idle_connections)
+        finally:
+            if nginx:
+                nginx.stop()
+            shutil.rmtree(root, ignore_errors=True)
+            lifted_server.restore()
+    return out
+
+
 def fastest_driver(drivers: list[Driver], store: Store) -> tuple[int, list[dict]]:
-    """get-small (2000 GETs) on each installed driver, measured as in a normal run."""
+    """get-small (2000 GETs, sequential) and parallel-feeds (100 feeds, 20 in flight) on each
+    installed driver, measured as in a normal run."""
     files, _ = scenario.discover()
-    chosen = scenario.select(files, ["get-small"], {})
+    chosen = scenario.select(files, ["get-small", "parallel-feeds"], {})
     installed = [d for d in drivers if d.missing() is None]
     if not installed:
         raise LabError("no installed driver to compare the server with")
     run_id = store.start_run(machine.describe(), {"kind": "selfbench", "drivers": [d.id for d in installed],
-                                                  "scenarios": ["get-small"], "net": "loopback"})
+                                                  "scenarios": ["get-small", "parallel-feeds"], "net": "loopback"})
     options = RunOptions(warmup=1, stop=StopRule(min_trials=5, max_trials=5))
     status = "failed"
     try:
@@ -82,8 +313,16 @@ def fastest_driver(drivers: list[Driver], store: Store) -> tuple[int, list[dict]
         status = "complete"
     finally:
         store.finish_run(run_id, status)
-    rows = [{"driver": r.driver, "status": r.status, "reason": r.reason,
-             "requests_per_s": r.figures["throughput"] if r.figures else None} for r in results]
+    rows = []
+    for r in results:
+        row = {"driver": r.driver, "scenario": r.scenario, "status": r.status, "reason": r.reason,
+               "requests_per_s": r.figures["throughput"] if r.figures else None}
+        if r.figures and r.figures.get("requests"):
+            n = r.figures["requests"]
+            row["driver_cpu_us_per_request"] = (r.figures["cpu_user_s"] + r.figures["cpu_sys_s"]) / n * 1e6
+            server_cpu = (r.figures.get("server") or {}).get("cpu_s")
+            row["server_cpu_us_per_request"] = server_cpu / n * 1e6 if server_cpu is not None else None
+        rows.append(row)
     return run_id, rows
 
 
@@ -109,42 +348,187 @@ def lab_overhead() -> dict:
         finally:
             proc.close()
     median_excess = stats.median(excess)
-    return {"trial_s": SLEEP_S, "trials": OVERHEAD_TRIALS, "excess_s": stats.percentiles(excess),
+    walls = [SLEEP_S + e for e in excess]
+    return {"trial_s": SLEEP_S, "trials": OVERHEAD_TRIALS, "excess_s": stats.percentiles(excess), "cv": _cv(walls),
             "overhead": median_excess / SLEEP_S, "lab_cpu_s": stats.median(lab_cpu),
             "lab_cpu_fraction": stats.median(lab_cpu) / SLEEP_S}
 
 
+def _cv(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 / mean if len(values) > 1 else 0.0
+
+
+def noise_floor(trials: int = 10) -> dict:
+    """A fixed amount of CPU work (the spin test driver), timed `trials` times on the driver's core."""
+    from clientlab.noise import NoiseMeter
+
+    driver = load_manifest(paths.ROOT / "clientlab" / "testdrivers" / "spin" / "driver.toml")
+    server_cpu, driver_cpu = pick_cpus()
+    job = {"scenario": "selfbench-spin", "verify": False, "http": "1.1", "tls_ca": None, "concurrency": 1,
+           "keep_alive": True, "cookies": False, "accept_gzip": False, "timeout_s": 60, "options": {},
+           "requests": []}
+    walls, steal, other = [], 0.0, 0.0
+    with BenchServer(cpu=server_cpu) as server:
+        proc = DriverProcess(driver.argv, driver.folder, cpu=driver_cpu)
+        try:
+            proc.hello(30)
+            timed_phase(proc, server, job, 60)  # warm-up
+            for _ in range(trials):
+                phase = timed_phase(proc, server, job, 60)
+                walls.append(phase.usage.wall_s)
+                steal += phase.noise.steal_s
+                other += phase.noise.other_cpu_s
+        finally:
+            proc.close()
+    return {"trials": trials, "wall_s": stats.median(walls), "cv": _cv(walls),
+            "max_over_min": max(walls) / min(walls), "steal_s": steal, "other_cpu_s": other}
+
+
+def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
+    """One driver (the first installed of c-libcurl, python-requests, the reference test driver) on
+    get-small under each placement: per-request time and the spread of its trials."""
+    from clientlab.manifest import discover
+
+    known = {d.id: d for d in drivers + discover([paths.ROOT / "clientlab" / "testdrivers"])[0]}
+    driver = next(known[i] for i in ("c-libcurl", "python-requests", "python-fake-reference")
+                  if i in known and known[i].missing() is None)
+    files, _ = scenario.discover()
+    chosen = scenario.select(files, ["get-small"], {})
+    out = {"driver": driver.id, "scenario": "get-small", "placements": {}}
+    for name in ("split", "shared", "free"):
+        run_id = store.start_run(machine.describe(), {"kind": "selfbench-placement", "placement": name,
+                                                      "drivers": [driver.id], "scenarios": ["get-small"],
+                                                      "net": "loopback"})
+        options = RunOptions(warmup=1, stop=StopRule(min_trials=trials, max_trials=trials), placement=name,
+                             retries=3)
+        status = "failed"
+        try:
+            [result] = run_matrix(store, run_id, [driver], chosen, options)
+            status = "complete"
+        finally:
+            store.finish_run(run_id, status)
+            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+        if result.status != "ok":
+            out["placements"][name] = {"status": result.status, "reason": result.reason}
+            continue
+        f = result.figures
+        out["placements"][name] = {"run": run_id, "us_per_request": f["wall_s"]["median"] / f["requests"] * 1e6,
+                                   "relative_spread": f["relative_spread"], "precision": f["precision"],
+                                   "max_over_min": f["wall_s"]["max"] / f["wall_s"]["min"],
+                                   "disturbed": f.get("disturbed_trials", 0)}
+    measured = {k: v for k, v in out["placements"].items() if "relative_spread" in v}
+    out["most_repeatable"] = min(measured, key=lambda k: measured[k]["relative_spread"]) if measured else None
+    return out
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
 def run(drivers: list[Driver], seconds: int, out: Console, err: Console, json_path: Path | None = None) -> dict:
-    err.print("measuring the bench server with wrk…")
-    capacity = server_capacity(seconds)
-    err.print("measuring get-small on every installed driver…")
+    err.print("measuring the bench server against nginx (wrk, h2load; same core; three times each)…")
+    side = against_nginx(seconds)
+    err.print("measuring get-small and parallel-feeds on every installed driver…")
     store = Store(paths.results_db())
     run_id, rows = fastest_driver(drivers, store)
     err.print("measuring the lab's overhead on a 1-second trial…")
     overhead = lab_overhead()
-    measured = [r for r in rows if r["requests_per_s"]]
-    fastest = max(measured, key=lambda r: r["requests_per_s"]) if measured else None
-    ratio = capacity["requests_per_s"] / fastest["requests_per_s"] if fastest else None
-    result = {"measured_at": time.time(), "machine": machine.describe(), "server": capacity, "drivers_run": run_id,
-              "drivers": rows, "fastest": fastest, "server_to_fastest": ratio, "overhead": overhead,
-              "targets": {"server_to_fastest_at_least": SERVER_TARGET_RATIO, "overhead_below": OVERHEAD_TARGET}}
+    err.print("measuring the machine's noise floor (fixed CPU work, ten times)…")
+    floor = noise_floor()
+    err.print("measuring placements (split, shared, free)…")
+    placed = placements(drivers, store)
+
+    def best(scenario_name: str) -> dict | None:
+        measured = [r for r in rows if r["requests_per_s"] and r["scenario"] == scenario_name]
+        return max(measured, key=lambda r: r["requests_per_s"]) if measured else None
+
+    fastest, fastest_parallel = best("get-small"), best("parallel-feeds")
+    ceiling = max((row["clientlab"]["requests_per_s"] for row in side["h1"]), default=None)
+    ratio = ceiling / fastest["requests_per_s"] if fastest and ceiling else None
+    parallel_ratio = ceiling / fastest_parallel["requests_per_s"] if fastest_parallel and ceiling else None
+    with_cpu = [r for r in rows if r.get("driver_cpu_us_per_request") and r.get("server_cpu_us_per_request")]
+    cheapest = min(with_cpu, key=lambda r: r["driver_cpu_us_per_request"]) if with_cpu else None
+    cpu_share = (cheapest["server_cpu_us_per_request"] / cheapest["driver_cpu_us_per_request"]) if cheapest else None
+    result = {"measured_at": time.time(), "machine": machine.describe(), "against_nginx": side, "drivers_run": run_id,
+              "drivers": rows, "fastest": fastest, "fastest_parallel": fastest_parallel, "server_ceiling": ceiling,
+              "server_to_fastest": ratio, "server_to_fastest_parallel": parallel_ratio,
+              "cheapest_driver_cpu": cheapest, "server_cpu_share": cpu_share,
+              "overhead": overhead, "noise_floor": floor, "placements": placed,
+              "targets": {"server_to_nginx_at_least": NGINX_TARGET_RATIO,
+                          "server_to_fastest_at_least": SERVER_TARGET_RATIO,
+                          "server_cpu_share_at_most": SERVER_CPU_TARGET, "overhead_below": OVERHEAD_TARGET}}
+
+    side_table = Table(title=f"bench server against nginx {side.get('nginx') or ''} (one worker), same core; "
+                             f"GET {side['path']}; medians of {side['repeats']} × {side['seconds']} s (min–max)")
+    for col in ("load", "conns", "clientlab req/s", "nginx req/s", "ratio", "MB/s (clientlab / nginx)",
+                "CPU µs/req (clientlab / nginx)", "target ≥ 1.0×"):
+        side_table.add_column(col, justify="right" if col not in ("load",) else "left")
+    for kind, label in (("h1", "wrk, HTTP/1.1 keep-alive"), ("h2", f"h2load, h2 TLS × {H2_STREAMS} streams")):
+        for row in side[kind]:
+            a, b = row["clientlab"], row.get("nginx")
+            side_table.add_row(
+                label, f"{row['connections']:,}",
+                f"{a['requests_per_s']:,.0f} ({a['min']:,.0f}–{a['max']:,.0f})",
+                f"{b['requests_per_s']:,.0f} ({b['min']:,.0f}–{b['max']:,.0f})" if b else "–",
+                f"{row['ratio']:.2f}×" if "ratio" in row else "–",
+                f"{a['mb_per_s']:,.0f} / {b['mb_per_s']:,.0f}" if b else f"{a['mb_per_s']:,.0f}",
+                f"{a['cpu_us_per_request']:.1f} / {b['cpu_us_per_request']:.1f}" if b else f"{a['cpu_us_per_request']:.1f}",
+                _verdict(row["met"]) if "met" in row else "no nginx",
+            )
+    out.print(side_table)
+    if side.get("nginx_missing"):
+        err.print(f"  nginx: {side['nginx_missing']}", highlight=False)
+    if side["limits"]:
+        err.print(f"  limits raised for the run (restored after): {side['limits']}", highlight=False)
+
     table = Table(title="clientlab selfbench (one run, medians)")
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_column("target")
-    table.add_row("bench server, wrk, GET 1 KiB keep-alive", f"{capacity['requests_per_s']:,.0f} req/s", "")
+    for name, idle in side.get("idle", {}).items():
+        per = idle["bytes_per_connection"]
+        table.add_row(f"{name}: memory per idle keep-alive connection ({idle['connections']:,} open)",
+                      f"{per:,.0f} B" if per is not None else "–",
+                      f"RSS {idle['rss_before'] / 1e6:.1f} → {idle['rss_with'] / 1e6:.1f} MB; "
+                      f"{'still serving' if idle['still_serving'] else 'NOT serving'}")
+    if ceiling:
+        table.add_row("bench server ceiling (best wrk point above)", f"{ceiling:,.0f} req/s", "")
     if fastest:
-        table.add_row(f"fastest driver on get-small ({fastest['driver']})", f"{fastest['requests_per_s']:,.0f} req/s", "")
-        verdict = "met" if ratio >= SERVER_TARGET_RATIO else "NOT met"
-        table.add_row("server / fastest driver", f"{ratio:.1f}×", f"≥ {SERVER_TARGET_RATIO:.0f}× ({verdict})")
-    verdict = "met" if overhead["overhead"] < OVERHEAD_TARGET else "NOT met"
+        table.add_row(f"fastest sequential driver, get-small ({fastest['driver']})",
+                      f"{fastest['requests_per_s']:,.0f} req/s", "")
+        table.add_row("server / fastest sequential driver", f"{ratio:.1f}×",
+                      f"≥ {SERVER_TARGET_RATIO:.0f}× ({_verdict(ratio >= SERVER_TARGET_RATIO)})")
+    if fastest_parallel:
+        table.add_row(f"fastest parallel driver, parallel-feeds ({fastest_parallel['driver']})",
+                      f"{fastest_parallel['requests_per_s']:,.0f} req/s", "")
+        table.add_row("server / fastest parallel driver", f"{parallel_ratio:.1f}×",
+                      f"≥ {SERVER_TARGET_RATIO:.0f}× ({_verdict(parallel_ratio >= SERVER_TARGET_RATIO)})")
+    if cheapest:
+        table.add_row(f"server CPU per request / cheapest driver's ({cheapest['driver']}, {cheapest['scenario']})",
+                      f"{cheapest['server_cpu_us_per_request']:.1f} / {cheapest['driver_cpu_us_per_request']:.1f} µs "
+                      f"= {cpu_share:.2f}",
+                      f"≤ {SERVER_CPU_TARGET:.2f} ({_verdict(cpu_share <= SERVER_CPU_TARGET)})")
+    verdict = _verdict(overhead["overhead"] < OVERHEAD_TARGET)
     table.add_row("lab overhead on a 1 s trial (wall)", f"{overhead['overhead'] * 100:.3f} %",
                   f"< {OVERHEAD_TARGET * 100:.0f} % ({verdict})")
     table.add_row("lab's own CPU during a 1 s trial", f"{overhead['lab_cpu_fraction'] * 100:.2f} % of a core", "")
+    table.add_row("spread of ten 1 s sleep trials (CV)", f"{overhead['cv'] * 100:.3f} %", "")
+    table.add_row("noise floor: fixed CPU work, ten times (CV; max/min)",
+                  f"{floor['cv'] * 100:.2f} %; {floor['max_over_min']:.3f}×",
+                  f"steal {floor['steal_s'] * 1000:.0f} ms, others {floor['other_cpu_s'] * 1000:.0f} ms meanwhile")
+    for name, p in placed["placements"].items():
+        if "us_per_request" not in p:
+            table.add_row(f"placement {name}", p["status"], p.get("reason") or "")
+            continue
+        best_mark = " (most repeatable)" if name == placed["most_repeatable"] else ""
+        table.add_row(f"placement {name}: {placed['driver']} get-small",
+                      f"{p['us_per_request']:,.1f} µs/req ±{p['relative_spread'] * 100:.1f} %",
+                      f"max/min {p['max_over_min']:.3f}×, {p['disturbed']} disturbed{best_mark}")
     out.print(table)
     for r in rows:
-        if r["status"] != "ok":
-            err.print(f"  {r['driver']}: {r['status']} {r['reason'] or ''}", highlight=False)
+        if r["status"] not in ("ok", "unsupported"):
+            err.print(f"  {r['driver']} {r['scenario']}: {r['status']} {r['reason'] or ''}", highlight=False)
     if json_path:
         json_path.write_text(json.dumps(result, indent=2) + "\n")
     return result

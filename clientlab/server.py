@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import secrets
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,11 +16,18 @@ from clientlab.errors import LabError
 from clientlab.job import Endpoint
 
 
+SECRET_HEADER = "X-Clientlab-Secret"
+
+
 class BenchServer:
     """Starts `clientlab-server` (on loopback, or inside the network lab), talks to its control port, stops it.
 
     `wrap` prefixes the server's argv (the network lab's `ip netns exec`); `control_host` is where
     the lab reaches the control port when drivers must not (default: `host`).
+
+    The control port takes only requests that carry this run's secret: the lab makes it, gives it
+    to the server as the first line on its stdin (never in argv or the environment, which other
+    processes can read in /proc) and sends it with every control request. Drivers never get it.
     """
 
     driver_prefix: list[str] = []  # argv prefix for drivers: none on loopback
@@ -38,7 +47,14 @@ class BenchServer:
                 "--tls-cert", str(tls / "server.pem"), "--tls-key", str(tls / "server-key.pem")]
         if max_conns:
             argv += ["--max-conns", str(max_conns)]
+        secret = secrets.token_urlsafe(32)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert self.proc.stdin is not None
+        try:  # the server reads it before it listens; stdin stays open: the server exits when it closes
+            self.proc.stdin.write(secret.encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # it exited already: first_json_line reports why
         if cpu is not None:
             try:
                 os.sched_setaffinity(self.proc.pid, {cpu})
@@ -52,7 +68,8 @@ class BenchServer:
             host=public_host or host, http_port=self.info["http"], https_port=self.info["https"],
             ca_file=tls / "ca.pem",
         )
-        self._control = ControlClient("bench server", control_host, self.info["control"], self.proc)
+        self._control = ControlClient("bench server", control_host, self.info["control"], self.proc,
+                                      headers={SECRET_HEADER: secret})
 
     # -- control endpoint -------------------------------------------------------------------
 
@@ -64,6 +81,15 @@ class BenchServer:
 
     def counters(self, reset: bool = False) -> dict[str, Any]:
         return self._control.request("GET", "/counters" + ("?reset=1" if reset else ""))
+
+    def rebind(self) -> Endpoint:
+        """Move the public ports to fresh kernel-chosen ones (the old listeners close; connections
+        already open keep being served), so that no TIME_WAIT or port state carries over from one
+        trial to the next. Returns (and keeps) the new endpoint."""
+        ports = self._control.request("POST", "/rebind")
+        self.endpoint = dataclasses.replace(self.endpoint, http_port=ports["http"],
+                                            https_port=ports.get("https", self.endpoint.https_port))
+        return self.endpoint
 
     def digest(self, path: str) -> dict[str, Any]:
         return self._control.request("GET", "/digest?path=" + quote(path, safe=""))

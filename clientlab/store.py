@@ -2,8 +2,10 @@
 
 Schema (one row each):
 - runs:   a `clientlab run` — when, the machine, the options, its status
-          (running / complete / interrupted / failed; a `running` run whose process is gone
-          reads as interrupted);
+          (running / complete / interrupted / failed / killed), and the process that runs it
+          (pid, its start time, the boot and host): a `running` run whose process is gone
+          (SIGKILL, OOM, power loss) is marked `killed` by the next command that opens the store,
+          its finished cells kept and the cell it was in marked failed;
 - cells:  one driver × scenario — status (ok / failed / unsupported / not-installed), reason,
           the figures, the driver's versions, the verification outcome;
 - trials: one trial of a cell — kind (verify / warmup / timed), wall, CPU, peak RSS, set-up
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -61,7 +64,8 @@ CREATE TABLE IF NOT EXISTS trials (
     work_requests INTEGER,
     work_bytes INTEGER,
     server TEXT,
-    problems TEXT
+    problems TEXT,
+    noise TEXT
 );
 CREATE INDEX IF NOT EXISTS cells_run ON cells(run_id);
 CREATE INDEX IF NOT EXISTS trials_cell ON trials(cell_id);
@@ -85,6 +89,46 @@ class Trial:
     work_bytes: int | None = None
     server: dict | None = None
     problems: list[str] | None = None
+    noise: dict | None = None     # steal and other processes' CPU during the trial (clientlab/noise.py)
+
+
+RUN_PROCESS_COLUMNS = {"boot_id": "TEXT", "pid_start": "INTEGER", "host": "TEXT"}
+KILLED_CELL = "killed: the lab was killed while this cell ran (its finished trials are kept)"
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _process_start(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot): with the boot id, it tells a process
+    from a later one that got the same pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _run_process_gone(row: sqlite3.Row | dict) -> bool:
+    """True when the process that ran a `running` run is certainly gone: another boot of this
+    machine, no such pid, or a pid that now belongs to a process started later. A run of another
+    host (a store on a shared disk) is never taken for gone."""
+    keys = row.keys()
+    host = row["host"] if "host" in keys else None
+    boot = row["boot_id"] if "boot_id" in keys else None
+    start = row["pid_start"] if "pid_start" in keys else None
+    if host is not None and host != socket.gethostname():
+        return False
+    if boot is not None and boot != _boot_id():
+        return True
+    if not _pid_alive(row["pid"]):
+        return True
+    now = _process_start(row["pid"])
+    return start is not None and now is not None and now != start
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -109,6 +153,35 @@ class Store:
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(SCHEMA)
+        # stores made before a column existed get it added (older rows read it as NULL)
+        have = {row["name"] for row in self.db.execute("PRAGMA table_info(trials)")}
+        if "noise" not in have:
+            self.db.execute("ALTER TABLE trials ADD COLUMN noise TEXT")
+            self.db.commit()
+        have = {row["name"] for row in self.db.execute("PRAGMA table_info(runs)")}
+        for column, kind in RUN_PROCESS_COLUMNS.items():
+            if column not in have:
+                self.db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+        self.db.commit()
+        self.mark_killed_runs()
+
+    def mark_killed_runs(self) -> list[int]:
+        """Mark every `running` run whose process is gone as killed (its finished cells stay as
+        they are; the cell it was in is failed, with its trials kept). Returns their ids."""
+        killed = [row["id"] for row in self.db.execute("SELECT * FROM runs WHERE status = 'running'")
+                  if _run_process_gone(row)]
+        for run_id in killed:
+            # the last sign of life: the newest cell start or finish, or the run's own start
+            last = self.db.execute(
+                "SELECT MAX(COALESCE(finished_at, started_at)) AS t FROM cells WHERE run_id = ?", (run_id,)
+            ).fetchone()["t"]
+            self.db.execute("UPDATE cells SET status = 'failed', reason = ?, finished_at = COALESCE(finished_at, ?) "
+                            "WHERE run_id = ? AND status = 'running'", (KILLED_CELL, last, run_id))
+            self.db.execute("UPDATE runs SET status = 'killed', finished_at = COALESCE(?, started_at) "
+                            "WHERE id = ? AND status = 'running'", (last, run_id))
+        if killed:
+            self.db.commit()
+        return killed
 
     def close(self) -> None:
         self.db.close()
@@ -117,8 +190,10 @@ class Store:
 
     def start_run(self, machine: dict, config: dict) -> int:
         cur = self.db.execute(
-            "INSERT INTO runs (started_at, status, pid, machine, config) VALUES (?, 'running', ?, ?, ?)",
-            (time.time(), os.getpid(), json.dumps(machine), json.dumps(config)),
+            "INSERT INTO runs (started_at, status, pid, boot_id, pid_start, host, machine, config) "
+            "VALUES (?, 'running', ?, ?, ?, ?, ?, ?)",
+            (time.time(), os.getpid(), _boot_id(), _process_start(os.getpid()), socket.gethostname(),
+             json.dumps(machine), json.dumps(config)),
         )
         self.db.commit()
         return int(cur.lastrowid)
@@ -163,11 +238,12 @@ class Store:
     def add_trial(self, cell_id: int, trial: Trial) -> None:
         self.db.execute(
             "INSERT INTO trials (cell_id, kind, idx, ok, wall_s, user_s, sys_s, peak_rss_kb, startup_s, "
-            "setup_s, work_requests, work_bytes, server, problems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "setup_s, work_requests, work_bytes, server, problems, noise) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (cell_id, trial.kind, trial.idx, int(trial.ok), trial.wall_s, trial.user_s, trial.sys_s,
              trial.peak_rss_kb, trial.startup_s, trial.setup_s, trial.work_requests, trial.work_bytes,
              json.dumps(trial.server) if trial.server is not None else None,
-             json.dumps(trial.problems) if trial.problems else None),
+             json.dumps(trial.problems) if trial.problems else None,
+             json.dumps(trial.noise) if trial.noise is not None else None),
         )
         self.db.commit()
 
@@ -188,8 +264,8 @@ class Store:
 
     def run(self, run_id: int) -> dict[str, Any]:
         row = dict(self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
-        if row["status"] == "running" and not _pid_alive(row["pid"]):
-            row["status"] = "interrupted"
+        if row["status"] == "running" and _run_process_gone(row):
+            row["status"] = "killed"  # gone since this store was opened (mark_killed_runs marks it)
         row["machine"] = json.loads(row["machine"])
         row["config"] = json.loads(row["config"])
         return row
@@ -208,7 +284,7 @@ class Store:
         for row in self.db.execute("SELECT * FROM trials WHERE cell_id = ? ORDER BY id", (cell_id,)):
             trial = dict(row)
             trial["ok"] = bool(trial["ok"])
-            for key in ("server", "problems"):
+            for key in ("server", "problems", "noise"):
                 trial[key] = json.loads(trial[key]) if trial[key] else None
             out.append(trial)
         return out

@@ -50,7 +50,7 @@ def cell(bench_server, store, test_drivers):
 
     def run(driver_id: str, sc: Scenario, trials: int = 2, warmup: int = 0, **kwargs):
         driver = test_drivers.get(driver_id) or manifest.select(manifest.discover()[0], [driver_id])[0]
-        options = RunOptions(warmup=warmup, stop=StopRule(min_trials=trials, max_trials=trials), pin_cpus=False,
+        options = RunOptions(warmup=warmup, stop=StopRule(min_trials=trials, max_trials=trials), placement="free",
                              **kwargs)
         result = CellRunner(bench_server, store, run_id, options).run_cell(driver, sc)
         cells = store.cells(run_id)

@@ -65,6 +65,11 @@ def _server_problems(planned: PlannedJob, snapshot: dict) -> list[str]:
     if not planned.job["keep_alive"] and snapshot["connections"] < snapshot["requests"]:
         problems.append(f"keep_alive is off but {snapshot['requests']} requests came on "
                         f"{snapshot['connections']} connection(s)")
+    if snapshot.get("carried_requests"):
+        # connections open before the reset that carry requests now: the protocol says to close
+        # the client after every job (a close that races the reset carries no request: not this)
+        problems.append(f"driver kept connections across jobs: {snapshot['carried_requests']} request(s) came on "
+                        f"{snapshot.get('carried_connections', 0)} connection(s) opened before this job")
     return problems
 
 

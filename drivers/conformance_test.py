@@ -41,7 +41,7 @@ def test_driver_passes_verification_on_what_it_claims(bench_server, store, drive
     needed = required_capabilities(plan(sc, bench_server.endpoint, store.path.parent, verify=True, tag="probe"))
     claimed = all(c in driver.manifest.capabilities for c in needed)
     run_id = store.start_run({}, {})
-    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), pin_cpus=False)
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
     result = CellRunner(bench_server, store, run_id, options).run_cell(driver, sc)
     if claimed:
         assert result.status == "ok", f"{driver.id} on {sc.name}: {result.status}: {result.reason}"

@@ -12,26 +12,56 @@ import (
 	"time"
 )
 
-type readEvent struct {
-	at time.Time
-	n  int
-}
-
 // trackedConn wraps an accepted TCP connection.
 type trackedConn struct {
 	net.Conn
-	rec     *connRecord
-	trial   *trial
-	onClose func()
-	closed  atomic.Bool
+	rec *connRecord
+	// the trial the connection was accepted in, by id and start (a pointer would keep that
+	// trial's whole log alive for as long as the connection lives)
+	trialID    uint64
+	trialStart time.Time
+	carriedIn  atomic.Uint64 // the last later trial in which it carried a request
+	onClose    func(*trackedConn)
+	closed     atomic.Bool
+	idle       atomic.Bool // a hot-path connection waiting for its next request (serveFast)
+
+	// A plain connection's first read tells h2c from HTTP/1.1 (sniffRead); an h2c one is handed
+	// to the h2c server with the bytes read so far (pending). Only the goroutine reading the
+	// connection touches sniffing and pending.
+	sniffing bool
+	pending  []byte
+	h2c      *connQueue
+	handoff  atomic.Int32 // handoffNone → handoffPending (preface seen) → handoffReleased (the HTTP/1.1 server closed it) → handoffDone
 
 	mu       sync.Mutex
-	reads    []readEvent // reads since the end of the previous request on this connection
+	arrival  arrival     // the reads since the end of the previous request on this connection
 	reaping  bool        // closed by the cap while idle: bytes read from now on are dropped
 	noEvents atomic.Bool // HTTP/2: reads carry frames of many streams, not worth recording
 }
 
+const (
+	handoffNone = iota
+	handoffPending
+	handoffReleased
+	handoffDone
+)
+
 func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.pending != nil {
+		n := copy(p, c.pending)
+		if c.pending = c.pending[n:]; len(c.pending) == 0 {
+			c.pending = nil
+		}
+		return n, nil
+	}
+	if c.sniffing {
+		return c.sniffRead(p)
+	}
+	return c.read(p)
+}
+
+// read reads the socket and records the read for the current request.
+func (c *trackedConn) read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.mu.Lock()
@@ -43,7 +73,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 		}
 		c.rec.bytesIn.Add(int64(n))
 		if !c.noEvents.Load() {
-			c.reads = append(c.reads, readEvent{time.Now(), n})
+			c.arrival.add(time.Now())
 		}
 	}
 	return n, err
@@ -53,7 +83,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // to arrive on it; it reports whether it closed it.
 func (c *trackedConn) reap() bool {
 	c.mu.Lock()
-	if len(c.reads) > 0 {
+	if c.arrival.reads > 0 {
 		c.mu.Unlock()
 		return false
 	}
@@ -70,35 +100,44 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 }
 
 func (c *trackedConn) Close() error {
+	if c.handoff.CompareAndSwap(handoffPending, handoffReleased) {
+		// the HTTP/1.1 server lets go of a connection that sent the h2c preface: its StateClosed
+		// hook, which follows, hands it to the h2c server (after, so that the hooks stay in order)
+		return nil
+	}
 	if c.closed.CompareAndSwap(false, true) {
-		c.rec.closed.Store(c.trial.since(time.Now()))
+		c.rec.closed.Store(time.Since(c.trialStart).Nanoseconds())
 		if c.onClose != nil {
-			c.onClose()
+			c.onClose(c)
 		}
 	}
 	return c.Conn.Close()
 }
 
-// arrival summarises the reads that carried one request.
+// arrival summarises the reads that carried one request, kept as running figures so that
+// memory does not grow with the number of reads (a 1-byte-per-read client costs nothing).
 type arrival struct {
 	reads       int
 	first, last time.Time
 	maxGap      time.Duration
 }
 
-// takeReads summarises the reads recorded since the last call and starts a new list
-// (reusing its memory: this runs once per request).
+func (a *arrival) add(at time.Time) {
+	if a.reads == 0 {
+		a.first = at
+	} else {
+		a.maxGap = max(a.maxGap, at.Sub(a.last))
+	}
+	a.last = at
+	a.reads++
+}
+
+// takeReads summarises the reads recorded since the last call and starts anew (once per request).
 func (c *trackedConn) takeReads() arrival {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := arrival{reads: len(c.reads)}
-	if a.reads > 0 {
-		a.first, a.last = c.reads[0].at, c.reads[a.reads-1].at
-		for i := 1; i < a.reads; i++ {
-			a.maxGap = max(a.maxGap, c.reads[i].at.Sub(c.reads[i-1].at))
-		}
-	}
-	c.reads = c.reads[:0]
+	a := c.arrival
+	c.arrival = arrival{}
 	return a
 }
 
@@ -106,7 +145,7 @@ func (c *trackedConn) takeReads() arrival {
 func (c *trackedConn) peekReadCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.reads)
+	return c.arrival.reads
 }
 
 // connLimit caps the number of open client connections; 0 means no cap. Connections over the
@@ -117,20 +156,23 @@ type connLimit struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	limit  int
+	capped atomic.Bool // limit > 0
 	active int
 	peak   int // most connections open at once since the cap was last set
 	idle   map[*trackedConn]struct{}
+	conns  map[*trackedConn]struct{} // every accepted connection not closed yet
 }
 
 func newConnLimit(limit int) *connLimit {
-	l := &connLimit{limit: limit, idle: map[*trackedConn]struct{}{}}
+	l := &connLimit{limit: limit, idle: map[*trackedConn]struct{}{}, conns: map[*trackedConn]struct{}{}}
+	l.capped.Store(limit > 0)
 	l.cond = sync.NewCond(&l.mu)
 	return l
 }
 
 // acquire takes a slot for the next accepted connection; the current trial records how long it
-// waited and how many idle connections were closed for it.
-func (l *connLimit) acquire() {
+// waited and how many idle connections were closed for it. It reports whether it waited.
+func (l *connLimit) acquire() bool {
 	l.mu.Lock()
 	var started time.Time
 	reaped := 0
@@ -153,6 +195,7 @@ func (l *connLimit) acquire() {
 	if !started.IsZero() {
 		current.Load().capWaited(time.Since(started), reaped)
 	}
+	return !started.IsZero()
 }
 
 // setIdle follows net/http's connection states: only idle keep-alive connections may be closed.
@@ -170,11 +213,32 @@ func (l *connLimit) setIdle(c *trackedConn, idle bool) {
 	l.mu.Unlock()
 }
 
-func (l *connLimit) release() {
+// track registers an accepted connection (its slot was taken by acquire).
+func (l *connLimit) track(c *trackedConn) {
+	l.mu.Lock()
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+}
+
+// release frees the slot of a connection that closed.
+func (l *connLimit) release(c *trackedConn) {
 	l.mu.Lock()
 	l.active--
+	delete(l.conns, c)
+	delete(l.idle, c)
 	l.mu.Unlock()
 	l.cond.Broadcast()
+}
+
+// openConns lists the connections open now.
+func (l *connLimit) openConns() []*trackedConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	conns := make([]*trackedConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // newTrial starts the peak count again from the connections open now.
@@ -199,43 +263,17 @@ func (l *connLimit) open() int {
 func (l *connLimit) set(limit int) {
 	l.mu.Lock()
 	l.limit = limit
+	l.capped.Store(limit > 0)
 	l.peak = l.active
+	if limit > 0 {
+		for c := range l.conns {
+			if c.idle.Load() { // a hot-path connection between requests (serveFast)
+				l.idle[c] = struct{}{}
+			}
+		}
+	}
 	l.mu.Unlock()
 	l.cond.Broadcast()
-}
-
-// trackingListener accepts connections into the current trial; with tlsConfig set it returns
-// *tls.Conn (so net/http negotiates h2 by ALPN) over the tracked connection.
-type trackingListener struct {
-	net.Listener
-	limit     *connLimit
-	tlsConfig func() *tls.Config
-}
-
-func (l *trackingListener) Accept() (net.Conn, error) {
-	raw, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	// over the cap, the connection waits here unserved, as it would in a full server's backlog
-	l.limit.acquire()
-	t := current.Load()
-	tc := &trackedConn{Conn: raw, trial: t, rec: t.addConn(l.tlsConfig != nil), onClose: l.limit.release}
-	if l.tlsConfig == nil {
-		return tc, nil
-	}
-	cfg := l.tlsConfig()
-	// VerifyConnection runs after every handshake, full or resumed, on the server side too.
-	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-		tc.rec.resumed.Store(cs.DidResume)
-		if cs.NegotiatedProtocol == "h2" {
-			tc.rec.proto.Store("h2")
-			tc.noEvents.Store(true)
-		}
-		t.handshake(cs.DidResume)
-		return nil
-	}
-	return tls.Server(tc, cfg), nil
 }
 
 // tracked finds our connection under whatever net/http hands to ConnContext.

@@ -1,10 +1,14 @@
 package main
 
-// Deterministic response bodies: /bytes from one precomputed block, /json and /feeds generated
-// once and cached (docs/bench-server.md).
+// Deterministic response bodies: /bytes from one precomputed block, /json generated as it is
+// sent (small documents are kept in a cache of bounded size), /feeds generated once (100 of
+// them) (docs/bench-server.md).
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -41,49 +45,141 @@ func writeBytes(w interface{ Write([]byte) (int, error) }, n int64) error {
 	return nil
 }
 
-const maxCachedDoc = 64 << 20
+const (
+	maxJSONDoc     = 64 << 20 // largest /json/{n}
+	maxCachedJSON  = 1 << 20  // documents up to this size are cached ...
+	jsonCacheBytes = 32 << 20 // ... within this many bytes in all
+)
 
-var docs sync.Map // key string -> []byte
-
-func cached(key string, make func() []byte) []byte {
-	if v, ok := docs.Load(key); ok {
-		return v.([]byte)
+// writeJSON writes the JSON document of exactly n bytes (n >= 64): {"items":[...],"pad":"xx…"}
+// with as many items as fit and the padding filling the rest. It generates the items as it goes,
+// in chunks from a pooled buffer, so memory does not grow with n.
+func writeJSON(w io.Writer, n int) error {
+	const head, tail = `{"items":[`, `],"pad":""}`
+	bufp := chunkBuffers.Get().(*[]byte)
+	defer chunkBuffers.Put(bufp)
+	buf := append((*bufp)[:0], head...)
+	size := len(head) // bytes of the document so far
+	var scratch [160]byte
+	for i := 0; ; i++ {
+		item := appendItem(scratch[:0], i)
+		sep := min(i, 1)
+		if size+sep+len(item)+len(tail) > n {
+			break
+		}
+		if sep == 1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, item...)
+		size += sep + len(item)
+		if len(buf) >= chunkSize-len(scratch) {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
 	}
-	v, _ := docs.LoadOrStore(key, make())
-	return v.([]byte)
+	buf = append(buf, `],"pad":"`...)
+	for pad := n - size - len(tail); pad > 0; {
+		k := min(pad, chunkSize-len(buf))
+		buf = append(buf, padding[:k]...)
+		pad -= k
+		if len(buf) == chunkSize {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	buf = append(buf, `"}`...)
+	_, err := w.Write(buf)
+	return err
 }
 
-// jsonDoc is a valid JSON document of exactly n bytes (n >= 64).
+const chunkSize = 32 << 10
+
+var (
+	chunkBuffers = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); return &b }}
+	padding      = []byte(strings.Repeat("x", chunkSize))
+)
+
+// appendItem appends item i:
+// {"id":i,"name":"item-%07d","price":P.%02d,"tags":["a%d","b%d"],"ok":bool}
+func appendItem(b []byte, i int) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, `,"name":"item-`...)
+	b = appendPadded(b, i, 7)
+	b = append(b, `","price":`...)
+	b = strconv.AppendInt(b, int64((i*7919)%10000), 10)
+	b = append(b, '.')
+	b = appendPadded(b, i%100, 2)
+	b = append(b, `,"tags":["a`...)
+	b = strconv.AppendInt(b, int64(i%13), 10)
+	b = append(b, `","b`...)
+	b = strconv.AppendInt(b, int64(i%17), 10)
+	b = append(b, `"],"ok":`...)
+	b = strconv.AppendBool(b, i%3 == 0)
+	return append(b, '}')
+}
+
+func appendPadded(b []byte, v, width int) []byte {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(v), 10)
+	for k := len(d); k < width; k++ {
+		b = append(b, '0')
+	}
+	return append(b, d...)
+}
+
+// jsonCache keeps small documents within a byte budget. Lookups take no lock; one document at
+// a time is generated for it (concurrent misses are streamed instead), and when the budget is
+// full arbitrary entries are dropped.
+var jsonCache struct {
+	docs  sync.Map // n -> []byte
+	mu    sync.Mutex
+	bytes int
+}
+
+// jsonDoc is the cached document of n bytes, or nil when it is to be streamed (writeJSON).
 func jsonDoc(n int) []byte {
-	return cached(fmt.Sprintf("json/%d", n), func() []byte {
-		var sb strings.Builder
-		sb.WriteString(`{"items":[`)
-		const tail = `],"pad":""}`
-		for i := 0; ; i++ {
-			item := fmt.Sprintf(`{"id":%d,"name":"item-%07d","price":%d.%02d,"tags":["a%d","b%d"],"ok":%t}`,
-				i, i, (i*7919)%10000, i%100, i%13, i%17, i%3 == 0)
-			sep := ""
-			if i > 0 {
-				sep = ","
-			}
-			if sb.Len()+len(sep)+len(item)+len(tail) > n {
-				break
-			}
-			sb.WriteString(sep + item)
-		}
-		pad := n - sb.Len() - len(tail)
-		sb.WriteString(`],"pad":"`)
-		sb.WriteString(strings.Repeat("x", pad))
-		sb.WriteString(`"}`)
-		return []byte(sb.String())
-	})
+	if n > maxCachedJSON {
+		return nil
+	}
+	if v, ok := jsonCache.docs.Load(n); ok {
+		return v.([]byte)
+	}
+	if !jsonCache.mu.TryLock() {
+		return nil // another request is filling the cache: stream this one
+	}
+	defer jsonCache.mu.Unlock()
+	if v, ok := jsonCache.docs.Load(n); ok {
+		return v.([]byte)
+	}
+	var b bytes.Buffer
+	b.Grow(n)
+	writeJSON(&b, n)
+	doc := b.Bytes()
+	for jsonCache.bytes+len(doc) > jsonCacheBytes {
+		jsonCache.docs.Range(func(k, v any) bool {
+			jsonCache.docs.Delete(k)
+			jsonCache.bytes -= len(v.([]byte))
+			return false
+		})
+	}
+	jsonCache.docs.Store(n, doc)
+	jsonCache.bytes += len(doc)
+	return doc
 }
 
 const feedCount = 100
 
 // feedDoc is feed i of 100: a distinct Atom document of 2-20 KB.
 func feedDoc(i int) []byte {
-	return cached(fmt.Sprintf("feed/%d", i), func() []byte {
+	if v, ok := feeds.Load(i); ok {
+		return v.([]byte)
+	}
+	v, _ := feeds.LoadOrStore(i, func() []byte {
 		var sb strings.Builder
 		fmt.Fprintf(&sb, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
 			`<feed xmlns="http://www.w3.org/2005/Atom"><title>Channel %d</title><id>urn:clientlab:feed:%d</id>`+
@@ -97,5 +193,8 @@ func feedDoc(i int) []byte {
 		}
 		sb.WriteString("</feed>\n")
 		return []byte(sb.String())
-	})
+	}())
+	return v.([]byte)
 }
+
+var feeds sync.Map // i (0 ... feedCount-1) -> []byte

@@ -1,11 +1,16 @@
 package main
 
-// The lab's control endpoint: configuration, counters, reset, digests. Drivers never see it.
+// The lab's control endpoint: configuration, counters, reset, digests, rebind. Drivers never
+// see it, and every request must carry the run's secret.
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 )
+
+// secretHeader carries the control secret the lab gave the server on its stdin.
+const secretHeader = "X-Clientlab-Secret"
 
 type settings struct {
 	RecordDigests *bool `json:"record_digests"`
@@ -13,7 +18,7 @@ type settings struct {
 	DisableH2     *bool `json:"disable_h2"`
 }
 
-func controlHandler(limit *connLimit) http.Handler {
+func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -24,7 +29,7 @@ func controlHandler(limit *connLimit) http.Handler {
 	})
 	mux.HandleFunc("POST /config", func(w http.ResponseWriter, r *http.Request) {
 		var s settings
-		if err := json.NewDecoder(r.Body).Decode(&s); err != nil {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&s); err != nil {
 			http.Error(w, "bad config: "+err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -39,18 +44,36 @@ func controlHandler(limit *connLimit) http.Handler {
 		}
 		reply(w, map[string]bool{"ok": true})
 	})
+	// a new trial starts: connections open now are the ones a client may have kept
+	next := func() *trial {
+		t := newTrial()
+		t.openAtStart = limit.openConns()
+		return t
+	}
 	mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) {
-		current.Store(newTrial())
+		current.Store(next())
 		limit.newTrial()
 		reply(w, map[string]bool{"ok": true})
 	})
 	mux.HandleFunc("GET /counters", func(w http.ResponseWriter, r *http.Request) {
 		t := current.Load()
 		if r.URL.Query().Get("reset") == "1" {
-			t = current.Swap(newTrial())
+			t = current.Swap(next())
 			defer limit.newTrial()
 		}
 		reply(w, t.snapshot())
+	})
+	mux.HandleFunc("POST /rebind", func(w http.ResponseWriter, r *http.Request) {
+		httpPort, httpsPort, err := p.rebind()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		ports := map[string]int{"http": httpPort}
+		if p.base != nil {
+			ports["https"] = httpsPort
+		}
+		reply(w, ports)
 	})
 	mux.HandleFunc("GET /digest", func(w http.ResponseWriter, r *http.Request) {
 		size, digest, ok := bodyDigest(r.URL.Query().Get("path"))
@@ -60,5 +83,12 @@ func controlHandler(limit *connLimit) http.Handler {
 		}
 		reply(w, map[string]any{"size": size, "sha256": digest})
 	})
-	return mux
+	want := []byte(secret)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get(secretHeader)), want) != 1 {
+			http.Error(w, "control requests need the run's secret in "+secretHeader, http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }

@@ -6,8 +6,10 @@ import (
 	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"hash"
 	"io"
 	"mime"
@@ -22,7 +24,12 @@ import (
 	"time"
 )
 
-const maxBytes = 2 << 30 // 2 GiB
+const (
+	maxBytes     = 2 << 30  // 2 GiB
+	maxDelayMs   = 60_000   // delay_ms above this is refused
+	maxFormBytes = 16 << 20 // an urlencoded or multipart body is read whole: at most this much
+	maxFormParts = 10_000
+)
 
 type ctxKey struct{}
 
@@ -132,13 +139,16 @@ func serveHTTP(w http.ResponseWriter, r *http.Request) {
 	tc, _ := r.Context().Value(ctxKey{}).(*trackedConn)
 	t := current.Load()
 	x := &exchange{w: w, r: r, entry: LogEntry{
-		Method: r.Method, Path: r.URL.Path, Proto: r.Proto,
+		Method: cut(r.Method), Path: cut(r.URL.Path), Proto: r.Proto,
 		ExpectContinue: strings.EqualFold(r.Header.Get("Expect"), "100-continue"),
 		FormKind:       "none",
 	}}
 	headerReads := 0
 	if tc != nil {
 		x.entry.Conn = tc.rec.id
+		if tc.trialID != t.id {
+			t.carried(tc) // a connection kept from an earlier trial (job)
+		}
 		if r.ProtoMajor == 2 {
 			if r.TLS == nil {
 				tc.rec.proto.Store("h2c")
@@ -153,10 +163,9 @@ func serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		x.query = r.URL.Query()
 	}
-	if ms, err := strconv.Atoi(x.query.Get("delay_ms")); err == nil && ms > 0 {
-		time.Sleep(time.Duration(ms) * time.Millisecond)
+	if !delay(x) {
+		route(x, r.URL.Path)
 	}
-	route(x, r.URL.Path)
 	io.Copy(io.Discard, body) // the whole request has arrived before its reads are counted
 	x.entry.ReqBodyBytes = body.n
 	if tc != nil {
@@ -177,7 +186,45 @@ func serveHTTP(w http.ResponseWriter, r *http.Request) {
 	t.record(x.entry)
 }
 
+// delay waits delay_ms before the answer, or less if the client goes away (then the request is
+// logged without a status); it reports whether it answered already (a refused delay_ms).
+func delay(x *exchange) bool {
+	v := x.query.Get("delay_ms")
+	if v == "" {
+		return false
+	}
+	ms, err := strconv.Atoi(v)
+	if err != nil || ms < 0 || ms > maxDelayMs {
+		x.fail(http.StatusBadRequest, "delay_ms must be 0 ... 60000")
+		return true
+	}
+	if ms == 0 {
+		return false
+	}
+	timer := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return false
+	case <-x.r.Context().Done():
+		x.entry.RespWriteError = "the client went away during delay_ms"
+		return true
+	}
+}
+
+// cut keeps a logged string short (a copy, so the request's memory is not kept alive).
+func cut(s string) string {
+	if len(s) <= maxLoggedString {
+		return s
+	}
+	return strings.Clone(s[:maxLoggedString])
+}
+
 func route(x *exchange, path string) {
+	routeIn(x, path, false)
+}
+
+func routeIn(x *exchange, path string, private bool) {
 	head, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	switch head {
 	case "bytes":
@@ -189,11 +236,15 @@ func route(x *exchange, path string) {
 		x.send(http.StatusOK, "application/octet-stream", n, func(w io.Writer) error { return writeBytes(w, n) })
 	case "json":
 		n, err := strconv.Atoi(rest)
-		if err != nil || n < 64 || n > maxCachedDoc {
+		if err != nil || n < 64 || n > maxJSONDoc {
 			x.fail(http.StatusBadRequest, "size must be 64 ... 64 MiB")
 			return
 		}
-		x.sendBytes(http.StatusOK, "application/json", jsonDoc(n))
+		if doc := jsonDoc(n); doc != nil {
+			x.sendBytes(http.StatusOK, "application/json", doc)
+			return
+		}
+		x.send(http.StatusOK, "application/json", int64(n), func(w io.Writer) error { return writeJSON(w, n) })
 	case "feeds":
 		i, err := strconv.Atoi(rest)
 		if err != nil || i < 0 || i >= feedCount {
@@ -208,6 +259,10 @@ func route(x *exchange, path string) {
 	case "login":
 		login(x)
 	case "private":
+		if private {
+			x.fail(http.StatusNotFound, "no such resource")
+			return
+		}
 		cookie, err := x.r.Cookie(sessionCookie)
 		ok := err == nil && validSession(cookie.Value)
 		x.entry.CookieOK = &ok
@@ -215,7 +270,7 @@ func route(x *exchange, path string) {
 			x.fail(http.StatusUnauthorized, "log in first: POST /login")
 			return
 		}
-		route(x, "/"+rest)
+		routeIn(x, "/"+rest, true)
 	default:
 		x.fail(http.StatusNotFound, "no such resource")
 	}
@@ -224,9 +279,12 @@ func route(x *exchange, path string) {
 func redirect(x *exchange, rest string) {
 	n, err := strconv.Atoi(rest)
 	to := x.query.Get("to")
-	// only a path on this server: a redirect never sends a client to another host
-	if err != nil || n < 1 || !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") {
+	if err != nil || n < 1 {
 		x.fail(http.StatusBadRequest, "use /redirect/{n}?to=/path with n >= 1")
+		return
+	}
+	if !sameOriginPath(to) {
+		x.fail(http.StatusBadRequest, "to must be a path on this server: /, then letters, digits and -._~!$&'()*+,;=:/?% (no //, \\, @, %2F, %5C or control characters)")
 		return
 	}
 	location := to
@@ -235,6 +293,41 @@ func redirect(x *exchange, rest string) {
 	}
 	x.w.Header().Set("Location", location)
 	x.sendBytes(http.StatusFound, "text/plain; charset=utf-8", []byte("redirecting\n"))
+}
+
+// sameOriginPath accepts only what every URL parser, WHATWG's included, reads as an absolute
+// path on the same origin: "/" then RFC 3986 path and query characters, with none of what a
+// browser could turn into another host (backslashes, which WHATWG reads as slashes; "//";
+// encoded slashes and backslashes; control characters, which it strips; "@"; a scheme needs a
+// ":" before any "/", impossible after the leading "/").
+func sameOriginPath(to string) bool {
+	if len(to) == 0 || to[0] != '/' || len(to) > 8192 {
+		return false
+	}
+	if len(to) > 1 && (to[1] == '/' || to[1] == '\\') {
+		return false
+	}
+	for i := 0; i < len(to); i++ {
+		c := to[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:/?", c) >= 0:
+		case c == '%':
+			if i+2 >= len(to) || !isHex(to[i+1]) || !isHex(to[i+2]) {
+				return false
+			}
+			if code := strings.ToUpper(to[i+1 : i+3]); code == "2F" || code == "5C" {
+				return false
+			}
+		default: // backslash, @, #, space, quotes, controls, non-ASCII
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // -- forms --------------------------------------------------------------------------------
@@ -260,11 +353,12 @@ func formDigest(fields []field) string {
 }
 
 // readForm parses a urlencoded or multipart body; kind "raw" means neither (body hashed instead).
-func readForm(r *http.Request) (kind string, fields []field, bodySHA string, err error) {
+// Forms are read whole (their digest sorts the fields): at most maxFormBytes and maxFormParts.
+func readForm(w http.ResponseWriter, r *http.Request) (kind string, fields []field, bodySHA string, err error) {
 	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/x-www-form-urlencoded":
-		data, err := io.ReadAll(r.Body)
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFormBytes))
 		if err != nil {
 			return "", nil, "", err
 		}
@@ -280,7 +374,7 @@ func readForm(r *http.Request) (kind string, fields []field, bodySHA string, err
 		sum := sha256.Sum256(data)
 		return "urlencoded", fields, hex.EncodeToString(sum[:]), nil
 	case "multipart/form-data":
-		reader := multipart.NewReader(r.Body, params["boundary"])
+		reader := multipart.NewReader(http.MaxBytesReader(w, r.Body, maxFormBytes), params["boundary"])
 		for {
 			part, err := reader.NextPart()
 			if err == io.EOF {
@@ -288,6 +382,9 @@ func readForm(r *http.Request) (kind string, fields []field, bodySHA string, err
 			}
 			if err != nil {
 				return "", nil, "", err
+			}
+			if len(fields) == maxFormParts {
+				return "", nil, "", fmt.Errorf("more than %d parts", maxFormParts)
 			}
 			value, err := io.ReadAll(part)
 			if err != nil {
@@ -309,7 +406,7 @@ func readForm(r *http.Request) (kind string, fields []field, bodySHA string, err
 }
 
 func echo(x *exchange) {
-	kind, fields, bodySHA, err := readForm(x.r)
+	kind, fields, bodySHA, err := readForm(x.w, x.r)
 	if err != nil {
 		x.fail(http.StatusBadRequest, "cannot read the body: "+err.Error())
 		return
@@ -332,11 +429,35 @@ func echo(x *exchange) {
 
 const sessionCookie = "clientlab_session"
 
-var sessions sync.Map // token -> struct{}
+// Session tokens carry their own proof: 16 random bytes and a keyed SHA-256 of them, so that
+// the server keeps nothing per login (memory does not grow with the number of logins).
+var sessionKey = func() (k [32]byte) { rand.Read(k[:]); return }()
+
+func sessionMAC(nonce []byte) [sha256.Size]byte {
+	var in [32 + 16]byte
+	copy(in[:32], sessionKey[:])
+	copy(in[32:], nonce)
+	return sha256.Sum256(in[:])
+}
+
+func newSession() string {
+	var raw [32]byte
+	rand.Read(raw[:16])
+	mac := sessionMAC(raw[:16])
+	copy(raw[16:], mac[:16])
+	return hex.EncodeToString(raw[:])
+}
 
 func validSession(token string) bool {
-	_, ok := sessions.Load(token)
-	return ok
+	var raw [32]byte
+	if len(token) != 64 {
+		return false
+	}
+	if _, err := hex.Decode(raw[:], []byte(token)); err != nil {
+		return false
+	}
+	mac := sessionMAC(raw[:16])
+	return subtle.ConstantTimeCompare(mac[:16], raw[16:]) == 1
 }
 
 func login(x *exchange) {
@@ -344,7 +465,7 @@ func login(x *exchange) {
 		x.fail(http.StatusMethodNotAllowed, "POST a form with user and password")
 		return
 	}
-	kind, fields, _, err := readForm(x.r)
+	kind, fields, _, err := readForm(x.w, x.r)
 	x.entry.FormKind = kind
 	x.entry.FormFields = len(fields)
 	if err != nil {
@@ -360,17 +481,19 @@ func login(x *exchange) {
 		x.fail(http.StatusBadRequest, "user and password are required")
 		return
 	}
-	raw := make([]byte, 16)
-	rand.Read(raw)
-	token := hex.EncodeToString(raw)
-	sessions.Store(token, struct{}{})
+	token := newSession()
 	http.SetCookie(x.w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/"})
 	x.sendBytes(http.StatusOK, "application/json", []byte(`{"logged_in":true}`+"\n"))
 }
 
 // -- digests for the lab ------------------------------------------------------------------
 
-var byteDigests sync.Map // n -> string
+var (
+	byteDigests     sync.Map // n -> string
+	byteDigestCount atomic.Int64
+)
+
+const maxByteDigests = 4096 // distinct sizes remembered; beyond, digests are computed each time
 
 // bodyDigest is the size and SHA-256 of the identity body a GET of path would get.
 func bodyDigest(path string) (int64, string, bool) {
@@ -389,14 +512,20 @@ func bodyDigest(path string) (int64, string, bool) {
 		h := sha256.New()
 		writeBytes(h, n)
 		d := hex.EncodeToString(h.Sum(nil))
-		byteDigests.Store(n, d)
+		if byteDigestCount.Add(1) <= maxByteDigests {
+			byteDigests.Store(n, d)
+		}
 		return n, d, true
 	case "json":
 		n, err := strconv.Atoi(rest)
-		if err != nil || n < 64 || n > maxCachedDoc {
+		if err != nil || n < 64 || n > maxJSONDoc {
 			return 0, "", false
 		}
-		data = jsonDoc(n)
+		if data = jsonDoc(n); data == nil {
+			h := sha256.New()
+			writeJSON(h, n)
+			return int64(n), hex.EncodeToString(h.Sum(nil)), true
+		}
 	case "feeds":
 		i, err := strconv.Atoi(rest)
 		if err != nil || i < 0 || i >= feedCount {

@@ -3,7 +3,7 @@
 package main
 
 import (
-	"context"
+	"bufio"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
@@ -13,12 +13,14 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 )
 
 var (
@@ -27,34 +29,66 @@ var (
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1", "address to bind (loopback or the lab's own hosts only)")
+	listen := flag.String("listen", "127.0.0.1", "address of the public ports: "+allowedText)
 	certFile := flag.String("tls-cert", "", "PEM certificate for the https port")
 	keyFile := flag.String("tls-key", "", "PEM key for the https port")
-	controlAddr := flag.String("control-listen", "", "address of the control port (default: --listen); the network lab puts it where drivers cannot reach")
+	controlAddr := flag.String("control-listen", "", "address of the control port (default: --listen), same rule; the network lab puts it where drivers cannot reach")
 	maxConns := flag.Int("max-conns", 0, "at most this many client connections open at once (0: no cap)")
+	cpuProfile := flag.String("cpuprofile", os.Getenv("CLIENTLAB_SERVER_CPUPROFILE"),
+		"write a CPU profile (pprof) to this file from start to exit (env CLIENTLAB_SERVER_CPUPROFILE)")
+	memProfile := flag.String("memprofile", os.Getenv("CLIENTLAB_SERVER_MEMPROFILE"),
+		"write a heap profile (pprof, allocations included) to this file at exit (env CLIENTLAB_SERVER_MEMPROFILE)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: clientlab-server [flags] < SECRET-LINE\n\n"+
+			"The first line on stdin is the control port's secret (%d-%d printable ASCII characters), which\n"+
+			"every control request must carry in the %s header; the server exits when stdin closes.\n\n",
+			minSecret, maxSecret, secretHeader)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	// Pinned to one core, net/http with a single P serves keep-alive requests several times
 	// slower (measured: ~8k vs ~50k req/s); two Ps on one core avoid that.
-	if runtime.GOMAXPROCS(0) < 2 {
+	if runtime.GOMAXPROCS(0) < 2 && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(2)
 	}
 	log.SetPrefix("clientlab-server: ")
 	log.SetFlags(0)
 
+	publicAddr, err := listenAddr("--listen", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	controlSet := false
+	flag.Visit(func(f *flag.Flag) { controlSet = controlSet || f.Name == "control-listen" })
+	controlListen := publicAddr
+	if controlSet {
+		if controlListen, err = listenAddr("--control-listen", *controlAddr); err != nil {
+			log.Fatal(err)
+		}
+	}
 	var certs *tls.Config
 	if *certFile != "" {
 		certs = tlsConfig(*certFile, *keyFile)
 	}
-	if *controlAddr == "" {
-		*controlAddr = *listen
+	// The control secret comes on stdin, never in argv or the environment (which other
+	// processes of the user can read in /proc).
+	stdin := bufio.NewReader(os.Stdin)
+	secret, err := readSecret(stdin)
+	if err != nil {
+		log.Fatal(err)
 	}
-	ready := start(*listen, *controlAddr, certs, *maxConns)
+	ready, err := start(publicAddr, controlListen, certs, *maxConns, secret)
+	if err != nil {
+		log.Fatal(err)
+	}
+	stopProfiles := startProfiles(*cpuProfile, *memProfile)
+	defer stopProfiles()
 	line, _ := json.Marshal(ready)
 	fmt.Println(string(line))
 
 	// Never outlive the lab: stop on a signal or when stdin closes.
 	done := make(chan struct{})
-	go func() { io.Copy(io.Discard, os.Stdin); close(done) }()
+	go func() { io.Copy(io.Discard, stdin); close(done) }()
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	select {
@@ -63,45 +97,85 @@ func main() {
 	}
 }
 
+// startProfiles starts the CPU profile (when asked) and returns what writes the profiles at exit.
+func startProfiles(cpuFile, memFile string) func() {
+	var cpu *os.File
+	if cpuFile != "" {
+		f, err := os.Create(cpuFile)
+		if err != nil {
+			log.Fatalf("--cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatalf("--cpuprofile: %v", err)
+		}
+		cpu = f
+	}
+	if memFile != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	return func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		if memFile != "" {
+			if f, err := os.Create(memFile); err == nil {
+				pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+	}
+}
+
+const (
+	minSecret = 16
+	maxSecret = 256
+)
+
+// readSecret reads the control secret: the first line on stdin.
+func readSecret(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil && (err != io.EOF || line == "") {
+		return "", fmt.Errorf("no control secret: the first line on stdin must be the control port's secret (%v)", err)
+	}
+	secret := strings.TrimRight(line, "\r\n")
+	if len(secret) < minSecret || len(secret) > maxSecret {
+		return "", fmt.Errorf("the control secret (first line on stdin) must be %d-%d characters, got %d", minSecret, maxSecret, len(secret))
+	}
+	for _, c := range []byte(secret) {
+		if c <= ' ' || c > '~' {
+			return "", fmt.Errorf("the control secret (first line on stdin) must be printable ASCII without spaces")
+		}
+	}
+	return secret, nil
+}
+
 // start opens the listeners and serves them in the background; it returns the "listening" line.
-func start(addr, controlAddr string, base *tls.Config, maxConns int) map[string]any {
+func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret string) (map[string]any, error) {
 	limit := newConnLimit(maxConns)
 	connCap = limit
-	plain := mustListen(addr)
-	control := mustListen(controlAddr)
-	srv := &http.Server{
-		Handler:     http.HandlerFunc(serveHTTP),
-		IdleTimeout: 5 * time.Minute,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, ctxKey{}, tracked(c))
-		},
-		ConnState: func(c net.Conn, state http.ConnState) {
-			limit.setIdle(tracked(c), state == http.StateIdle)
-		},
-		ErrorLog: log.New(io.Discard, "", 0), // clients that hang up are not the server's news
+	control, err := listenOn(controlAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %w", controlAddr, err)
 	}
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	protocols.SetHTTP2(true)
-	protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge on the plain port
-	srv.Protocols = protocols
-
-	ready := map[string]any{"type": "listening", "http": port(plain), "control": port(control),
+	p, err := newPublic(addr, base, limit)
+	if err != nil {
+		control.Close()
+		return nil, err
+	}
+	ready := map[string]any{"type": "listening", "http": p.plain.port(), "control": port(control),
 		"pid": os.Getpid(), "version": "1"}
-	go serve(srv, &trackingListener{Listener: plain, limit: limit})
 	if base != nil {
-		secure := mustListen(addr)
-		ready["https"] = port(secure)
-		go serve(srv, &trackingListener{Listener: secure, limit: limit, tlsConfig: func() *tls.Config {
-			cfg := base.Clone()
-			if disableH2.Load() {
-				cfg.NextProtos = []string{"http/1.1"}
-			}
-			return cfg
-		}})
+		ready["https"] = p.secure.port()
 	}
-	go serve(&http.Server{Handler: controlHandler(limit)}, control)
-	return ready
+	srv := &http.Server{Handler: controlHandler(limit, p, secret), ReadHeaderTimeout: headerTimeout,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	go func() {
+		if err := srv.Serve(control); err != nil && err != http.ErrServerClosed {
+			log.Fatalf("serving the control port: %v", err)
+		}
+	}()
+	return ready, nil
 }
 
 func tlsConfig(certFile, keyFile string) *tls.Config {
@@ -121,18 +195,4 @@ func tlsConfigFor(cert tls.Certificate) *tls.Config {
 	return cfg
 }
 
-func mustListen(addr string) net.Listener {
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		log.Fatalf("cannot listen on %s: %v", addr, err)
-	}
-	return l
-}
-
 func port(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }
-
-func serve(srv *http.Server, l net.Listener) {
-	if err := srv.Serve(l); err != nil && err != http.ErrServerClosed {
-		log.Fatalf("serving %s: %v", l.Addr(), err)
-	}
-}

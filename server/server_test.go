@@ -19,6 +19,7 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -32,14 +33,35 @@ var (
 	roots                           *x509.CertPool
 )
 
+const testSecret = "test-secret-0123456789"
+
+var loopback = netip.MustParseAddr("127.0.0.1")
+
 func TestMain(m *testing.M) {
 	cert, pool := testCertificate()
 	roots = pool
-	ready := start("127.0.0.1", "127.0.0.1", tlsConfigFor(cert), 0)
+	ready, err := start(loopback, loopback, tlsConfigFor(cert), 0, testSecret)
+	if err != nil {
+		panic(err)
+	}
 	plainURL = fmt.Sprintf("http://127.0.0.1:%d", ready["http"])
 	secureURL = fmt.Sprintf("https://127.0.0.1:%d", ready["https"])
 	controlURL = fmt.Sprintf("http://127.0.0.1:%d", ready["control"])
 	os.Exit(m.Run())
+}
+
+// control sends one request to the control port with the secret.
+func control(t testing.TB, method, path, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, controlURL+path, strings.NewReader(body))
+	req.Header.Set(secretHeader, testSecret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp, data
 }
 
 func testCertificate() (tls.Certificate, *x509.CertPool) {
@@ -57,34 +79,26 @@ func testCertificate() (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
 }
 
-func reset(t *testing.T) {
+func reset(t testing.TB) {
 	t.Helper()
-	resp, err := http.Post(controlURL+"/reset", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
+	if resp, body := control(t, "POST", "/reset", ""); resp.StatusCode != 200 {
+		t.Fatalf("reset: %d %s", resp.StatusCode, body)
 	}
-	resp.Body.Close()
 }
 
-func configure(t *testing.T, settings string) {
+func configure(t testing.TB, settings string) {
 	t.Helper()
-	resp, err := http.Post(controlURL+"/config", "application/json", strings.NewReader(settings))
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("config %s: %v %v", settings, err, resp)
+	if resp, body := control(t, "POST", "/config", settings); resp.StatusCode != 200 {
+		t.Fatalf("config %s: %d %s", settings, resp.StatusCode, body)
 	}
-	resp.Body.Close()
 }
 
-func counters(t *testing.T) snapshotJSON {
+func counters(t testing.TB) snapshotJSON {
 	t.Helper()
-	resp, err := http.Get(controlURL + "/counters")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, body := control(t, "GET", "/counters", "")
 	var s snapshotJSON
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(body, &s); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("counters: %d %v %s", resp.StatusCode, err, body)
 	}
 	return s
 }
@@ -352,8 +366,7 @@ func TestDisableH2LeavesOnlyHTTP11(t *testing.T) {
 
 func TestCountersResetToZero(t *testing.T) {
 	get(t, http.DefaultClient, plainURL+"/bytes/10")
-	resp, _ := http.Get(controlURL + "/counters?reset=1")
-	resp.Body.Close()
+	control(t, "GET", "/counters?reset=1", "")
 	if s := counters(t); s.Requests != 0 || s.Connections != 0 || len(s.Log) != 0 {
 		t.Fatalf("after reset: %+v", s)
 	}

@@ -9,7 +9,11 @@ import (
 	"time"
 )
 
-const maxLogEntries = 1_000_000
+const (
+	maxLogEntries   = 1_000_000
+	maxConnRecords  = 1_000_000 // beyond this, a trial counts connections without listing them
+	maxLoggedString = 1024      // a logged path (or method) is cut to this many bytes
+)
 
 // LogEntry is one request as the server saw it (field meanings: docs/bench-server.md).
 type LogEntry struct {
@@ -48,21 +52,28 @@ type connRecord struct {
 	bytesOut atomic.Int64
 	opened   time.Time
 	closed   atomic.Int64 // ns since the trial's start; 0 = open
+	waited   bool         // waited for a slot under the server's cap (it may have given up meanwhile)
 }
 
 type trial struct {
-	start      time.Time
-	mu         sync.Mutex
-	conns      []*connRecord
-	log        []LogEntry
-	dropped    int64
-	requests   int64
-	versions   map[string]int64
-	tlsFull    int64
-	tlsResumed int64
-	capWaits   int64 // connections that waited for a free slot under the server's cap
-	capWaitNs  int64
-	capReaped  int64 // idle keep-alive connections the server closed to make room
+	id              uint64
+	start           time.Time
+	openAtStart     []*trackedConn // client connections open when the trial started (accepted in earlier trials)
+	carriedConns    atomic.Int64   // connections accepted before this trial that carried requests in it
+	carriedRequests atomic.Int64   // the requests they carried
+	mu              sync.Mutex
+	conns           []*connRecord
+	accepted        int64        // connections accepted in this trial, listed in conns or not
+	log             [][]LogEntry // in chunks of logChunk entries: appending never copies the log
+	logged          int64
+	dropped         int64
+	requests        int64
+	versions        map[string]int64
+	tlsFull         int64
+	tlsResumed      int64
+	capWaits        int64 // connections that waited for a free slot under the server's cap
+	capWaitNs       int64
+	capReaped       int64 // idle keep-alive connections the server closed to make room
 }
 
 func (t *trial) capWaited(d time.Duration, reaped int) {
@@ -73,8 +84,10 @@ func (t *trial) capWaited(d time.Duration, reaped int) {
 	t.mu.Unlock()
 }
 
+var trialIDs atomic.Uint64
+
 func newTrial() *trial {
-	return &trial{start: time.Now(), versions: map[string]int64{}}
+	return &trial{id: trialIDs.Add(1), start: time.Now(), versions: map[string]int64{}}
 }
 
 func (t *trial) since(at time.Time) int64 { return at.Sub(t.start).Nanoseconds() }
@@ -85,13 +98,25 @@ func init() { current.Store(newTrial()) }
 
 var nextConnID atomic.Int64
 
-func (t *trial) addConn(isTLS bool) *connRecord {
-	c := &connRecord{id: nextConnID.Add(1), tls: isTLS, opened: time.Now()}
+func (t *trial) addConn(isTLS, waited bool) *connRecord {
+	c := &connRecord{id: nextConnID.Add(1), tls: isTLS, opened: time.Now(), waited: waited}
 	c.proto.Store("http/1.1")
 	t.mu.Lock()
-	t.conns = append(t.conns, c)
+	t.accepted++
+	if len(t.conns) < maxConnRecords {
+		t.conns = append(t.conns, c)
+	}
 	t.mu.Unlock()
 	return c
+}
+
+// carried counts a request that came on a connection accepted before this trial started: a
+// client that kept its connections from an earlier job.
+func (t *trial) carried(tc *trackedConn) {
+	if tc.carriedIn.Swap(t.id) != t.id {
+		t.carriedConns.Add(1)
+	}
+	t.carriedRequests.Add(1)
 }
 
 func (t *trial) handshake(resumed bool) {
@@ -104,12 +129,20 @@ func (t *trial) handshake(resumed bool) {
 	t.mu.Unlock()
 }
 
+// logChunk is how many log entries are allocated at once (about 1 MB).
+const logChunk = 4096
+
 func (t *trial) record(e LogEntry) {
 	t.mu.Lock()
 	t.requests++
 	t.versions[e.Proto]++
-	if len(t.log) < maxLogEntries {
-		t.log = append(t.log, e)
+	if t.logged < maxLogEntries {
+		if n := len(t.log); n == 0 || len(t.log[n-1]) == cap(t.log[n-1]) {
+			t.log = append(t.log, make([]LogEntry, 0, logChunk))
+		}
+		last := &t.log[len(t.log)-1]
+		*last = append(*last, e)
+		t.logged++
 	} else {
 		t.dropped++
 	}
@@ -137,9 +170,19 @@ type snapshotJSON struct {
 	BytesIn     int64            `json:"bytes_in"`
 	BytesOut    int64            `json:"bytes_out"`
 	LogDropped  int64            `json:"log_dropped"`
-	Conns       []connJSON       `json:"conns"`
-	Log         []LogEntry       `json:"log"`
-	Cap         *capJSON         `json:"cap,omitempty"`
+	// connections accepted in this trial that carried no request (opened and left unused);
+	// connections that waited under the cap are not counted (they may have given up waiting)
+	IdleConns int `json:"idle_connections"`
+	// connections already open when the trial started; those still open now (kept across the
+	// reset, not merely closing late); those that carried requests in this trial
+	OpenAtReset     int        `json:"open_at_reset"`
+	KeptOpen        int        `json:"kept_open"`
+	CarriedConns    int64      `json:"carried_connections"`
+	CarriedRequests int64      `json:"carried_requests"`
+	ConnsDropped    int64      `json:"conns_dropped"` // accepted beyond the listing's cap (counted in connections)
+	Conns           []connJSON `json:"conns"`
+	Log             []LogEntry `json:"log"`
+	Cap             *capJSON   `json:"cap,omitempty"`
 }
 
 // capJSON: the server's connection cap in this trial (only when one is set).
@@ -156,16 +199,26 @@ func (t *trial) snapshot() snapshotJSON {
 	defer t.mu.Unlock()
 	s := snapshotJSON{
 		ElapsedNs:   t.since(time.Now()),
-		Connections: len(t.conns),
+		Connections: int(t.accepted),
 		TLS:         map[string]int64{"full": t.tlsFull, "resumed": t.tlsResumed},
 		Requests:    t.requests,
 		Versions:    map[string]int64{},
 		LogDropped:  t.dropped,
-		Conns:       make([]connJSON, 0, len(t.conns)),
-		Log:         append([]LogEntry{}, t.log...), // [] rather than null when nothing arrived
+		OpenAtReset: len(t.openAtStart), CarriedConns: t.carriedConns.Load(), CarriedRequests: t.carriedRequests.Load(),
+		ConnsDropped: t.accepted - int64(len(t.conns)),
+		Conns:        make([]connJSON, 0, len(t.conns)),
+		Log:          make([]LogEntry, 0, t.logged), // [] rather than null when nothing arrived
+	}
+	for _, chunk := range t.log {
+		s.Log = append(s.Log, chunk...)
 	}
 	for k, v := range t.versions {
 		s.Versions[k] = v
+	}
+	for _, c := range t.openAtStart {
+		if !c.closed.Load() {
+			s.KeptOpen++
+		}
 	}
 	if connCap != nil {
 		if limit, peak := connCap.state(); limit > 0 {
@@ -174,11 +227,15 @@ func (t *trial) snapshot() snapshotJSON {
 	}
 	for _, c := range t.conns {
 		in, out := c.bytesIn.Load(), c.bytesOut.Load()
+		requests := c.requests.Load()
+		if requests == 0 && !c.waited {
+			s.IdleConns++
+		}
 		s.BytesIn += in
 		s.BytesOut += out
 		s.Conns = append(s.Conns, connJSON{
 			ID: c.id, Proto: c.proto.Load().(string), TLS: c.tls, Resumed: c.resumed.Load(),
-			Requests: c.requests.Load(), BytesIn: in, BytesOut: out,
+			Requests: requests, BytesIn: in, BytesOut: out,
 			OpenedNs: t.since(c.opened), ClosedNs: c.closed.Load(),
 		})
 	}

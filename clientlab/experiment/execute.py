@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
 from clientlab import machine, manifest
 from clientlab.experiment.plan import PlannedCell, plan
-from clientlab.experiment.spec import Experiment
+from clientlab.experiment.spec import Experiment, Part
 from clientlab.netlab import hosts
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import CellResult, CellRunner, Events, RunOptions, SilentEvents, pick_cpus
+from clientlab.runner import CellResult, CellRunner, Events, Placement, RunOptions, SilentEvents
+from clientlab.stats import StopRule
 from clientlab.store import Store
+
+QUICK_PART_TRIALS = 5
 
 
 @dataclass
@@ -32,7 +36,8 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
     events = events or SilentEvents()
     status = "failed"
     networks: dict[str, dict] = {}
-    server_cpu, driver_cpu = pick_cpus() if options.pin_cpus else (None, None)
+    placement = Placement.of(options.placement)
+    placement.apply_to_lab()
     try:
         for net, group in itertools.groupby(sorted(cells, key=lambda c: c.net != "loopback"), key=lambda c: c.net):
             group = list(group)
@@ -43,18 +48,22 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                     _record_unrun(store, run_id, c, "unsupported", f"needs network profile '{net}': {reason}", events)
                 networks[net] = {"profile": net, "unavailable": reason}
                 continue
-            with open_server_side(profile, server_cpu) as server:
+            with open_server_side(profile, placement.server) as server:
                 if hasattr(server, "describe"):
                     networks[net] = server.describe()
                     on_note(f"network '{net}' ({networks[net]['summary']}): measured RTT "
                             f"{networks[net]['measured_rtt_ms']:.2f} ms")
                 store.update_config(run_id, networks=networks)
-                runner = CellRunner(server, store, run_id, options, events, driver_cpu)
-                for c in group:
-                    if c.driver not in drivers:
-                        _record_unrun(store, run_id, c, "not-installed", f"no driver '{c.driver}' in this lab", events)
-                        continue
-                    runner.run_cell(drivers[c.driver], c.scenario)
+                parts = {p.name: p for p in experiment.parts}
+                # cells of the same workload and settings run together, their trials interleaved
+                for (part, sc), same in itertools.groupby(group, key=lambda c: (c.part, c.scenario)):
+                    same = list(same)
+                    for c in same:
+                        if c.driver not in drivers:
+                            _record_unrun(store, run_id, c, "not-installed", f"no driver '{c.driver}' in this lab", events)
+                    runner = CellRunner(server, store, run_id, part_options(options, parts[part], quick),
+                                        events, placement.driver)
+                    runner.run_cells([drivers[c.driver] for c in same if c.driver in drivers], sc)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -63,6 +72,18 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
         store.update_config(run_id, networks=networks)
         store.finish_run(run_id, status)
     return ExperimentRun(run_id, status)
+
+
+def part_options(options: RunOptions, part: Part, quick: bool) -> RunOptions:
+    """The run's options with what a part asks for: a fresh process per trial, its own trial count
+    (in the quick form at most QUICK_PART_TRIALS)."""
+    changes: dict = {}
+    if part.fresh_process:
+        changes["fresh_process"] = True
+    if part.trials:
+        n = min(part.trials, QUICK_PART_TRIALS) if quick else part.trials
+        changes["stop"] = StopRule(min_trials=n, max_trials=n)
+    return dataclasses.replace(options, **changes) if changes else options
 
 
 def _record_unrun(store: Store, run_id: int, c: PlannedCell, status: str, reason: str, events: Events) -> None:

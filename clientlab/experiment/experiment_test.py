@@ -109,3 +109,30 @@ def test_quick_form_runs_and_writes_its_findings_section(name, store, tmp_path):
     assert f"<!-- experiment:{name} start -->" in text and f"Run {result.run_id} (quick form" in text
     for claim in e.claims:
         assert claim.says.replace("|", "\\|") in text
+
+
+def test_a_claim_about_every_client_holds_only_if_it_holds_for_each():
+    # the mean of five drivers is slowed 12×, but only one of them is slowed at all
+    claim = spec.Claim(says="a slow resolver slows every client", check="faster", a={"part": "fast"},
+                       b={"part": "slow"}, ratio=1.5, each=True)
+    cells = [_cell(d, "fast", 0.1) for d in "abcde"]
+    cells += [_cell(d, "slow", 6.5 if d == "a" else 0.1) for d in "abcde"]
+    verdict = judge(claim, cells, {})
+    assert verdict.outcome == PARTLY
+    assert "a: 0.100 s against 6.500 s: 65.00×" in verdict.evidence
+    assert "holds for 1 of 5 drivers (each needs 1.5×)" in verdict.evidence
+    every = [_cell(d, "slow", 0.5) for d in "abcde"] + [_cell(d, "fast", 0.1) for d in "abcde"]
+    assert judge(claim, every, {}).outcome == CONFIRMED
+    none = [_cell(d, p, 0.1) for d in "abcde" for p in ("fast", "slow")]
+    assert judge(claim, none, {}).outcome == REFUTED
+
+
+def test_a_part_can_ask_for_a_fresh_process_per_trial_and_its_trial_count():
+    from clientlab.experiment.execute import part_options
+
+    part = spec.Part(name="get", drivers=["c-libcurl"], scenarios=["get-small"], fresh_process=True, trials=30)
+    full, quick = part_options(RunOptions(), part, False), part_options(RunOptions(), part, True)
+    assert full.fresh_process and full.stop.min_trials == full.stop.max_trials == 30
+    assert quick.fresh_process and quick.stop.max_trials == 5
+    plain = spec.Part(name="get", drivers=["c-libcurl"], scenarios=["get-small"])
+    assert part_options(RunOptions(), plain, False) == RunOptions()

@@ -95,6 +95,6 @@ def latest_runs(store: Store, quick_ok: bool) -> dict[str, int]:
     for run in store.runs(limit=10_000):
         cfg = run["config"]
         name = cfg.get("experiment")
-        if name and name not in out and run["status"] in ("complete", "interrupted", "failed") and (quick_ok or not cfg.get("quick")):
+        if name and name not in out and run["status"] in ("complete", "interrupted", "killed", "failed") and (quick_ok or not cfg.get("quick")):
             out[name] = run["id"]
     return out

@@ -3,21 +3,37 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing_extensions import TypedDict
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error, read_named_toml
+from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml
+from clientlab.scenario import OptionValue
 
 Value = int | float | str | bool
+
+
+class ClientChanges(TypedDict, total=False):
+    """Client settings a part changes (scenario.Client's fields; checked again when applied)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)  # type: ignore[misc]
+
+    scheme: Literal["http", "https"]
+    http: Literal["1.1", "2", "h2c"]
+    concurrency: int
+    keep_alive: bool
+    cookies: bool
+    accept_gzip: bool
+    options: dict[str, OptionValue]
 
 
 class Sweep(BaseModel):
     """One setting stepped through its values: `param:NAME` (a scenario parameter),
     `option:NAME` (a driver option), or a client setting (`http`, `concurrency`, `keep_alive`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     over: str = Field(pattern=r"^(param:[a-z_]+|option:[a-z_0-9]+|http|concurrency|keep_alive)$")
     values: list[Value] = Field(min_length=1)
@@ -32,7 +48,7 @@ class Sweep(BaseModel):
 class Part(BaseModel):
     """Drivers × scenarios on one network, with client settings, optionally swept over one setting."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
@@ -40,10 +56,13 @@ class Part(BaseModel):
     scenarios: list[str] = Field(min_length=1)
     params: dict[str, int | str] = {}
     quick_params: dict[str, int | str] = {}       # replaces `params` entries in the --quick form
-    client: dict[str, Any] = {}                   # http, concurrency, keep_alive, options
+    client: ClientChanges = {}                    # http, concurrency, keep_alive, options
     net: str = "loopback"
     sweep: Sweep | None = None
-    variants: list[dict[str, Any]] = []           # client settings, each a set of cells (e.g. nodelay on / off)
+    variants: list[ClientChanges] = []            # client settings, each a set of cells (e.g. nodelay on / off)
+    # a new driver process for every trial, as a script run per request would (no cache survives)
+    fresh_process: bool = False
+    trials: int | None = Field(default=None, ge=1, le=200)   # timed trials per cell in the full form
 
     @model_validator(mode="after")
     def _one_kind_of_variation(self) -> "Part":
@@ -55,7 +74,7 @@ class Part(BaseModel):
 class Select(BaseModel):
     """Which cells of the run a claim reads."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     part: str
     driver: str | None = None            # None: every driver of the part
@@ -73,9 +92,10 @@ class Claim(BaseModel):
       grows/falls the metric rises/falls from the sweep's first value to its last by `ratio`
       flat        the metric stays within `tolerance` across the sweep
       sweet_spot  the best value of the sweep is neither its first nor its last
+    With `each`, "faster" is judged per driver: confirmed only if every driver shows the effect.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     says: str                            # the claim in the article's words, with its numbers
     check: Literal["faster", "similar", "grows", "falls", "flat", "sweet_spot"]
@@ -84,6 +104,9 @@ class Claim(BaseModel):
     b: Select | None = None
     ratio: float = Field(default=1.2, ge=1)
     tolerance: float = Field(default=0.15, gt=0, lt=10)
+    # a claim about every client ("slows every client"): it holds only where it holds for each
+    # driver, compared with itself, and the evidence lists each driver's figures
+    each: bool = False
 
     @model_validator(mode="after")
     def _b_for_faster(self) -> "Claim":
@@ -93,7 +116,7 @@ class Claim(BaseModel):
 
 
 class Experiment(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     title: str
@@ -127,16 +150,34 @@ def load_file(path: Path) -> Experiment:
         raise LabInputError(describe_validation_error(path, exc)) from exc
 
 
-def discover(folder: Path | None = None) -> dict[str, Experiment]:
+def scan(folder: Path | None = None) -> tuple[dict[str, Experiment], dict[str, str]]:
+    """Every experiment file that validates, and for each one that does not, why (by name):
+    a broken file is reported, not in the way of the others."""
     folder = folder or experiments_dir()
-    return {p.stem: load_file(p) for p in sorted(folder.glob("*.toml"))}
+    good, broken = {}, {}
+    for p in sorted(folder.glob("*.toml")):
+        try:
+            good[p.stem] = load_file(p)
+        except LabInputError as exc:
+            broken[p.stem] = str(exc)
+    return good, broken
+
+
+def discover(folder: Path | None = None) -> dict[str, Experiment]:
+    """The experiments that validate (scan() also says which do not, and why)."""
+    return scan(folder)[0]
 
 
 def get(names: list[str], folder: Path | None = None) -> list[Experiment]:
-    known = discover(folder)
+    """The named experiments (or all that validate); a named one that does not validate is an error."""
+    known, broken = scan(folder)
     if names == ["all"]:
         return list(known.values())
+    for n in names:
+        if n in broken:
+            raise LabInputError(broken[n])
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise LabInputError(f"unknown experiment(s): {', '.join(unknown)} (known: {', '.join(known)}, or all)")
+        raise LabInputError(f"unknown experiment(s): {', '.join(map(quote, unknown))} "
+                            f"(known: {', '.join(known)}, or all)")
     return [known[n] for n in names]

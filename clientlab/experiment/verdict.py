@@ -86,6 +86,8 @@ def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verd
     if not ok_a or (claim.b and not ok_b):
         return Verdict(claim, NOT_HERE, problems)
     m, lower = claim.metric, LOWER_IS_BETTER[claim.metric]
+    if claim.check == "faster" and claim.each:
+        return _judge_each(claim, ok_a, ok_b, problems)
     if claim.check == "faster":
         va, vb = _aggregate(ok_a, m), _aggregate(ok_b, m)
         ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
@@ -104,6 +106,26 @@ def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verd
         evidence.append(f"spread {spread:.0%} between best and worst (the claim allows {claim.tolerance:.0%})")
         return Verdict(claim, outcome, evidence + problems)
     return _judge_sweep(claim, ok_a, sweep_order.get(claim.a.part, []), problems)
+
+
+def _judge_each(claim: Claim, ok_a: list[dict], ok_b: list[dict], problems: list[str]) -> Verdict:
+    """'faster' for every driver: each driver's a against its own b."""
+    m, lower = claim.metric, LOWER_IS_BETTER[claim.metric]
+    drivers = sorted({c["driver"] for c in ok_a} & {c["driver"] for c in ok_b})
+    if not drivers:
+        return Verdict(claim, NOT_HERE, ["no driver was measured on both sides"] + problems)
+    outcomes, evidence = [], []
+    for d in drivers:
+        mine_a = [c for c in ok_a if c["driver"] == d]
+        mine_b = [c for c in ok_b if c["driver"] == d]
+        va, vb = _aggregate(mine_a, m), _aggregate(mine_b, m)
+        ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
+        outcomes.append(CONFIRMED if ratio >= claim.ratio else PARTLY if ratio > 1.05 else REFUTED)
+        evidence.append(f"{d}: {show(va, m, mine_a[0])} against {show(vb, m, mine_b[0])}: {ratio:.2f}×")
+    held = sum(o == CONFIRMED for o in outcomes)
+    evidence.append(f"holds for {held} of {len(drivers)} drivers (each needs {claim.ratio:g}×)")
+    outcome = (CONFIRMED if held == len(drivers) else REFUTED if all(o == REFUTED for o in outcomes) else PARTLY)
+    return Verdict(claim, outcome, evidence + problems)
 
 
 def _aggregate(cells: list[dict], metric: str) -> float:

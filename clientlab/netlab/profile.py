@@ -7,13 +7,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error, read_named_toml
+from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml
 
 
 class Profile(BaseModel):
     """How the client reaches the server. All zero: namespaces and lab DNS, nothing else."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     description: str
@@ -22,7 +22,7 @@ class Profile(BaseModel):
     rtt_ms: float = Field(default=0, ge=0, le=10_000)
     dns_delay_ms: float = Field(default=0, ge=0, le=10_000)
     dns_cache: bool = False              # dnsmasq in the client namespace, in front of the lab DNS
-    max_conns: int = Field(default=0, ge=0)   # the server's cap on open client connections
+    max_conns: int = Field(default=0, ge=0, le=1_000_000)   # the server's cap on open client connections
 
     def summary(self) -> str:
         if not self.namespaces:
@@ -49,13 +49,28 @@ def load_file(path: Path) -> Profile:
         raise LabInputError(describe_validation_error(path, exc)) from exc
 
 
-def discover(folder: Path | None = None) -> dict[str, Profile]:
+def scan(folder: Path | None = None) -> tuple[dict[str, Profile], dict[str, str]]:
+    """Every profile that validates, and for each file that does not, why (by name): a broken
+    profile is reported, not in the way of the others."""
     folder = folder or networks_dir()
-    return {p.stem: load_file(p) for p in sorted(folder.glob("*.toml"))}
+    good, broken = {}, {}
+    for p in sorted(folder.glob("*.toml")):
+        try:
+            good[p.stem] = load_file(p)
+        except LabInputError as exc:
+            broken[p.stem] = str(exc)
+    return good, broken
+
+
+def discover(folder: Path | None = None) -> dict[str, Profile]:
+    """The profiles that validate (scan() also says which do not, and why)."""
+    return scan(folder)[0]
 
 
 def get(name: str, folder: Path | None = None) -> Profile:
-    profiles = discover(folder)
+    profiles, broken = scan(folder)
+    if name in broken:
+        raise LabInputError(broken[name])
     if name not in profiles:
-        raise LabInputError(f"unknown network profile '{name}' (known: {', '.join(profiles)})")
+        raise LabInputError(f"unknown network profile {quote(name)} (known: {', '.join(profiles)})")
     return profiles[name]

@@ -1,46 +1,49 @@
-"""The side-by-side table: rows are drivers, columns are scenarios."""
+"""The side-by-side table: rows are drivers, columns are scenarios (wide terminals)."""
 
 from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
 
-STATUS_STYLE = {"failed": "bold red", "unsupported": "yellow", "not-installed": "dim", "running": "cyan"}
-REASON_WIDTH = 70
+from clientlab.output import cellfigures as cf
 
-
-def _short(reason: str | None) -> str:
-    line = (reason or "").strip().splitlines()[0] if reason else ""
-    return line if len(line) <= REASON_WIDTH else line[: REASON_WIDTH - 1] + "…"
+CAPTION = ("req/s or MB/s: median, ± half the CI of the median; n = requests per trial (of the scenario's, "
+           "when scaled to the trial budget); CPU per request and peak memory of the driver's process tree; "
+           "start = process start to ready, not in the timed figures")
+# about what one scenario column needs to stay readable
+COLUMN_WIDTH = 20
+DRIVER_WIDTH = 26
 
 
 def cell_text(cell: dict) -> Text:
-    """One cell: throughput ± precision, CPU user+sys, peak RSS; or the status and why."""
-    status = cell["status"]
-    if status != "ok":
-        label = "FAILED" if status == "failed" else status
-        return Text(f"{label}: {_short(cell['reason'])}", style=STATUS_STYLE.get(status, ""))
+    """One cell: throughput ± precision, count, CPU per request, peak memory; or the status and why."""
+    if cell["status"] != "ok":
+        return Text(cf.status_line(cell), style=cf.STATUS_STYLE.get(cell["status"], ""))
     f = cell["figures"]
-    unit = f["unit"]
-    value = f"{f['throughput']:,.0f}" if f["throughput"] >= 100 else f"{f['throughput']:.3g}"
-    text = Text(f"{value} {unit}", style="bold")
-    text.append(f" ±{f['precision'] * 100:.1f}%", style="dim")
-    if f.get("noisy"):
-        text.append(" noisy", style="magenta")
-    text.append(f"\nCPU {f['cpu_user_s']:.2f}+{f['cpu_sys_s']:.2f} s")
-    text.append(f"\nRSS {f['peak_rss_kb'] / 1024:.1f} MiB")
+    text = Text(cf.throughput(f), style="bold")
+    text.append(f" {cf.precision(f)}", style="dim")
+    for flag in cf.flags(f):
+        text.append(f" {flag}", style="magenta")
+    text.append(f"\n{cf.count(f)}", style="dim")
+    text.append(f"\n{cf.cpu_per_request(f)}")
+    text.append(f"\n{cf.memory(f)}")
+    text.append(f"\n{cf.startup(f)}", style="dim")
     return text
+
+
+def width_needed(cells: list[dict]) -> int:
+    scenarios = len(dict.fromkeys(c["scenario"] for c in cells))
+    return DRIVER_WIDTH + COLUMN_WIDTH * scenarios
 
 
 def results_table(cells: list[dict], title: str) -> Table:
     drivers = list(dict.fromkeys(c["driver"] for c in cells))
     scenarios = list(dict.fromkeys(c["scenario"] for c in cells))
     by_key = {(c["driver"], c["scenario"]): c for c in cells}
-    table = Table(title=title, show_lines=True, caption="req/s or MB/s (median; ± half the CI of the median), "
-                  "CPU user+system of the timed phase, peak RSS of the driver's process tree")
-    table.add_column("driver", style="bold")
+    table = Table(title=title, show_lines=True, caption=CAPTION)
+    table.add_column("driver", style="bold", no_wrap=True)
     for name in scenarios:
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", min_width=COLUMN_WIDTH - 3)
     for driver in drivers:
         row = [driver]
         for name in scenarios:

@@ -31,7 +31,7 @@ def measured_run(bench_server, test_drivers, tmp_path_factory):
               "net": {"profile": "loopback", "asked": "loopback"}}
     run_id = store.start_run(machine.describe(), config)
     runner = CellRunner(bench_server, store, run_id,
-                        RunOptions(warmup=0, stop=StopRule(min_trials=3, max_trials=3), pin_cpus=False))
+                        RunOptions(warmup=0, stop=StopRule(min_trials=3, max_trials=3), placement="free"))
     for driver_id, sc in cells:
         runner.run_cell(test_drivers[driver_id], sc)
     store.finish_run(run_id, "complete")

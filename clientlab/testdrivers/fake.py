@@ -2,9 +2,12 @@
 plus deliberate faults for the lab's own tests.
 
     fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
-                           | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
+                           | spin | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
+                           | idle-conn
 
-The last five are slow in the ways the diagnosis rules must recognise.
+keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
+six are slow in the ways the diagnosis rules must recognise (idle-conn opens a connection it
+never uses in every job).
 
 It is written for clarity, not speed, and is never run unless a test or a user asks for it.
 """
@@ -147,8 +150,21 @@ class Client:
         conn.send(body)
 
 
+KEPT: list[Client] = []  # keep-conns: the one client, never closed
+
+
 def do_job(job: dict) -> tuple[list, list]:
-    client = Client(job)
+    if MODE == "keep-conns":
+        if not KEPT:
+            KEPT.append(Client(job))
+        client = KEPT[0]
+        client.job = job
+    else:
+        client = Client(job)
+    idle = None
+    if MODE == "idle-conn" and job["requests"]:
+        first = urlsplit(job["requests"][0]["url"])
+        idle = socket.create_connection((first.hostname, first.port))  # opened, never used
     responses, errors = [], []
     for r, entry in enumerate(job["requests"]):
         repeat = entry.get("repeat", 1)
@@ -169,7 +185,10 @@ def do_job(job: dict) -> tuple[list, list]:
                 else:
                     item["sha256"] = body.hexdigest()
             responses.append(item)
-    client.close()
+    if MODE != "keep-conns":
+        client.close()
+    if idle is not None:
+        idle.close()
     return responses, errors
 
 
@@ -212,6 +231,13 @@ def main() -> None:
             if MODE == "flood":
                 sys.stdout.write("x" * (8 * 1024 * 1024) + "\n")
                 sys.stdout.flush()
+            if MODE == "spin":  # a fixed amount of CPU work: selfbench's noise floor
+                x = 0
+                for i in range(int(os.environ.get("FAKE_SPIN", "3000000"))):
+                    x ^= i
+                send({"type": "done"})
+                send({"type": "report", "responses": [], "errors": []})
+                continue
             if MODE == "sleep":
                 time.sleep(float(os.environ.get("FAKE_SLEEP_S", "1.0")))
                 send({"type": "done"})

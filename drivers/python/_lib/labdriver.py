@@ -94,6 +94,16 @@ class Request:
             return {"files": {k: (None, v) for k, v in self.form.items()}}
         return {"data": self.form}
 
+    def requests_kwargs(self, timeout_s: float, body: IO[bytes] | None = None) -> dict:
+        """Keyword arguments for a requests-style `Session.request()` (requests, niquests): the
+        extra headers, redirects as asked, the timeout, streaming for a file sink, the form, and
+        `body` (the opened `body_file`, streamed) as `data`."""
+        kwargs = {"headers": self.upload_headers(), "allow_redirects": self.follow_redirects,
+                  "timeout": timeout_s, "stream": self.to_file, **self.form_kwargs()}
+        if body is not None:
+            kwargs["data"] = body
+        return kwargs
+
     def upload_headers(self) -> dict[str, str]:
         """The extra headers plus Content-Type for a raw `body_file` body."""
         headers = dict(self.headers)
@@ -161,6 +171,22 @@ class Job:
     def gzip_header(self) -> str:
         """Accept-Encoding value: gzip when asked, else identity (clients' defaults may say gzip)."""
         return "gzip" if self.accept_gzip else "identity"
+
+    @property
+    def client_headers(self) -> dict[str, str]:
+        """Headers for every request of a client configured by default headers: Accept-Encoding
+        as asked, and `Connection: close` when keep-alive is off (HTTP/1.1's way to close)."""
+        headers = {"Accept-Encoding": self.gzip_header}
+        if not self.keep_alive:
+            headers["Connection"] = "close"
+        return headers
+
+    def close_refusal(self, library: str) -> str | None:
+        """Why a client that closes connections only with `Connection: close` cannot do this
+        job (keep-alive off over HTTP/2, where that header does not exist), or None."""
+        if not self.keep_alive and self.http != "1.1":
+            return f"{library} cannot close HTTP/2 connections per request (Connection: close is HTTP/1.1)"
+        return None
 
     def work(self) -> Iterator[Request]:
         """Every request to do, in order, repeats expanded."""
@@ -244,6 +270,16 @@ class FileSink:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def requests_response(resp: Any, req: Request, verify: bool) -> Response:
+    """A requests-style response (requests, niquests: `status_code`, `raw.version`, `content`,
+    `iter_content`) as a Response: streamed into the file sink when asked, else read whole."""
+    http = resp.raw.version
+    if req.to_file:
+        with resp, FileSink(req.sink_path, verify) as sink:
+            return sink.drain(resp.iter_content(CHUNK), resp.status_code, http)
+    return Response.of(resp.status_code, http, resp.content, verify)
 
 
 def http_label(version: Any) -> str:

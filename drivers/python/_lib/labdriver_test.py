@@ -75,6 +75,27 @@ def test_upload_headers_default_content_type(tmp_path):
     assert req.body_size == 10
 
 
+def test_requests_kwargs():
+    form = labdriver.Request.parse(0, {"method": "POST", "url": "u", "form": {"a": "1"}, "follow_redirects": True})
+    assert form.requests_kwargs(5.0) == {"headers": {}, "allow_redirects": True, "timeout": 5.0,
+                                         "stream": False, "data": {"a": "1"}}
+    sink = labdriver.Request.parse(0, {"method": "PUT", "url": "u", "body_file": "/b", "sink": "file"})
+    body = io.BytesIO(b"x")
+    kwargs = sink.requests_kwargs(1.0, body)
+    assert kwargs["data"] is body and kwargs["stream"] is True and kwargs["allow_redirects"] is False
+    assert kwargs["headers"] == {"Content-Type": "application/octet-stream"}
+
+
+def test_client_headers_and_close_refusal():
+    plain = labdriver.Job.parse(job_dict())
+    assert plain.client_headers == {"Accept-Encoding": "identity"} and plain.close_refusal("x") is None
+    closing = labdriver.Job.parse(job_dict(keep_alive=False, accept_gzip=True))
+    assert closing.client_headers == {"Accept-Encoding": "gzip", "Connection": "close"}
+    assert closing.close_refusal("x") is None  # HTTP/1.1 closes with the header
+    h2 = labdriver.Job.parse(job_dict(keep_alive=False, http="2"))
+    assert "x cannot close HTTP/2" in h2.close_refusal("x")
+
+
 @pytest.mark.parametrize("value,label", [(11, "1.1"), (10, "1.0"), (20, "2"), ("HTTP/1.1", "1.1"),
                                          ("HTTP/2", "2"), ("HTTP/2.0", "2"), ((1, 1), "1.1"), ((2, 0), "2")])
 def test_http_label(value, label):
@@ -136,6 +157,33 @@ def test_file_sink(tmp_path):
     assert path.read_bytes() == b"abc"
     assert resp == labdriver.Response(200, 3, "1.1", hashlib.sha256(b"abc").hexdigest())
     assert labdriver.sha256_file(str(path)) == resp.sha256
+
+
+class FakeRequestsResponse:
+    """The parts of a requests/niquests Response that requests_response reads."""
+
+    status_code, content, closed = 200, b"abcd", False
+    raw = type("Raw", (), {"version": 11})()
+
+    def iter_content(self, size):
+        return iter([self.content[:1], self.content[1:]])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.closed = True
+
+
+def test_requests_response_memory_and_file(tmp_path):
+    memory = labdriver.Request.parse(0, {"method": "GET", "url": "u"})
+    assert labdriver.requests_response(FakeRequestsResponse(), memory, False) == labdriver.Response(200, 4, "1.1")
+    path = tmp_path / "sink"
+    to_file = labdriver.Request.parse(0, {"method": "GET", "url": "u", "sink": "file", "sink_path": str(path)})
+    resp = FakeRequestsResponse()
+    got = labdriver.requests_response(resp, to_file, True)
+    assert path.read_bytes() == b"abcd" and resp.closed
+    assert got == labdriver.Response(200, 4, "1.1", hashlib.sha256(b"abcd").hexdigest())
 
 
 # --- the message loop --------------------------------------------------------------------------

@@ -1,0 +1,113 @@
+"""Is the bench server part of the answer? The same drivers on the same static workloads, against
+the bench server and against Debian's nginx (one worker, the same core), in one run.
+
+If the bench server were slow in a way that favours some clients, the drivers' ratios to the
+fastest would differ between the two servers. Each driver's ratio under both is printed; they
+must agree within AGREEMENT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clientlab import machine, nginx
+from clientlab.errors import LabError
+from clientlab.manifest import Driver
+from clientlab.runner import CellResult, CellRunner, Events, Placement, RunOptions
+from clientlab.scenario import Scenario
+from clientlab.server import BenchServer
+from clientlab.store import Store
+
+STATIC_SCENARIOS = ("get-small", "get-json-335k", "download-memory", "download-file")
+AGREEMENT = 0.10
+NGINX_MARK = "server=nginx"
+
+
+@dataclass
+class Row:
+    """One driver on one scenario, under both servers."""
+
+    scenario: str
+    driver: str
+    bench: float | None        # throughput against the bench server
+    nginx: float | None        # against nginx
+    unit: str
+    bench_ratio: float | None = None   # to the fastest driver on this scenario, same server
+    nginx_ratio: float | None = None
+    reason: str | None = None
+
+    @property
+    def agreement(self) -> float | None:
+        """How far apart the two ratios are (0.03 = 3 %)."""
+        if not self.bench_ratio or not self.nginx_ratio:
+            return None
+        return abs(self.bench_ratio / self.nginx_ratio - 1)
+
+    @property
+    def agrees(self) -> bool | None:
+        return None if self.agreement is None else self.agreement <= AGREEMENT
+
+
+def _served_paths(scenarios: list[Scenario]) -> list[str]:
+    return sorted({r.path.split("?", 1)[0] for s in scenarios for r in s.requests})
+
+
+def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options: RunOptions,
+        events: Events | None = None) -> tuple[int, list[Row]]:
+    """Every driver on every scenario against both servers; the stored run's id and the rows."""
+    reason = nginx.available()
+    if reason:
+        raise LabError(f"crosscheck needs nginx: {reason}")
+    for s in scenarios:
+        if any(r.method != "GET" or r.follow_redirects for r in s.requests) or s.client.cookies:
+            raise LabError(f"scenario {s.label}: crosscheck takes static GET workloads only "
+                           f"({', '.join(STATIC_SCENARIOS)})")
+    placement = Placement.of(options.placement)
+    placement.apply_to_lab()
+    config = {"kind": "crosscheck", "drivers": [d.id for d in drivers], "scenarios": [s.label for s in scenarios],
+              "placement": placement.name, "net": {"profile": "loopback"}}
+    run_id = store.start_run(machine.describe(), config)
+    status = "failed"
+    results: list[tuple[str, CellResult]] = []
+    try:
+        with BenchServer(cpu=placement.server) as bench, \
+                nginx.StaticServer(bench, _served_paths(scenarios), cpu=placement.server) as static:
+            store.update_config(run_id, nginx=nginx.version())
+            on_bench = CellRunner(bench, store, run_id, options, events, placement.driver)
+            on_nginx = CellRunner(static, store, run_id, options, events, placement.driver)
+            for s in scenarios:
+                for r in on_bench.run_cells(drivers, s):
+                    results.append(("bench", r))
+                marked = s.model_copy(update={"variant": ",".join(v for v in (s.variant, NGINX_MARK) if v)})
+                for r in on_nginx.run_cells(drivers, marked):
+                    results.append(("nginx", r))
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_run(run_id, status)
+    return run_id, rows_of(scenarios, results)
+
+
+def rows_of(scenarios: list[Scenario], results: list[tuple[str, CellResult]]) -> list[Row]:
+    rows = []
+    for s in scenarios:
+        bench = {r.driver: r for server, r in results if server == "bench" and r.scenario == s.label}
+        other = {r.driver: r for server, r in results if server == "nginx" and r.scenario.startswith(s.label)
+                 and NGINX_MARK in r.scenario}
+        mine = []
+        for driver in dict.fromkeys([*bench, *other]):
+            b, n = bench.get(driver), other.get(driver)
+            rate = lambda r: r.figures["throughput"] if r and r.status == "ok" and r.figures else None  # noqa: E731
+            unit = next((r.figures["unit"] for r in (b, n) if r and r.figures), "")
+            why = next((f"{where}: {r.status}: {r.reason}" for where, r in (("bench server", b), ("nginx", n))
+                        if r and r.status != "ok"), None)
+            mine.append(Row(s.label, driver, rate(b), rate(n), unit, reason=why))
+        best_b = max((r.bench for r in mine if r.bench), default=None)
+        best_n = max((r.nginx for r in mine if r.nginx), default=None)
+        for r in mine:
+            r.bench_ratio = r.bench / best_b if r.bench and best_b else None
+            r.nginx_ratio = r.nginx / best_n if r.nginx and best_n else None
+        rows.extend(mine)
+    return rows

@@ -1,0 +1,44 @@
+"""crosscheck: the same cells against the bench server and nginx, verified on both."""
+
+from __future__ import annotations
+
+from clientlab import crosscheck
+from clientlab.runner import RunOptions
+from clientlab.stats import StopRule
+from clientlab.testsupport import shipped
+
+REF = "python-fake-reference"
+
+
+def test_drivers_are_verified_and_timed_against_both_servers(store, test_drivers):
+    drivers = [test_drivers[REF], test_drivers["python-fake-no-reuse"]]
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
+    run_id, rows = crosscheck.run(store, drivers, [shipped("get-small", count=20)], options)
+    cells = store.cells(run_id)
+    assert sorted(c["scenario"] for c in cells) == ["get-small", "get-small", "get-small[server=nginx]",
+                                                    "get-small[server=nginx]"]
+    assert all(c["status"] == "ok" for c in cells), [c["reason"] for c in cells]
+    # against nginx too, the verification pass compared every body with the bytes served
+    nginx_cell = next(c for c in cells if c["driver"] == REF and "nginx" in c["scenario"])
+    verify = next(t for t in store.trials(nginx_cell["id"]) if t["kind"] == "verify")
+    assert verify["ok"] and verify["server"]["requests"] == 20 and verify["server"]["connections"] == 1
+    no_reuse = next(c for c in cells if c["driver"] == "python-fake-no-reuse" and "nginx" in c["scenario"])
+    assert store.trials(no_reuse["id"])[0]["server"]["connections"] == 20   # nginx's log counts connections
+    assert {r.driver for r in rows} == {REF, "python-fake-no-reuse"}
+    assert max(r.bench_ratio for r in rows) == 1.0 and max(r.nginx_ratio for r in rows) == 1.0
+    assert all(r.agreement is not None for r in rows)
+
+
+def test_a_driver_whose_body_differs_from_nginx_fails_there_too(store, test_drivers):
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
+    run_id, _ = crosscheck.run(store, [test_drivers["python-fake-wrong-body"]], [shipped("get-small", count=5)],
+                               options)
+    nginx_cell = next(c for c in store.cells(run_id) if "nginx" in c["scenario"])
+    assert nginx_cell["status"] == "failed" and "differ from what the server sent" in nginx_cell["reason"]
+
+
+def test_ratios_agree_within_ten_percent_or_not():
+    row = crosscheck.Row("get-small", "x", 100.0, 50.0, "req/s", bench_ratio=0.50, nginx_ratio=0.54)
+    assert row.agrees and abs(row.agreement - 0.0741) < 0.001
+    row.nginx_ratio = 0.60
+    assert not row.agrees

@@ -1,0 +1,101 @@
+"""What else happened on the machine during a trial: steal time and other processes' CPU.
+
+On a shared VM the host takes cores away (steal), and any other process on the machine competes
+for the cores the lab uses. Both are read around every trial from /proc/stat (per-CPU, in clock
+ticks) and set against the CPU the lab itself accounts for (the driver's tree, the bench server,
+the lab's own process). A trial in which either is large is *disturbed*: the runner runs it again
+(docs/measurement.md).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from clientlab.measure import cpu_seconds, process_tree
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TICK_S = 1 / CLK_TCK
+
+# a trial is disturbed when, over its wall time, steal on the cores in use or other processes'
+# CPU exceeds these fractions of one core (with a floor of a few ticks: /proc/stat counts ticks)
+STEAL_LIMIT = 0.05
+OTHER_LIMIT = 0.10
+FLOOR_TICKS = 3
+
+
+def _cpu_lines() -> dict[int, list[int]]:
+    """Per-CPU counters from /proc/stat: user nice system idle iowait irq softirq steal ..."""
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu") and line[3].isdigit():
+                name, *values = line.split()
+                out[int(name[3:])] = [int(v) for v in values]
+    return out
+
+
+def _busy(values: list[int]) -> int:
+    user, nice, system, _idle, _iowait, irq, softirq = values[:7]
+    return user + nice + system + irq + softirq
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Seconds of steal (on the cores in use) and of other processes' CPU during one trial."""
+
+    steal_s: float
+    other_cpu_s: float
+    wall_s: float
+
+    def disturbed(self) -> str | None:
+        """Why this trial does not measure the client alone, or None."""
+        floor = FLOOR_TICKS * TICK_S
+        reasons = []
+        if self.steal_s > max(floor, STEAL_LIMIT * self.wall_s):
+            reasons.append(f"steal {self.steal_s * 1000:.0f} ms ({self.steal_s / self.wall_s:.0%} of the trial)")
+        if self.other_cpu_s > max(floor, OTHER_LIMIT * self.wall_s):
+            reasons.append(f"other processes used {self.other_cpu_s * 1000:.0f} ms of CPU "
+                           f"({self.other_cpu_s / self.wall_s:.0%} of a core)")
+        return "; ".join(reasons) or None
+
+    def to_dict(self) -> dict[str, float]:
+        return {"steal_s": round(self.steal_s, 4), "other_cpu_s": round(self.other_cpu_s, 4)}
+
+
+def lab_tree_cpu_s() -> float:
+    """CPU seconds (ticks) of the lab's process and everything it started: drivers, the bench
+    server, the network lab's services, and their children that have exited."""
+    user, system = cpu_seconds(process_tree(os.getpid()))
+    return user + system
+
+
+class NoiseMeter:
+    """start() right before go, stop() right after done.
+
+    `own_cpu_s()` returns the CPU seconds the lab accounts for so far (default: the lab's whole
+    process tree, in the same clock ticks as /proc/stat); `cores` are the CPUs the trial runs on
+    (None: all).
+    """
+
+    def __init__(self, cores: set[int] | None = None, own_cpu_s: Callable[[], float] = lab_tree_cpu_s):
+        self.own_cpu_s = own_cpu_s
+        self.cores = cores
+
+    def start(self) -> None:
+        self._stat0 = _cpu_lines()
+        self._own0 = self.own_cpu_s()
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> Noise:
+        wall = time.perf_counter() - self._t0
+        stat1 = _cpu_lines()
+        own = self.own_cpu_s() - self._own0
+        cores = self.cores if self.cores is not None else set(stat1)
+        steal = sum(stat1[c][7] - self._stat0[c][7] for c in cores if c in stat1 and c in self._stat0)
+        busy = sum(_busy(stat1[c]) - _busy(self._stat0[c]) for c in stat1 if c in self._stat0)
+        # ticks are sampled: the busy count can fall short of what the lab accounts for in ns
+        other = max(0.0, busy * TICK_S - own)
+        return Noise(steal_s=steal * TICK_S, other_cpu_s=other, wall_s=wall)

@@ -1,0 +1,64 @@
+"""A cell's figures as short texts, shared by the table and the long form."""
+
+from __future__ import annotations
+
+STATUS_LABEL = {"failed": "FAILED"}
+STATUS_STYLE = {"failed": "bold red", "unsupported": "yellow", "not-installed": "dim", "running": "cyan"}
+
+
+def throughput(f: dict) -> str:
+    value = f"{f['throughput']:,.0f}" if f["throughput"] >= 100 else f"{f['throughput']:.3g}"
+    return f"{value} {f['unit']}"
+
+
+def precision(f: dict) -> str:
+    return f"±{f['precision'] * 100:.1f}%"
+
+
+def count(f: dict) -> str:
+    """Requests per trial, and what the scenario asks when the lab scaled it to the trial budget."""
+    n = f.get("requests")
+    full = f.get("scenario_requests")
+    text = f"n={n:,}" if n is not None else ""
+    if n is not None and full and full != n:
+        text += f" of {full:,}"
+    return text
+
+
+def cpu_per_request(f: dict) -> str:
+    """User + system CPU of the driver's tree per request (the timed phase's medians)."""
+    n = f.get("requests") or 0
+    if not n:
+        return ""
+    seconds = (f["cpu_user_s"] + f["cpu_sys_s"]) / n
+    return f"CPU {seconds * 1e6:,.0f} µs/req" if seconds < 0.01 else f"CPU {seconds * 1e3:,.1f} ms/req"
+
+
+def memory(f: dict) -> str:
+    return f"mem {f['peak_rss_kb'] / 1024:.1f} MiB"
+
+
+def startup(f: dict) -> str:
+    """Process start to the first `ready`: reported apart from the timed figures."""
+    s = f.get("startup_s")
+    if s is None:
+        return ""
+    return f"start {s * 1000:,.0f} ms" if s < 10 else f"start {s:,.1f} s"
+
+
+def flags(f: dict) -> list[str]:
+    out = []
+    if f.get("noisy"):
+        out.append("noisy")
+    if f.get("disturbed_kept"):
+        out.append(f"{f['disturbed_kept']} disturbed")
+    return out
+
+
+def status_line(cell: dict, width: int = 70) -> str:
+    """'FAILED: reason' (first line, cut to `width`)."""
+    label = STATUS_LABEL.get(cell["status"], cell["status"])
+    reason = (cell.get("reason") or "").strip().splitlines()[0] if cell.get("reason") else ""
+    if len(reason) > width:
+        reason = reason[: width - 1] + "…"
+    return f"{label}: {reason}" if reason else label

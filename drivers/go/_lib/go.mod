@@ -1,0 +1,3 @@
+module clientlab/labdriver
+
+go 1.26

@@ -1,0 +1,314 @@
+// Package labdriver is the clientlab driver protocol (docs/driver-protocol.md) for Go drivers.
+//
+// A driver fills a Driver (the options it honours, its versions, Open) and calls Main; Open
+// builds a Client for one job, Client.Do does one request, Client.Close closes it. Main does
+// the rest: hello / job / ready / go / done / report, refusing jobs that need a capability the
+// driver's driver.toml does not claim or an option the driver does not honour, and running the
+// job's requests in order, or from `concurrency` goroutines when the job asks for more than one.
+//
+// Main also moves the real stdout aside: protocol lines go to a private copy of it and fd 1
+// points at stderr, so that nothing a library prints can corrupt the protocol.
+//
+// Standard library only: each driver's own dependencies stay in its own go.mod.
+package labdriver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// Protocol is the protocol version this package speaks.
+const Protocol = 1
+
+// Driver is what a driver supplies; Main does everything else.
+type Driver struct {
+	// Name for log lines on stderr, e.g. "go-net-http".
+	Name string
+	// Manifest is the driver's driver.toml (embed it): the one place capabilities are declared.
+	Manifest []byte
+	// Options maps each job option the driver honours to the values it honours exactly, or to
+	// nil for every valid value; any other non-null option is answered unsupported.
+	Options map[string][]any
+	// Versions adds library versions to the hello (Go, crypto/tls and every module the binary
+	// was built with are added by Main). May be nil.
+	Versions func() map[string]string
+	// Open builds the client for a job: configured, no connection opened, no request sent.
+	// Return Unsupported(reason) when the job cannot be done exactly as asked.
+	Open func(job *Job) (Client, error)
+}
+
+// Client is one job's client.
+type Client interface {
+	// Do does one request; an error means no response (it becomes a report error). With
+	// concurrency > 1 it is called from several goroutines at once.
+	Do(req *Request) (Response, error)
+	// Close closes the client and every connection it holds (called after the report).
+	Close()
+}
+
+// UnsupportedError is a job the driver cannot do exactly as asked.
+type UnsupportedError struct{ Reason string }
+
+func (e *UnsupportedError) Error() string { return e.Reason }
+
+// Unsupported returns an error that Main answers with an `unsupported` message.
+func Unsupported(format string, args ...any) error {
+	return &UnsupportedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Logf writes one line to stderr (the lab keeps the last lines for failure messages).
+func Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s: %s\n", logName, fmt.Sprintf(format, args...))
+}
+
+var logName = "driver"
+
+// Main runs the driver on stdin/stdout until end of stdin, then exits.
+func Main(d Driver) {
+	logName = d.Name
+	caps, err := manifestCapabilities(d.Manifest)
+	if err != nil {
+		Logf("driver.toml: %v", err)
+		os.Exit(3)
+	}
+	proto, err := moveStdoutAside()
+	if err != nil {
+		Logf("stdout: %v", err)
+		os.Exit(3)
+	}
+	l := &loop{driver: d, caps: caps, out: bufio.NewWriterSize(proto, 1<<16)}
+	l.run(bufio.NewReaderSize(os.Stdin, 1<<16))
+	os.Exit(0)
+}
+
+// moveStdoutAside returns a private (close-on-exec) copy of fd 1 for protocol lines and points
+// fd 1 at stderr, so a library's output, or a child process's, never reaches the lab's pipe.
+func moveStdoutAside() (*os.File, error) {
+	fd, err := syscall.Dup(1)
+	if err != nil {
+		return nil, err
+	}
+	syscall.CloseOnExec(fd)
+	if err := syscall.Dup3(2, 1, 0); err != nil {
+		return nil, err
+	}
+	os.Stdout = os.Stderr
+	return os.NewFile(uintptr(fd), "protocol"), nil
+}
+
+type loop struct {
+	driver Driver
+	caps   map[string]bool
+	out    *bufio.Writer
+	job    *Job
+	client Client
+}
+
+func (l *loop) send(message any) {
+	data, err := json.Marshal(message)
+	if err != nil { // only our own types are sent: cannot happen
+		Logf("cannot encode a message: %v", err)
+		os.Exit(3)
+	}
+	l.out.Write(data)
+	l.out.WriteByte('\n')
+	if err := l.out.Flush(); err != nil {
+		Logf("writing to the lab: %v", err)
+		os.Exit(3)
+	}
+}
+
+type simple struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+func (l *loop) run(in *bufio.Reader) {
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			l.handle(line)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				Logf("reading stdin: %v", err)
+			}
+			return
+		}
+	}
+}
+
+func (l *loop) handle(line []byte) {
+	var message struct {
+		Type string          `json:"type"`
+		Job  json.RawMessage `json:"job"`
+	}
+	if err := json.Unmarshal(line, &message); err != nil || message.Type == "" {
+		l.send(simple{Type: "error", Message: fmt.Sprintf("not a protocol message: %.200q", line)})
+		return
+	}
+	switch message.Type {
+	case "hello":
+		l.send(struct {
+			Type     string            `json:"type"`
+			Protocol int               `json:"protocol"`
+			Versions map[string]string `json:"versions"`
+		}{"hello", Protocol, l.versions()})
+	case "job":
+		l.onJob(message.Job)
+	case "go":
+		l.onGo()
+	default:
+		l.send(simple{Type: "error", Message: fmt.Sprintf("unknown message type %q", message.Type)})
+	}
+}
+
+func (l *loop) onJob(data json.RawMessage) {
+	if l.client != nil { // a job that never got its go: no connection survives it
+		l.client.Close()
+	}
+	l.job, l.client = nil, nil
+	job, client, err := l.prepare(data)
+	var unsupported *UnsupportedError
+	switch {
+	case errors.As(err, &unsupported):
+		l.send(simple{Type: "unsupported", Reason: unsupported.Reason})
+	case err != nil:
+		Logf("%v", err)
+		l.send(simple{Type: "error", Message: err.Error()})
+	default:
+		l.job, l.client = job, client
+		l.send(simple{Type: "ready"})
+	}
+}
+
+// prepare parses a job, refuses what the driver cannot do exactly, and builds the client.
+func (l *loop) prepare(data json.RawMessage) (*Job, Client, error) {
+	job, err := parseJob(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bad job: %w", err)
+	}
+	if reason := refusal(job, l.caps, l.driver.Options); reason != "" {
+		return nil, nil, &UnsupportedError{Reason: reason}
+	}
+	client, err := l.driver.Open(job)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the client failed: %w", err)
+	}
+	return job, client, nil
+}
+
+func (l *loop) onGo() {
+	job, client := l.job, l.client
+	l.job, l.client = nil, nil
+	if job == nil {
+		l.send(simple{Type: "error", Message: "go without a ready job"})
+		return
+	}
+	rep := runAll(job, client)
+	l.send(simple{Type: "done"}) // before the report: serialising it is not timed
+	l.send(rep)
+	client.Close() // no connection survives the job
+}
+
+// runAll is the timed phase: every request in order, or from up to `concurrency` goroutines.
+func runAll(job *Job, client Client) *report {
+	rep := &report{Type: "report", Responses: make([]responseItem, 0, job.Total), Errors: []errorItem{}}
+	work := job.Work()
+	if job.Concurrency <= 1 {
+		for _, req := range work {
+			resp, err := client.Do(req)
+			rep.add(job, req, resp, err)
+		}
+		return rep
+	}
+	var next atomic.Int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range min(job.Concurrency, len(work)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(work)) {
+					return
+				}
+				resp, err := client.Do(work[i])
+				mu.Lock()
+				rep.add(job, work[i], resp, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return rep
+}
+
+type responseItem struct {
+	R      int    `json:"r"`
+	Status int    `json:"status"`
+	Bytes  int64  `json:"bytes"`
+	HTTP   string `json:"http"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+type errorItem struct {
+	R       int    `json:"r"`
+	Message string `json:"message"`
+}
+
+type report struct {
+	Type      string         `json:"type"`
+	Responses []responseItem `json:"responses"`
+	Errors    []errorItem    `json:"errors"`
+}
+
+func (rep *report) add(job *Job, req *Request, resp Response, err error) {
+	if err != nil {
+		message := err.Error()
+		if len(message) > 500 {
+			message = message[:500]
+		}
+		rep.Errors = append(rep.Errors, errorItem{R: req.R, Message: message})
+		return
+	}
+	item := responseItem{R: req.R, Status: resp.Status, Bytes: resp.Bytes, HTTP: resp.HTTP}
+	if job.Verify {
+		item.SHA256 = resp.SHA256
+	}
+	rep.Responses = append(rep.Responses, item)
+}
+
+func (l *loop) versions() map[string]string {
+	v := map[string]string{"crypto/tls": goVersion()}
+	v["go"] = goVersion()
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Replace != nil && (strings.HasPrefix(m.Replace.Path, ".") || strings.HasPrefix(m.Replace.Path, "/")) {
+				continue // a local replacement (this package): no version to tell
+			}
+			if m.Replace != nil {
+				m = m.Replace
+			}
+			v[m.Path] = m.Version
+		}
+	}
+	if l.driver.Versions != nil {
+		for name, version := range l.driver.Versions() {
+			v[name] = version
+		}
+	}
+	return v
+}

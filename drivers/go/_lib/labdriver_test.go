@@ -1,0 +1,211 @@
+package labdriver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const manifest = `id = "go-test"
+# capabilities below
+capabilities = ["tls", "form", # a comment
+                "parallel", "keepalive_off"]
+default = false
+`
+
+func job(t *testing.T, text string) *Job {
+	t.Helper()
+	j, err := parseJob(json.RawMessage(text))
+	if err != nil {
+		t.Fatalf("parseJob: %v", err)
+	}
+	return j
+}
+
+func TestParseJobDefaultsAndOrder(t *testing.T) {
+	j := job(t, `{"requests":[{"method":"post","url":"http://h/echo","form":{"b":"2","a":"","c":"3"}},
+		{"method":"GET","url":"http://h/x","repeat":3,"unknown":1}],"options":{"tcp_nodelay":null}}`)
+	if j.HTTP != "1.1" || j.Concurrency != 1 || !j.KeepAlive || j.Timeout != 60*time.Second || j.Total != 4 {
+		t.Fatalf("defaults: %+v", j)
+	}
+	r := j.Requests[0]
+	if r.Method != "POST" || r.Repeat != 1 || r.FormEncoding != "urlencoded" || r.Sink != "memory" {
+		t.Fatalf("request defaults: %+v", r)
+	}
+	if got := *r.Form; len(got) != 3 || got[0] != (KV{"b", "2"}) || got[1] != (KV{"a", ""}) {
+		t.Fatalf("form order: %v", got)
+	}
+	if len(j.Work()) != 4 || j.Work()[1].R != 1 {
+		t.Fatalf("work: %v", j.Work())
+	}
+	if j.Options.TCPNoDelay != nil || len(j.Options.set) != 0 {
+		t.Fatalf("null option kept: %+v", j.Options)
+	}
+	if z := job(t, `{"requests":[{"method":"GET","url":"u","repeat":0}]}`); z.Total != 0 {
+		t.Fatalf("repeat 0 became %d", z.Total)
+	}
+}
+
+func TestParseJobRejects(t *testing.T) {
+	const bad, unsupported = 1, 2
+	for _, c := range []struct {
+		text string
+		want int
+	}{
+		{`{}`, bad}, // no requests list
+		{`{"concurrency":0,"requests":[]}`, bad},
+		{`{"requests":[{"method":"GET","url":"u","sink":"file"}]}`, bad}, // no sink_path
+		{`{"requests":[{"method":"GET","url":"u","headers":{"a":1}}]}`, bad},
+		{`{"http":"3","requests":[]}`, unsupported},
+		{`{"requests":[{"method":"GET","url":"u","sink":"pipe"}]}`, unsupported},
+		{`{"requests":[{"method":"GET","url":"u","form_encoding":"json"}]}`, unsupported},
+		{`{"options":{"tcp_nodelay":1},"requests":[]}`, unsupported},
+		{`{"options":{"max_host_connections":0},"requests":[]}`, unsupported},
+		{`{"options":{"max_host_connections":true},"requests":[]}`, unsupported},
+		{`{"options":{"share":["dns","disk"]},"requests":[]}`, unsupported},
+	} {
+		_, err := parseJob(json.RawMessage(c.text))
+		var u *UnsupportedError
+		got := map[bool]int{false: bad, true: unsupported}[errors.As(err, &u)]
+		if err == nil || got != c.want {
+			t.Errorf("%s: %v (kind %d, want %d)", c.text, err, got, c.want)
+		}
+	}
+}
+
+func TestManifestCapabilities(t *testing.T) {
+	caps, err := manifestCapabilities([]byte(manifest))
+	if err != nil || len(caps) != 4 || !caps["parallel"] || !caps["keepalive_off"] {
+		t.Fatalf("caps %v, %v", caps, err)
+	}
+	if _, err := manifestCapabilities([]byte(`capabilities = ["tls"`)); err == nil {
+		t.Fatal("an open list was accepted")
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	caps, _ := manifestCapabilities([]byte(manifest))
+	honoured := map[string][]any{"tcp_nodelay": nil, "expect_100": {false}}
+	for text, want := range map[string]string{
+		`{"requests":[{"method":"POST","url":"https://h/","form":{}}]}`:                  "",
+		`{"cookies":true,"requests":[]}`:                                                 "needs capabilities not claimed: cookies",
+		`{"http":"h2c","requests":[{"method":"GET","url":"u","follow_redirects":true}]}`: "needs capabilities not claimed: h2c, redirects",
+		`{"options":{"tcp_nodelay":false,"expect_100":false},"requests":[]}`:             "",
+		`{"options":{"expect_100":true},"requests":[]}`:                                  "option expect_100=true cannot be honoured (only [false])",
+		`{"options":{"max_host_connections":4},"requests":[]}`:                           "option max_host_connections is not supported",
+		`{"options":{"brand_new":"x"},"requests":[]}`:                                    "option brand_new is not supported",
+	} {
+		if got := refusal(job(t, text), caps, honoured); got != want {
+			t.Errorf("%s: %q, want %q", text, got, want)
+		}
+	}
+}
+
+type fakeClient struct {
+	inFlight, most atomic.Int32
+	closed         atomic.Bool
+}
+
+func (f *fakeClient) Do(req *Request) (Response, error) {
+	n := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for m := f.most.Load(); n > m && !f.most.CompareAndSwap(m, n); m = f.most.Load() {
+	}
+	time.Sleep(time.Millisecond)
+	if req.R == 1 {
+		return Response{}, errors.New("refused")
+	}
+	return Memory(&Job{Verify: true}, 200, "1.1", []byte("abc")), nil
+}
+
+func (f *fakeClient) Close() { f.closed.Store(true) }
+
+func TestRunAllKeepsConcurrency(t *testing.T) {
+	j := job(t, `{"concurrency":3,"verify":true,"requests":[{"method":"GET","url":"u","repeat":20},{"method":"GET","url":"v","repeat":2}]}`)
+	f := &fakeClient{}
+	rep := runAll(j, f)
+	if len(rep.Responses) != 20 || len(rep.Errors) != 2 || f.most.Load() != 3 {
+		t.Fatalf("%d responses, %d errors, %d in flight at most", len(rep.Responses), len(rep.Errors), f.most.Load())
+	}
+	if rep.Responses[0].SHA256 != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Fatalf("sha256 %q", rep.Responses[0].SHA256)
+	}
+	j.Concurrency, j.Verify = 1, false
+	f = &fakeClient{}
+	if rep = runAll(j, f); f.most.Load() != 1 || rep.Responses[0].SHA256 != "" || rep.Errors[0].R != 1 {
+		t.Fatalf("sequential: %d in flight, %+v", f.most.Load(), rep.Responses[0])
+	}
+}
+
+func TestLoopMessages(t *testing.T) {
+	caps, _ := manifestCapabilities([]byte(manifest))
+	f := &fakeClient{}
+	var out bytes.Buffer
+	l := &loop{caps: caps, out: bufio.NewWriter(&out), driver: Driver{
+		Options:  map[string][]any{},
+		Versions: func() map[string]string { return map[string]string{"lib": "1.0"} },
+		Open: func(j *Job) (Client, error) {
+			if j.Scenario == "refuse" {
+				return nil, Unsupported("not today")
+			}
+			return f, nil
+		},
+	}}
+	in := strings.Join([]string{
+		`{"type":"hello","protocol":1}`,
+		`{"type":"go"}`,
+		`{"type":"job","job":{"scenario":"refuse","requests":[]}}`,
+		`{"type":"job","job":{"cookies":true,"requests":[]}}`,
+		``,
+		`{"type":"job","job":{"verify":true,"requests":[{"method":"GET","url":"u","repeat":2}]}}`,
+		`{"type":"go"}`,
+		`{"type":"bye"}`,
+		`not json`,
+	}, "\n")
+	l.run(bufio.NewReader(strings.NewReader(in)))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{`{"type":"hello","protocol":1,"versions":{`, `{"type":"error","message":"go without a ready job"}`,
+		`{"type":"unsupported","reason":"not today"}`, `{"type":"unsupported","reason":"needs capabilities not claimed: cookies"}`,
+		`{"type":"ready"}`, `{"type":"done"}`, `{"type":"report","responses":[{"r":0,"status":200,"bytes":3,"http":"1.1","sha256":"ba78`,
+		`{"type":"error","message":"unknown message type \"bye\""}`, `{"type":"error","message":"not a protocol message:`}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines:\n%s", len(lines), out.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d: %s\nwant prefix %s", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[0], `"lib":"1.0"`) || !strings.Contains(lines[0], `"go":"go1.`) || !f.closed.Load() {
+		t.Errorf("hello %s, closed %v", lines[0], f.closed.Load())
+	}
+}
+
+func TestSetNoDelay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, on := range []bool{false, true} {
+		j := &Job{Options: Options{TCPNoDelay: &on}}
+		conn, err := DialContext(j)(t.Context(), "tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := conn.(*net.TCPConn).SyscallConn()
+		var got int
+		raw.Control(func(fd uintptr) { got, _ = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY) })
+		conn.Close()
+		if (got != 0) != on {
+			t.Errorf("tcp_nodelay=%v: socket says %d", on, got)
+		}
+	}
+}

@@ -1,0 +1,264 @@
+package clientlab.lab;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/** A job (docs/driver-protocol.md §3) as typed fields. */
+public final class Job {
+    /** Options known in protocol version 1 and the JSON kind each value must have. */
+    static final Map<String, String> OPTION_KINDS = Map.of(
+            "tcp_nodelay", "boolean", "max_host_connections", "integer", "share", "list",
+            "expect_100", "boolean", "multi_api", "string");
+
+    public final String scenario;
+    public final boolean verify;
+    /** "1.1", "2" (HTTP/2 over TLS) or "h2c" (cleartext, prior knowledge) */
+    public final String http;
+    /** PEM CA file to trust for https URLs, or null */
+    public final String tlsCa;
+    public final int concurrency;
+    public final boolean keepAlive;
+    public final boolean cookies;
+    public final boolean acceptGzip;
+    public final double timeoutS;
+    /** the non-null options: Boolean, Long, String or List<String> values */
+    public final Map<String, Object> options;
+    public final List<Request> requests;
+
+    private Job(JsonNode j) {
+        scenario = j.path("scenario").asText("");
+        verify = j.path("verify").asBoolean(false);
+        http = j.path("http").asText("1.1");
+        tlsCa = j.hasNonNull("tls_ca") ? j.get("tls_ca").asText() : null;
+        concurrency = j.path("concurrency").asInt(1);
+        keepAlive = j.path("keep_alive").asBoolean(true);
+        cookies = j.path("cookies").asBoolean(false);
+        acceptGzip = j.path("accept_gzip").asBoolean(false);
+        timeoutS = j.path("timeout_s").asDouble(60);
+        if (concurrency < 1) {
+            throw new IllegalArgumentException("concurrency must be at least 1");
+        }
+        JsonNode opts = j.get("options");
+        if (opts != null && !opts.isNull() && !opts.isObject()) {
+            throw new IllegalArgumentException("options must be an object");
+        }
+        Map<String, Object> o = new TreeMap<>();
+        if (opts != null) {
+            opts.fields().forEachRemaining(f -> {
+                if (!f.getValue().isNull()) {
+                    o.put(f.getKey(), plain(f.getValue()));
+                }
+            });
+        }
+        options = Collections.unmodifiableMap(o);
+        JsonNode reqs = j.get("requests");
+        if (reqs == null || !reqs.isArray()) {
+            throw new IllegalArgumentException("job must have a requests list");
+        }
+        List<Request> list = new ArrayList<>();
+        for (int r = 0; r < reqs.size(); r++) {
+            list.add(Request.parse(r, reqs.get(r)));
+        }
+        requests = Collections.unmodifiableList(list);
+    }
+
+    /** Build from the {@code job} object of a job message. */
+    public static Job parse(JsonNode data) {
+        if (data == null || !data.isObject()) {
+            throw new IllegalArgumentException("job must be an object");
+        }
+        return new Job(data);
+    }
+
+    /** The option's value; null when absent or null (the client's default). */
+    public Object option(String name) {
+        return options.get(name);
+    }
+
+    /** A boolean option (tcp_nodelay, expect_100); null when the client's default is asked. */
+    public Boolean flag(String name) {
+        return (Boolean) options.get(name);
+    }
+
+    /** An integer option (max_host_connections); null when the client's default is asked. */
+    public Integer number(String name) {
+        Object v = options.get(name);
+        return v == null ? null : Math.toIntExact((Long) v);
+    }
+
+    /** HTTP/2, over TLS or cleartext. */
+    public boolean http2() {
+        return http.equals("2") || http.equals("h2c");
+    }
+
+    public boolean h2c() {
+        return http.equals("h2c");
+    }
+
+    public Duration timeout() {
+        return Duration.ofMillis(Math.round(timeoutS * 1000));
+    }
+
+    public long timeoutMillis() {
+        return timeout().toMillis();
+    }
+
+    /** Every request to do, in order, repeats expanded. */
+    public List<Request> work() {
+        List<Request> out = new ArrayList<>();
+        for (Request req : requests) {
+            for (int i = 0; i < req.repeat; i++) {
+                out.add(req);
+            }
+        }
+        return out;
+    }
+
+    /** How many requests the job makes. */
+    public int total() {
+        long n = 0;
+        for (Request req : requests) {
+            n += req.repeat;
+        }
+        return (int) Math.min(n, Integer.MAX_VALUE);
+    }
+
+    /** Whether every entry follows redirects (true), none does (false), or they differ (null). */
+    public Boolean followRedirects() {
+        Set<Boolean> seen = new TreeSet<>();
+        requests.forEach(r -> seen.add(r.followRedirects));
+        return seen.size() > 1 ? null : seen.contains(Boolean.TRUE);
+    }
+
+    /** Capabilities a driver needs for this job (the lab's rule, clientlab/job.py). */
+    public Set<String> requiredCapabilities() {
+        Set<String> needed = new TreeSet<>();
+        if (http.equals("2")) {
+            needed.add("http2");
+        }
+        if (http.equals("h2c")) {
+            needed.add("h2c");
+        }
+        if (cookies) {
+            needed.add("cookies");
+        }
+        if (acceptGzip) {
+            needed.add("gzip");
+        }
+        if (concurrency > 1) {
+            needed.add("parallel");
+        }
+        if (!keepAlive) {
+            needed.add("keepalive_off");
+        }
+        for (Request r : requests) {
+            if (r.https()) {
+                needed.add("tls");
+            }
+            if (r.followRedirects) {
+                needed.add("redirects");
+            }
+            if (r.form != null) {
+                needed.add(r.multipart() ? "multipart" : "form");
+            }
+            if (r.bodyFile != null) {
+                needed.add("upload");
+            }
+            if (r.toFile()) {
+                needed.add("sink_file");
+            }
+        }
+        return needed;
+    }
+
+    /**
+     * Why this job cannot be done exactly (an unknown value, a capability the manifest does not
+     * claim, an option the driver does not honour), or null. {@code honoured} maps each option
+     * the driver honours to the values it honours exactly, or to null for every valid value.
+     */
+    String refusal(Set<String> capabilities, Map<String, List<?>> honoured) {
+        if (!http.equals("1.1") && !http.equals("2") && !http.equals("h2c")) {
+            return "http '" + http + "' is not known";
+        }
+        for (Request r : requests) {
+            String why = r.unknownValue();
+            if (why != null) {
+                return why;
+            }
+        }
+        Set<String> missing = new TreeSet<>(requiredCapabilities());
+        missing.removeAll(capabilities);
+        if (!missing.isEmpty()) {
+            return "needs capabilities not claimed: " + String.join(", ", missing);
+        }
+        for (Map.Entry<String, Object> e : options.entrySet()) {
+            String name = e.getKey();
+            Object value = e.getValue();
+            if (!honoured.containsKey(name)) {
+                return "option " + name + " is not supported";
+            }
+            String kind = OPTION_KINDS.get(name);
+            if (kind != null && !kind.equals(kindOf(value))) {
+                return "option " + name + " must be a " + kind + ", got " + Lab.json(value);
+            }
+            if (name.equals("max_host_connections") && (Long) value < 1) {
+                return "option max_host_connections must be a positive integer";
+            }
+            List<?> allowed = honoured.get(name);
+            if (allowed != null && !allowed.contains(value)) {
+                List<String> shown = new ArrayList<>();
+                allowed.forEach(a -> shown.add(Lab.json(a)));
+                return "option " + name + "=" + Lab.json(value) + " cannot be honoured (only "
+                        + String.join(", ", shown) + ")";
+            }
+        }
+        return null;
+    }
+
+    private static Object plain(JsonNode v) {
+        if (v.isBoolean()) {
+            return v.asBoolean();
+        }
+        if (v.isIntegralNumber() && v.canConvertToLong()) {
+            return v.asLong();
+        }
+        if (v.isNumber()) {
+            return v.numberValue();
+        }
+        if (v.isTextual()) {
+            return v.asText();
+        }
+        if (v.isArray()) {
+            List<Object> out = new ArrayList<>();
+            v.forEach(item -> out.add(plain(item)));
+            return out;
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        v.fields().forEachRemaining(f -> out.put(f.getKey(), plain(f.getValue())));
+        return out;
+    }
+
+    private static String kindOf(Object value) {
+        if (value instanceof Boolean) {
+            return "boolean";
+        }
+        if (value instanceof Long) {
+            return "integer";
+        }
+        if (value instanceof String) {
+            return "string";
+        }
+        if (value instanceof Number) {
+            return "number";
+        }
+        return value instanceof List ? "list" : "object";
+    }
+}

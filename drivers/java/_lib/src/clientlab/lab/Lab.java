@@ -1,0 +1,269 @@
+package clientlab.lab;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.File;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
+import java.util.jar.Manifest;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.net.ssl.SSLContext;
+
+/**
+ * labdriver for Java: the clientlab driver protocol (docs/driver-protocol.md). A driver's
+ * {@code main} calls {@link #main(Driver, String[])} with the driver folder as first argument;
+ * this class does hello / job / ready / go / done / report / close, refusing jobs that need a
+ * capability the folder's driver.toml does not claim or an option the driver does not honour.
+ */
+public final class Lab {
+    public static final int PROTOCOL = 1;
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    private final Driver driver;
+    private final Set<String> capabilities;
+    private final Writer out;
+    private Job ready;
+
+    private Lab(Driver driver, Set<String> capabilities, Writer out) {
+        this.driver = driver;
+        this.capabilities = capabilities;
+        this.out = out;
+    }
+
+    /**
+     * Run {@code driver} on stdin/stdout until end of input, then exit 0. {@code args[0]} is the
+     * driver folder (its driver.toml is the one place capabilities are declared; default: the
+     * working directory, which the lab sets to the folder).
+     */
+    public static void main(Driver driver, String[] args) {
+        // protocol lines go to the real stdout; System.out becomes stderr so that a library's
+        // println or default logging cannot corrupt the protocol
+        Writer proto = new BufferedWriter(new OutputStreamWriter(
+                new FileOutputStream(FileDescriptor.out), StandardCharsets.UTF_8));
+        System.setOut(System.err);
+        int status = 0;
+        try {
+            Path folder = Path.of(args.length > 0 ? args[0] : "").toAbsolutePath();
+            new Lab(driver, capabilities(folder.resolve("driver.toml")), proto).run();
+        } catch (Throwable t) {
+            t.printStackTrace();
+            status = 3;
+        }
+        System.exit(status);
+    }
+
+    /** The {@code capabilities} list of a driver.toml (a TOML array of strings). */
+    static Set<String> capabilities(Path manifest) throws IOException {
+        StringBuilder text = new StringBuilder();
+        for (String line : Files.readAllLines(manifest, StandardCharsets.UTF_8)) {
+            text.append(line.replaceFirst("\\s#[^\"]*$|^#.*$", "")).append('\n'); // comments
+        }
+        Matcher m = Pattern.compile("(?m)^\\s*capabilities\\s*=\\s*\\[([^\\]]*)\\]").matcher(text);
+        if (!m.find()) {
+            throw new IOException(manifest + ": no capabilities list");
+        }
+        Set<String> caps = new LinkedHashSet<>();
+        Matcher item = Pattern.compile("\"([^\"]*)\"|'([^']*)'").matcher(m.group(1));
+        while (item.find()) {
+            caps.add(item.group(1) != null ? item.group(1) : item.group(2));
+        }
+        return caps;
+    }
+
+    /** Versions every Java driver reports: the runtime, the VM and the TLS provider. */
+    public static Map<String, String> baseVersions() {
+        Map<String, String> v = new LinkedHashMap<>();
+        v.put("java", System.getProperty("java.runtime.version", Runtime.version().toString()));
+        v.put("jvm", System.getProperty("java.vm.name") + " " + System.getProperty("java.vm.version"));
+        try {
+            v.put("tls", SSLContext.getDefault().getProvider().toString()); // e.g. "SunJSSE version 17"
+        } catch (Exception e) {
+            v.put("tls", "unknown: " + e);
+        }
+        return v;
+    }
+
+    /**
+     * The version of the jar holding {@code cls}, from its manifest (Implementation-Version, else
+     * the OSGi Bundle-Version), else from Maven's pom.properties inside it; "unknown" without one.
+     */
+    public static String versionOf(Class<?> cls) {
+        Package p = cls.getPackage();
+        if (p != null && p.getImplementationVersion() != null) {
+            return p.getImplementationVersion();
+        }
+        try (JarFile jar = new JarFile(new File(cls.getProtectionDomain().getCodeSource().getLocation().toURI()))) {
+            Manifest manifest = jar.getManifest();
+            String v = manifest == null ? null : manifest.getMainAttributes().getValue("Bundle-Version");
+            if (v != null) {
+                return v;
+            }
+            for (JarEntry e : Collections.list(jar.entries())) {
+                if (e.getName().startsWith("META-INF/maven/") && e.getName().endsWith("/pom.properties")) {
+                    Properties props = new Properties();
+                    try (InputStream in = jar.getInputStream(e)) {
+                        props.load(in);
+                    }
+                    if (props.getProperty("version") != null) {
+                        return props.getProperty("version");
+                    }
+                }
+            }
+        } catch (Exception e) {
+            return "unknown (" + e + ")";
+        }
+        return "unknown";
+    }
+
+    static String json(Object value) {
+        try {
+            return JSON.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            return String.valueOf(value);
+        }
+    }
+
+    private void send(Map<String, Object> message) throws IOException {
+        out.write(JSON.writeValueAsString(message));
+        out.write('\n');
+        out.flush();
+    }
+
+    private void send(String type, String key, Object value) throws IOException {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("type", type);
+        if (key != null) {
+            m.put(key, value);
+        }
+        send(m);
+    }
+
+    private void run() throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (String line = in.readLine(); line != null; line = in.readLine()) {
+            if (line.isBlank()) {
+                continue;
+            }
+            JsonNode message;
+            String kind;
+            try {
+                message = JSON.readTree(line);
+                kind = message.get("type").asText();
+            } catch (Exception e) {
+                send("error", "message", "not a protocol message: " + line.substring(0, Math.min(200, line.length())));
+                continue;
+            }
+            switch (kind) {
+                case "hello":
+                    Map<String, Object> hello = new LinkedHashMap<>();
+                    hello.put("type", "hello");
+                    hello.put("protocol", PROTOCOL);
+                    Map<String, String> versions = baseVersions();
+                    driver.versions(versions);
+                    hello.put("versions", versions);
+                    send(hello);
+                    break;
+                case "job":
+                    onJob(message.get("job"));
+                    break;
+                case "go":
+                    onGo();
+                    break;
+                default:
+                    send("error", "message", "unknown message type '" + kind + "'");
+            }
+        }
+        if (ready != null) {
+            closeQuietly();
+        }
+    }
+
+    private void onJob(JsonNode data) throws IOException {
+        if (ready != null) { // a job that never got its go: its client goes first
+            ready = null;
+            closeQuietly();
+        }
+        Job job;
+        try {
+            job = Job.parse(data);
+        } catch (RuntimeException e) {
+            send("error", "message", "bad job: " + e);
+            return;
+        }
+        String reason = job.refusal(capabilities, driver.options());
+        if (reason == null && job.http2() && !job.keepAlive && !driver.http2WithoutKeepAlive()) {
+            reason = "this client closes a connection after a request only by Connection: close, "
+                    + "which HTTP/2 does not have";
+        }
+        if (reason == null) {
+            reason = driver.refuse(job);
+        }
+        if (reason != null) {
+            send("unsupported", "reason", reason);
+            return;
+        }
+        try {
+            driver.begin(job);
+        } catch (Exception e) {
+            e.printStackTrace();
+            closeQuietly();
+            send("error", "message", "building the client failed: " + Report.cause(e));
+            return;
+        }
+        ready = job;
+        send("ready", null, null);
+    }
+
+    private void onGo() throws IOException {
+        Job job = ready;
+        ready = null;
+        if (job == null) {
+            send("error", "message", "go without a ready job");
+            return;
+        }
+        Report report = new Report(job);
+        List<Request> work = job.work();
+        try {
+            driver.runAll(job, work, report);
+        } catch (Exception e) {
+            e.printStackTrace();
+            send("error", "message", "the run failed: " + Report.cause(e));
+            closeQuietly();
+            return;
+        }
+        send("done", null, null); // before the report: serialising it is not timed
+        report.write(out);
+        out.write('\n');
+        out.flush();
+        closeQuietly(); // no connection survives the job
+    }
+
+    private void closeQuietly() {
+        try {
+            driver.end();
+        } catch (Exception e) {
+            e.printStackTrace();
+        }
+    }
+}

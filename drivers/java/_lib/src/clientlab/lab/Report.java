@@ -1,0 +1,80 @@
+package clientlab.lab;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import java.io.IOException;
+import java.io.Writer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+
+/** Collects responses and errors (thread-safe) and writes them as the report message. */
+public final class Report {
+    private final boolean verify;
+    private final boolean http2;
+    private final List<Object[]> responses;
+    private final List<Object[]> errors = new ArrayList<>();
+
+    Report(Job job) {
+        this.verify = job.verify;
+        this.http2 = job.http2();
+        // room for every response now: the timed phase does not pay for the lab's bookkeeping
+        this.responses = new ArrayList<>(Math.min(job.total(), 1 << 20));
+    }
+
+    /** Record one response; an HTTP/2 job answered in another version is an error, not a response. */
+    public synchronized void add(Request req, Response resp) {
+        if (http2 && !resp.http.equals("2")) {
+            errors.add(new Object[] {req.r, "HTTP/2 was asked, the client used HTTP/" + resp.http});
+            return;
+        }
+        responses.add(new Object[] {req.r, resp.status, resp.bytes, resp.http, resp.sha256});
+    }
+
+    /** Record one request that got no response. */
+    public synchronized void fail(Request req, Throwable exc) {
+        Throwable t = cause(exc);
+        String text = t.getMessage();
+        String message = t.getClass().getSimpleName() + (text == null || text.isEmpty() ? "" : ": " + text);
+        errors.add(new Object[] {req.r, message.length() > 500 ? message.substring(0, 500) : message});
+    }
+
+    /** The exception behind the wrappers of futures and executors. */
+    public static Throwable cause(Throwable exc) {
+        Throwable t = exc;
+        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    synchronized void write(Writer out) throws IOException {
+        try (JsonGenerator g = Lab.JSON.getFactory().createGenerator(out)) {
+            g.disable(JsonGenerator.Feature.AUTO_CLOSE_TARGET);
+            g.writeStartObject();
+            g.writeStringField("type", "report");
+            g.writeArrayFieldStart("responses");
+            for (Object[] x : responses) {
+                g.writeStartObject();
+                g.writeNumberField("r", (Integer) x[0]);
+                g.writeNumberField("status", (Integer) x[1]);
+                g.writeNumberField("bytes", (Long) x[2]);
+                g.writeStringField("http", (String) x[3]);
+                if (verify) {
+                    g.writeStringField("sha256", (String) x[4]);
+                }
+                g.writeEndObject();
+            }
+            g.writeEndArray();
+            g.writeArrayFieldStart("errors");
+            for (Object[] x : errors) {
+                g.writeStartObject();
+                g.writeNumberField("r", (Integer) x[0]);
+                g.writeStringField("message", (String) x[1]);
+                g.writeEndObject();
+            }
+            g.writeEndArray();
+            g.writeEndObject();
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package clientlab.lab;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.Locale;
+
+/** What one request got: final status, decoded body length, HTTP version, digest if verify. */
+public final class Response {
+    public final int status;
+    public final long bytes;
+    /** "1.0", "1.1" or "2" */
+    public final String http;
+    /** hex SHA-256 of the decoded body, only when the job verifies */
+    public final String sha256;
+
+    public Response(int status, long bytes, String http, String sha256) {
+        this.status = status;
+        this.bytes = bytes;
+        this.http = label(http);
+        this.sha256 = sha256;
+    }
+
+    /** A response whose whole (decoded) body is in memory. */
+    public static Response of(int status, Object http, byte[] body, boolean verify) {
+        return new Response(status, body.length, String.valueOf(http), verify ? hex(digest().digest(body)) : null);
+    }
+
+    /** A response whose (decoded) body the library wrote to {@code file}; digest read back if verify. */
+    public static Response ofFile(int status, Object http, Path file, boolean verify) throws IOException {
+        String sha = null;
+        if (verify) {
+            MessageDigest d = digest();
+            byte[] chunk = new byte[FileSink.CHUNK];
+            try (InputStream in = Files.newInputStream(file)) {
+                for (int n = in.read(chunk); n >= 0; n = in.read(chunk)) {
+                    d.update(chunk, 0, n);
+                }
+            }
+            sha = hex(d.digest());
+        }
+        return new Response(status, Files.size(file), String.valueOf(http), sha);
+    }
+
+    /**
+     * Normalise a library's idea of the HTTP version to "1.0", "1.1" or "2": "HTTP/1.1" (Apache,
+     * Jetty), HTTP_1_1 / HTTP_2 (java.net.http), "http/1.1" / "h2" / "h2_prior_knowledge" (OkHttp).
+     */
+    public static String label(String version) {
+        String v = version.toUpperCase(Locale.ROOT);
+        if (v.startsWith("HTTP/") || v.startsWith("HTTP_")) {
+            v = v.substring(5);
+        }
+        switch (v.replace('_', '.')) {
+            case "1.0": case "10":
+                return "1.0";
+            case "1.1": case "11":
+                return "1.1";
+            case "2": case "2.0": case "20": case "H2": case "H2.PRIOR.KNOWLEDGE":
+                return "2";
+            default:
+                return version;
+        }
+    }
+
+    static MessageDigest digest() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static String hex(byte[] digest) {
+        return HexFormat.of().formatHex(digest);
+    }
+}

@@ -1,0 +1,505 @@
+/**
+ * labdriver: the clientlab driver protocol (docs/driver-protocol.md) for Node.js drivers.
+ *
+ * A driver extends `Driver`, says which job options it honours, and supplies three steps:
+ * `open(job)` builds the client, `request(req)` does one request and returns a `Response`,
+ * `close()` closes the client. `main(driver, import.meta.url)` does the rest: hello / job /
+ * ready / go / done / report, refusing jobs that need a capability the driver's `driver.toml`
+ * does not claim or an option the driver does not honour. Up to `job.concurrency` requests run
+ * at once (one after another, in order, when it is 1).
+ *
+ * Importing this module moves the real stdout aside: protocol lines are written to fd 1 with
+ * fs.writeSync, while `process.stdout` (and so console.log) becomes stderr, so a library's stray
+ * output cannot break the protocol. Import it before the client library.
+ *
+ * Node's standard library only: the fetch driver has no dependencies at all.
+ */
+
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream, readFileSync, statSync, writeSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+export const PROTOCOL = 1;
+
+// Options known in protocol version 1 and the JSON type each value must have.
+const OPTION_TYPES = {
+  tcp_nodelay: 'boolean',
+  max_host_connections: 'integer',
+  share: 'list',
+  expect_100: 'boolean',
+  multi_api: 'string',
+};
+const HTTP_VERSIONS = ['1.1', '2', 'h2c'];
+
+/* ---------------------------------------------------------------- stdout moved aside */
+
+const PROTO_FD = 1;
+
+/** Make `process.stdout` (and with it console.log, console.info…) write to stderr. The stream
+ * on fd 1 is never created, so fd 1 stays the blocking pipe the lab handed over. */
+function moveStdoutAside() {
+  const stderr = process.stderr;
+  Object.defineProperty(process, 'stdout', { configurable: true, enumerable: true, get: () => stderr });
+  for (const name of ['log', 'info', 'debug', 'dir', 'table']) console[name] = console.error;
+}
+moveStdoutAside();
+
+/** Write one protocol line to the lab's pipe, whole. */
+function send(message) {
+  const data = Buffer.from(JSON.stringify(message) + '\n');
+  let done = 0;
+  while (done < data.length) {
+    try {
+      done += writeSync(PROTO_FD, data, done, data.length - done);
+    } catch (err) {
+      if (err.code !== 'EAGAIN') throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1); // pipe full: wait 1 ms
+    }
+  }
+}
+
+/** One line on stderr (the lab keeps the last lines for its failure message). */
+export function log(text) {
+  process.stderr.write(`${text}\n`);
+}
+
+/* ---------------------------------------------------------------- the job */
+
+/** A job that cannot be done exactly as asked: answered `unsupported`. */
+export class Unsupported extends Error {}
+
+/** A malformed job: answered `error`. */
+class BadJob extends Error {}
+
+function check(condition, message, Kind = BadJob) {
+  if (!condition) throw new Kind(message);
+}
+
+function stringMap(value, what) {
+  if (value === undefined || value === null) return {};
+  check(typeof value === 'object' && !Array.isArray(value), `${what} must be an object`);
+  for (const v of Object.values(value)) check(typeof v === 'string', `${what} values must be strings`);
+  return { ...value };
+}
+
+/** One entry of `job.requests`, done `repeat` times; `r` is its index. */
+export class Request {
+  constructor(r, data) {
+    check(data && typeof data === 'object', `request ${r} must be an object`);
+    check(typeof data.method === 'string' && typeof data.url === 'string',
+      `request ${r}: method and url must be strings`);
+    this.r = r;
+    this.method = data.method.toUpperCase();
+    this.url = data.url;
+    this.repeat = data.repeat ?? 1;
+    check(Number.isInteger(this.repeat) && this.repeat >= 0, `request ${r}: repeat must be a count`);
+    this.headers = stringMap(data.headers, `request ${r}: headers`);
+    this.form = data.form == null ? null : stringMap(data.form, `request ${r}: form`);
+    this.formEncoding = data.form_encoding || 'urlencoded';
+    check(['urlencoded', 'multipart'].includes(this.formEncoding),
+      `form_encoding '${this.formEncoding}' is not known`, Unsupported);
+    this.bodyFile = data.body_file ?? null;
+    this.contentType = data.content_type ?? null;
+    check(!(this.form && this.bodyFile), `request ${r}: both form and body_file`);
+    this.followRedirects = Boolean(data.follow_redirects);
+    this.sink = data.sink || 'memory';
+    check(['memory', 'file'].includes(this.sink), `sink '${this.sink}' is not known`, Unsupported);
+    this.sinkPath = data.sink_path ?? null;
+    check(this.sink !== 'file' || typeof this.sinkPath === 'string', `request ${r}: sink file without sink_path`);
+  }
+
+  /** True when the form goes as multipart/form-data. */
+  get multipart() {
+    return this.form !== null && this.formEncoding === 'multipart';
+  }
+
+  /** True when the body is streamed to `sinkPath`. */
+  get toFile() {
+    return this.sink === 'file';
+  }
+
+  /** True when the request carries a body (form or file). */
+  get hasBody() {
+    return this.form !== null || this.bodyFile !== null;
+  }
+
+  /** `bodyFile` as a stream, read while it is sent. */
+  openBody() {
+    return createReadStream(this.bodyFile, { highWaterMark: 64 * 1024 });
+  }
+
+  /** The form as a FormData (sent as multipart/form-data); `FormDataClass` is the global one
+   * unless the library brings its own. */
+  formData(FormDataClass = globalThis.FormData) {
+    const data = new FormDataClass();
+    for (const [name, value] of Object.entries(this.form)) data.append(name, value);
+    return data;
+  }
+
+  /** The form urlencoded, as a string. */
+  urlencoded() {
+    return new URLSearchParams(this.form).toString();
+  }
+
+  /** The extra headers plus Content-Type and Content-Length for a raw `bodyFile` body (so it
+   * goes with a length, not chunked, as its size is known). */
+  uploadHeaders() {
+    const headers = { ...this.headers };
+    if (this.bodyFile) {
+      if (!Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) {
+        headers['content-type'] = this.contentType || 'application/octet-stream';
+      }
+      headers['content-length'] = String(statSync(this.bodyFile).size);
+    }
+    return headers;
+  }
+}
+
+/** A job (docs/driver-protocol.md §3) as typed fields. */
+export class Job {
+  constructor(data) {
+    check(data && typeof data === 'object' && Array.isArray(data.requests), 'job must be an object with a requests list');
+    this.scenario = data.scenario ?? '';
+    this.verify = Boolean(data.verify);
+    this.http = String(data.http ?? '1.1');
+    check(HTTP_VERSIONS.includes(this.http), `http '${this.http}' is not known`, Unsupported);
+    this.tlsCa = data.tls_ca ?? null;
+    this.concurrency = data.concurrency ?? 1;
+    check(Number.isInteger(this.concurrency) && this.concurrency >= 1, 'concurrency must be at least 1');
+    this.keepAlive = Boolean(data.keep_alive ?? true);
+    this.cookies = Boolean(data.cookies);
+    this.acceptGzip = Boolean(data.accept_gzip);
+    this.timeoutS = Number(data.timeout_s ?? 60);
+    check(this.timeoutS > 0, 'timeout_s must be positive');
+    check(data.options == null || (typeof data.options === 'object' && !Array.isArray(data.options)),
+      'options must be an object');
+    this.options = { ...(data.options ?? {}) };
+    this.requests = data.requests.map((entry, r) => new Request(r, entry));
+    this._ca = undefined;
+  }
+
+  /** The option's value, null when absent or null (the client's default). */
+  option(name) {
+    return this.options[name] ?? null;
+  }
+
+  /** Per-request time limit in milliseconds. */
+  get timeoutMs() {
+    return Math.ceil(this.timeoutS * 1000);
+  }
+
+  /** Accept-Encoding value: gzip when asked, else identity (for clients whose default asks for
+   * compression; clients that send no Accept-Encoding need it only with accept_gzip). */
+  get gzipHeader() {
+    return this.acceptGzip ? 'gzip' : 'identity';
+  }
+
+  /** Connections a pool may open to one host: `concurrency`, or fewer when
+   * max_host_connections says so. */
+  get connections() {
+    return Math.min(this.concurrency, this.option('max_host_connections') ?? Infinity);
+  }
+
+  /** Every origin the job's requests go to. */
+  get origins() {
+    return [...new Set(this.requests.map((req) => new URL(req.url).origin))];
+  }
+
+  /** The job's CA file (PEM), read once; undefined when there is none. */
+  ca() {
+    if (this._ca === undefined) this._ca = this.tlsCa ? readFileSync(this.tlsCa) : null;
+    return this._ca ?? undefined;
+  }
+
+  /** How many requests in all, repeats included. */
+  get total() {
+    return this.requests.reduce((n, req) => n + req.repeat, 0);
+  }
+
+  /** Every request to do, in order, repeats expanded. */
+  * work() {
+    for (const req of this.requests) for (let i = 0; i < req.repeat; i++) yield req;
+  }
+
+  /** Capabilities a driver needs for this job (the lab's rule, clientlab/job.py). */
+  requiredCapabilities() {
+    const needed = new Set();
+    if (this.requests.some((req) => req.url.startsWith('https:'))) needed.add('tls');
+    if (this.http === '2') needed.add('http2');
+    if (this.http === 'h2c') needed.add('h2c');
+    if (this.cookies) needed.add('cookies');
+    if (this.acceptGzip) needed.add('gzip');
+    if (this.concurrency > 1) needed.add('parallel');
+    if (!this.keepAlive) needed.add('keepalive_off');
+    for (const req of this.requests) {
+      if (req.followRedirects) needed.add('redirects');
+      if (req.form !== null) needed.add(req.multipart ? 'multipart' : 'form');
+      if (req.bodyFile) needed.add('upload');
+      if (req.toFile) needed.add('sink_file');
+    }
+    return needed;
+  }
+}
+
+/* ---------------------------------------------------------------- responses */
+
+/** Normalise a library's idea of the HTTP version to "1.0", "1.1" or "2": accepts "1.1",
+ * "2.0" (node:http's httpVersion), "HTTP/2", "h1"/"h2" (undici), 11/20. */
+export function httpLabel(version) {
+  const text = String(version).toUpperCase().replace(/^HTTP\//, '');
+  return { 10: '1.0', 11: '1.1', 20: '2', '2.0': '2', H1: '1.1', H2: '2', H2C: '2' }[text] ?? text;
+}
+
+/** What one request got: final status, decoded body length, HTTP version, digest if verify. */
+export class Response {
+  constructor(status, bytes, http, sha256 = null) {
+    this.status = status;
+    this.bytes = bytes;
+    this.http = httpLabel(http);
+    this.sha256 = sha256;
+  }
+
+  /** A response whose whole (decoded) body is in memory (Buffer or Uint8Array). */
+  static of(status, http, body, verify) {
+    return new Response(status, body.byteLength, http, verify ? createHash('sha256').update(body).digest('hex') : null);
+  }
+}
+
+/** Stream a body (a Node stream, a web ReadableStream or any async iterable of chunks) to
+ * `req.sinkPath`, counting it and hashing it when verifying; resolves to the Response. */
+export async function fileResponse(req, source, status, http, verify) {
+  const digest = verify ? createHash('sha256') : null;
+  let size = 0;
+  const tap = new Transform({
+    transform(chunk, _encoding, done) {
+      size += chunk.length;
+      digest?.update(chunk);
+      done(null, chunk);
+    },
+  });
+  await pipeline(source, tap, createWriteStream(req.sinkPath));
+  return new Response(status, size, http, digest ? digest.digest('hex') : null);
+}
+
+/** Collects responses and errors in the report's wire format. */
+export class Report {
+  constructor(verify) {
+    this.verify = verify;
+    this.responses = [];
+    this.errors = [];
+  }
+
+  /** Record one response. */
+  add(req, resp) {
+    const item = { r: req.r, status: resp.status, bytes: resp.bytes, http: resp.http };
+    if (this.verify) item.sha256 = resp.sha256;
+    this.responses.push(item);
+  }
+
+  /** Record one request that got no response; the message names the cause chain
+   * (fetch says only "fetch failed" and keeps the reason in `cause`). */
+  fail(req, err) {
+    const parts = [];
+    for (let e = err, depth = 0; e && depth < 4; e = e.cause, depth++) {
+      const text = e instanceof Error ? `${e.name}${e.code ? ` ${e.code}` : ''}: ${e.message}` : String(e);
+      if (text !== parts.at(-1)) parts.push(text);
+    }
+    this.errors.push({ r: req.r, message: parts.join(' <- ').slice(0, 500) });
+  }
+}
+
+/* ---------------------------------------------------------------- the driver */
+
+/** Versions every Node driver reports: the runtime and its TLS library. */
+export function baseVersions() {
+  return { node: process.versions.node, openssl: process.versions.openssl };
+}
+
+/** The version of an installed package, read from its package.json beside the driver
+ * (`node_modules/<name>/package.json`; some packages do not export that file). */
+export function packageVersion(driverUrl, name) {
+  return JSON.parse(readFileSync(new URL(`node_modules/${name}/package.json`, driverUrl))).version;
+}
+
+/**
+ * A driver: one client per job. Subclasses set `options` and override `versions`, `open`,
+ * `request` and `close`; `refuse` may add per-job refusals. `options` maps each option the
+ * driver honours to the values it honours exactly, or to null for every valid value; any other
+ * non-null option is refused.
+ */
+export class Driver {
+  options = {};
+
+  /** Library versions for the hello message. */
+  versions() {
+    return baseVersions();
+  }
+
+  /** A reason this driver cannot do `job` exactly, or null. */
+  refuse(_job) {
+    return null;
+  }
+
+  /** Build and configure the client. No connection may be opened here. */
+  async open(_job) {
+    throw new Error('open() not implemented');
+  }
+
+  /** Do one request; throw on failure without a response (it becomes a report error). */
+  async request(_req) {
+    throw new Error('request() not implemented');
+  }
+
+  /** Close the client and every connection it holds. */
+  async close() {}
+
+  /** The timed phase: every request, up to `concurrency` at once (in order when it is 1). */
+  async runAll(job) {
+    const report = new Report(job.verify);
+    const work = job.work(); // shared by the workers: they take the next entry between awaits
+    const worker = async () => {
+      for (const req of work) {
+        try {
+          report.add(req, await this.request(req));
+        } catch (err) {
+          report.fail(req, err); // a failed request is reported, never fatal
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(job.concurrency, job.total)) }, worker));
+    return report;
+  }
+}
+
+/** The `capabilities` list of a driver.toml (a flat list of strings, possibly over several
+ * lines: the only field the driver reads, so no TOML parser is needed). */
+export function loadCapabilities(manifestUrl) {
+  const text = readFileSync(manifestUrl, 'utf8').replace(/#.*$/gm, '');
+  const match = /^capabilities\s*=\s*\[([^\]]*)\]/m.exec(text);
+  if (!match) throw new Error(`${manifestUrl}: no capabilities list`);
+  return new Set([...match[1].matchAll(/"([^"]*)"/g)].map((m) => m[1]));
+}
+
+function typeOk(kind, value) {
+  switch (kind) {
+    case 'boolean': return typeof value === 'boolean';
+    case 'integer': return Number.isInteger(value) && value >= 1;
+    case 'list': return Array.isArray(value);
+    case 'string': return typeof value === 'string';
+    default: return true;
+  }
+}
+
+/** Why a job cannot be done exactly (a missing capability or an unhonoured option), or null. */
+export function refusal(job, capabilities, honoured) {
+  const missing = [...job.requiredCapabilities()].filter((c) => !capabilities.has(c)).sort();
+  if (missing.length) return `needs capabilities not claimed: ${missing.join(', ')}`;
+  for (const name of Object.keys(job.options).sort()) {
+    const value = job.options[name];
+    if (value === null || value === undefined) continue;
+    if (!Object.hasOwn(honoured, name)) return `option ${name} is not supported`;
+    const kind = OPTION_TYPES[name];
+    if (kind && !typeOk(kind, value)) return `option ${name} must be a ${kind}, got ${JSON.stringify(value)}`;
+    const allowed = honoured[name];
+    if (allowed && !allowed.includes(value)) {
+      return `option ${name}=${JSON.stringify(value)} cannot be honoured (only ${allowed.map((v) => JSON.stringify(v)).join(', ')})`;
+    }
+  }
+  return null;
+}
+
+/** The protocol message loop for one driver. */
+class Loop {
+  constructor(driver, capabilities) {
+    this.driver = driver;
+    this.capabilities = capabilities;
+    this.job = null; // the job that is ready, waiting for go
+  }
+
+  async closeClient() {
+    try {
+      await this.driver.close(); // no connection survives the job
+    } catch (err) {
+      log(`close failed: ${err?.stack ?? err}`);
+    }
+  }
+
+  async onJob(data) {
+    if (this.job) await this.closeClient(); // a new job instead of go: drop the ready one
+    this.job = null;
+    let job;
+    try {
+      job = new Job(data);
+    } catch (err) {
+      if (err instanceof Unsupported) send({ type: 'unsupported', reason: err.message });
+      else send({ type: 'error', message: `bad job: ${err.message}` });
+      return;
+    }
+    const reason = refusal(job, this.capabilities, this.driver.options) ?? this.driver.refuse(job);
+    if (reason) {
+      send({ type: 'unsupported', reason });
+      return;
+    }
+    try {
+      await this.driver.open(job);
+    } catch (err) {
+      log(err?.stack ?? String(err));
+      await this.closeClient();
+      if (err instanceof Unsupported) send({ type: 'unsupported', reason: err.message });
+      else send({ type: 'error', message: `building the client failed: ${err?.name}: ${err?.message}` });
+      return;
+    }
+    this.job = job;
+    send({ type: 'ready' });
+  }
+
+  async onGo() {
+    const job = this.job;
+    this.job = null;
+    if (!job) {
+      send({ type: 'error', message: 'go without a ready job' });
+      return;
+    }
+    const report = await this.driver.runAll(job);
+    send({ type: 'done' }); // before the report: serialising it is not timed
+    send({ type: 'report', responses: report.responses, errors: report.errors });
+    await this.closeClient();
+  }
+
+  async onLine(line) {
+    if (!line.trim()) return;
+    let message;
+    try {
+      message = JSON.parse(line);
+      if (typeof message?.type !== 'string') throw new Error('no type');
+    } catch {
+      send({ type: 'error', message: `not a protocol message: ${JSON.stringify(line.slice(0, 200))}` });
+      return;
+    }
+    if (message.type === 'hello') {
+      send({ type: 'hello', protocol: PROTOCOL, versions: this.driver.versions() });
+    } else if (message.type === 'job') {
+      await this.onJob(message.job ?? {});
+    } else if (message.type === 'go') {
+      await this.onGo();
+    } else {
+      send({ type: 'error', message: `unknown message type ${JSON.stringify(message.type)}` });
+    }
+  }
+}
+
+/** Run `driver` on stdin/stdout until end of input, then exit 0. `driverUrl` is the driver's
+ * own import.meta.url: its folder holds driver.toml, the one place capabilities are declared. */
+export async function main(driver, driverUrl) {
+  // a library's late error (a socket closed after its job) is logged, never fatal
+  process.on('uncaughtException', (err) => log(`uncaught: ${err?.stack ?? err}`));
+  process.on('unhandledRejection', (err) => log(`unhandled rejection: ${err?.stack ?? err}`));
+  const loop = new Loop(driver, loadCapabilities(new URL('driver.toml', driverUrl)));
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    await loop.onLine(line);
+  }
+  if (loop.job) await loop.closeClient();
+  process.exit(0);
+}

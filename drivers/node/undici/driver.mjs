@@ -1,0 +1,58 @@
+/**
+ * clientlab driver: undici (npm) request() through one Pool per origin (connections =
+ * concurrency), up to `concurrency` requests in flight.
+ */
+
+import { Response, baseVersions, fileResponse, main, packageVersion } from '../_lib/labdriver.mjs';
+import { UndiciDriver, undiciOptions } from '../_lib/labhttp.mjs';
+import { FormData, Pool, interceptors } from 'undici';
+
+const MAX_REDIRECTS = 20; // as fetch
+
+class UndiciPoolDriver extends UndiciDriver {
+  versions() {
+    return { ...baseVersions(), undici: packageVersion(import.meta.url, 'undici') };
+  }
+
+  async open(job) {
+    await super.open(job);
+    const options = undiciOptions(job);
+    // redirects are followed by undici's redirect interceptor, for the requests that ask for it
+    // (maxRedirections per request); gzip bodies are decoded by its decompress interceptor
+    const layers = [interceptors.redirect()];
+    if (job.acceptGzip) layers.push(interceptors.decompress());
+    this.pools = new Map(job.origins.map((origin) => [origin, new Pool(origin, options).compose(...layers)]));
+    // undici sends no Accept-Encoding of its own
+    this.encoding = job.acceptGzip ? { 'accept-encoding': 'gzip' } : {};
+  }
+
+  async request(req) {
+    const url = new URL(req.url);
+    const options = {
+      origin: url.origin, // the redirect interceptor resolves Location against it
+      method: req.method,
+      path: url.pathname + url.search,
+      headers: { ...req.uploadHeaders(), ...this.encoding },
+      maxRedirections: req.followRedirects ? MAX_REDIRECTS : 0,
+    };
+    if (req.multipart) {
+      options.body = req.formData(FormData); // undici's own, sent as multipart/form-data
+    } else if (req.form) {
+      options.body = req.urlencoded();
+      options.headers['content-type'] = 'application/x-www-form-urlencoded';
+    } else if (req.bodyFile) {
+      options.body = req.openBody(); // streamed from the file, with its Content-Length
+    }
+    const { statusCode, body } = await this.pools.get(url.origin).request(options);
+    if (req.toFile) return fileResponse(req, body, statusCode, this.httpVersion, this.job.verify);
+    const bytes = new Uint8Array(await body.arrayBuffer());
+    return Response.of(statusCode, this.httpVersion, bytes, this.job.verify);
+  }
+
+  async close() {
+    await Promise.all([...(this.pools?.values() ?? [])].map((pool) => pool.close()));
+    this.pools = null;
+  }
+}
+
+main(new UndiciPoolDriver(), import.meta.url);

@@ -1,0 +1,101 @@
+"""clientlab driver: curl_cffi, one curl_cffi.requests.Session for the job, no impersonation."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_lib"))
+
+import curl_cffi  # noqa: E402
+import labdriver  # noqa: E402
+from curl_cffi import CurlHttpVersion, CurlMime, CurlOpt  # noqa: E402
+from curl_cffi import requests as cffi_requests  # noqa: E402
+
+# job.http -> libcurl's HTTP version. 2_PRIOR_KNOWLEDGE: h2c without Upgrade, and ALPN h2 only
+# over TLS (no fallback). Left unset, this libcurl would negotiate h2 on every https URL.
+HTTP_VERSIONS = {"1.1": CurlHttpVersion.V1_1, "2": CurlHttpVersion.V2_PRIOR_KNOWLEDGE,
+                 "h2c": CurlHttpVersion.V2_PRIOR_KNOWLEDGE}
+# CURLINFO_HTTP_VERSION values -> the report's labels
+HTTP_LABELS = {CurlHttpVersion.V1_0: "1.0", CurlHttpVersion.V1_1: "1.1", CurlHttpVersion.V2_0: "2"}
+
+
+def _curl_versions() -> dict[str, str]:
+    """The bundled libcurl-impersonate and its libraries, from curl_version() at run time:
+    "libcurl/8.x-IMPERSONATE BoringSSL zlib/1.3.1 ... nghttp2/1.63.0 ..."."""
+    parts = curl_cffi.Curl().version().decode().split()
+    libs = dict(part.split("/", 1) for part in parts if "/" in part)
+    return {"libcurl": libs.get("libcurl", "?"), "libcurl-ssl": parts[1] if len(parts) > 1 else "?",
+            "nghttp2": libs.get("nghttp2", "none")}
+
+
+class CurlCffiDriver(labdriver.Driver):
+    """One curl_cffi Session per job: its curl easy handle keeps the connection between requests."""
+
+    # curl_cffi always removes Expect: 100-continue, so expect_100=false is what it always does
+    options = {"tcp_nodelay": None, "expect_100": (False,)}
+
+    def versions(self) -> dict[str, str]:
+        return {**labdriver.base_versions(), "curl_cffi": curl_cffi.__version__, **_curl_versions()}
+
+    def open(self, job: labdriver.Job) -> None:
+        self.job = job
+        curl_options = {}
+        if not job.keep_alive:
+            curl_options[CurlOpt.FORBID_REUSE] = 1  # close the connection after every transfer
+        if job.option("tcp_nodelay") is not None:
+            curl_options[CurlOpt.TCP_NODELAY] = int(job.option("tcp_nodelay"))
+        self.session = cffi_requests.Session(
+            timeout=job.timeout_s,
+            http_version=HTTP_VERSIONS[job.http],
+            curl_options=curl_options,
+            trust_env=False,  # no proxies from the environment: the job says everything
+            discard_cookies=not job.cookies,  # keep no cookies from responses
+        )
+        # set after construction: the constructor would take REQUESTS_CA_BUNDLE over `True`
+        self.session.verify = job.tls_ca or True
+        # curl_cffi asks for gzip/deflate/br by default; None sends no Accept-Encoding at all
+        self.accept_encoding = "gzip" if job.accept_gzip else None
+
+    def request(self, req: labdriver.Request) -> labdriver.Response:
+        kwargs: dict = {"headers": req.upload_headers(), "allow_redirects": req.follow_redirects,
+                        "accept_encoding": self.accept_encoding}
+        mime = None
+        if req.multipart:
+            mime = CurlMime(self.session.curl)  # curl_mime; curl_cffi takes no `files=`
+            for name, value in req.form.items():
+                mime.addpart(name=name, data=value.encode())
+            kwargs["multipart"] = mime
+        elif req.form is not None:
+            kwargs["data"] = req.form
+        try:
+            with req.open_body() as body:
+                if body:
+                    kwargs["content"] = body  # streamed from the file, Content-Length from its size
+                return self._send(req, **kwargs)
+        finally:
+            if mime is not None:
+                mime.close()
+
+    def _send(self, req: labdriver.Request, **kwargs) -> labdriver.Response:
+        if req.to_file:
+            # libcurl's write callback straight into the file, on the Session's own handle
+            # (stream=True would duplicate the handle, and so open a new connection, in a thread)
+            with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
+                resp = self.session.request(req.method, req.url, content_callback=sink.write, **kwargs)
+                return sink.response(resp.status_code, self._http(resp))
+        resp = self.session.request(req.method, req.url, **kwargs)
+        return labdriver.Response.of(resp.status_code, self._http(resp), resp.content, self.job.verify)
+
+    def _http(self, resp) -> str:
+        label = HTTP_LABELS.get(resp.http_version, str(resp.http_version))
+        if self.job.http != "1.1" and label != "2":  # never report other work as HTTP/2
+            raise RuntimeError(f"asked for HTTP/2, got HTTP {label}")
+        return label
+
+    def close(self) -> None:
+        self.session.close()
+
+
+if __name__ == "__main__":
+    labdriver.main(CurlCffiDriver(), __file__)

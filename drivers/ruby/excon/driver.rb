@@ -1,0 +1,83 @@
+# frozen_string_literal: true
+
+# clientlab driver: Excon, one persistent Excon::Connection per host kept for the job,
+# requests one after another.
+
+require_relative "../_lib/labdriver"
+require "excon"
+
+class ExconDriver < LabDriver::Driver
+  # Excon's own :tcp_nodelay (default false: the socket keeps the system's default, Nagle on);
+  # it never sends Expect: 100-continue
+  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => [false] }.freeze
+  OPTION_NOTES = {
+    "expect_100" => "Excon does not wait for 100 Continue",
+    "max_host_connections" => "Excon has no connection limit (one connection per host here)",
+  }.freeze
+  MAX_REDIRECTS = 20
+  FOLLOW = (Excon.defaults[:middlewares] + [Excon::Middleware::RedirectFollower]).freeze
+  GZIP = [Excon::Middleware::Decompress].freeze
+
+  def versions
+    LabDriver.base_versions.merge("excon" => Excon::VERSION)
+  end
+
+  def open(job)
+    @job = job
+    @params = {
+      persistent: job.keep_alive, # false: Excon closes the socket after every response
+      connect_timeout: job.timeout_s, read_timeout: job.timeout_s, write_timeout: job.timeout_s,
+      ssl_verify_peer: true,
+      disable_proxy: true, # the job says everything: no proxy from the environment
+      headers: { "Accept-Encoding" => job.gzip_header },
+    }
+    @params[:ssl_ca_file] = job.tls_ca if job.tls_ca
+    @params[:tcp_nodelay] = job.option("tcp_nodelay") unless job.option("tcp_nodelay").nil?
+    # origin => Excon::Connection (it connects on its first request)
+    @connections = job.origins.to_h { |origin| [origin, Excon.new(origin, **@params)] }
+  end
+
+  def request(req)
+    uri = req.uri
+    conn = @connections[req.origin] ||= Excon.new(req.origin, **@params)
+    params = { method: req.method, path: uri.path.empty? ? "/" : uri.path, query: uri.query, headers: req.upload_headers }
+    middlewares = Excon.defaults[:middlewares]
+    # RedirectFollower follows on a new Excon::Connection per hop
+    middlewares = FOLLOW if req.follow_redirects
+    middlewares += GZIP if @job.accept_gzip && !req.to_file? # Decompress does not touch streamed bodies
+    params[:middlewares] = middlewares
+    params[:redirect_limit] = MAX_REDIRECTS if req.follow_redirects
+    if req.multipart? # Excon has no form encoder: bodies built by hand, as its README does
+      content_type, params[:body] = LabDriver.multipart(req.form)
+      params[:headers] = { "Content-Type" => content_type }.merge(params[:headers])
+    elsif req.form
+      params[:headers] = { "Content-Type" => "application/x-www-form-urlencoded" }.merge(params[:headers])
+      params[:body] = LabDriver.urlencoded(req.form)
+    end
+    req.open_body do |file|
+      params[:body] = file if file # streamed from the file
+      perform(conn, params, req)
+    end
+  end
+
+  def close
+    @connections&.each_value(&:reset) # closes the kept socket
+    @connections = nil
+  end
+
+  private
+
+  def perform(conn, params, req)
+    LabDriver.response_for(req, @job.verify) do |sink|
+      params[:response_block] = ->(chunk, _left, _total) { sink.write(chunk) } if sink
+      resp = conn.request(params)
+      [resp.status, version(resp), resp.body]
+    end
+  end
+
+  def version(resp)
+    resp.status_line.to_s[%r{\AHTTP/(\S+)}, 1] || "?"
+  end
+end
+
+LabDriver.main(ExconDriver.new, __FILE__) if $PROGRAM_NAME == __FILE__

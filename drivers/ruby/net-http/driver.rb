@@ -1,0 +1,80 @@
+# frozen_string_literal: true
+
+# clientlab driver: Net::HTTP (Ruby's standard library), one started connection per host kept
+# for the job (keep-alive), requests one after another.
+
+require_relative "../_lib/labdriver"
+require "net/http"
+
+class NetHttpDriver < LabDriver::Driver
+  # Net::HTTP sets TCP_NODELAY on every socket it opens and has no setting to turn it off; it
+  # sends Expect: 100-continue only when the caller adds that header, which this driver never does
+  OPTIONS = { "tcp_nodelay" => [true], "expect_100" => [false] }.freeze
+  OPTION_NOTES = {
+    "tcp_nodelay" => "Net::HTTP sets TCP_NODELAY on every connection and has no setting for it",
+    "expect_100" => "this driver sends no Expect header",
+    "max_host_connections" => "Net::HTTP has no connection limit (one connection per host here)",
+  }.freeze
+
+  def versions
+    LabDriver.base_versions.merge("net-http" => Net::HTTP::VERSION)
+  end
+
+  def open(job)
+    @job = job
+    # origin => Net::HTTP, started (connected) by its first request and kept for the job
+    @connections = job.origins.to_h { |origin| [origin, new_http(URI(origin))] }
+    @headers = {}
+    # Net::HTTP asks for gzip itself and decodes it only when the caller sets no Accept-Encoding
+    @headers["Accept-Encoding"] = "identity" unless job.accept_gzip
+    @headers["Connection"] = "close" unless job.keep_alive # Net::HTTP closes, then reconnects
+  end
+
+  def request(req)
+    uri = req.uri
+    http = @connections[req.origin] ||= new_http(uri)
+    http.start unless http.started? # the connection opens here, in the timed phase
+    headers = @headers.merge(req.upload_headers)
+    message = Net::HTTPGenericRequest.new(req.method, req.body?, req.method != "HEAD", uri.request_uri, headers)
+    if req.multipart?
+      message.set_form(req.form.to_a, "multipart/form-data")
+    elsif req.form
+      message.set_form_data(req.form)
+    end
+    req.open_body do |body|
+      message.body_stream = body if body # streamed from the file, Content-Length from upload_headers
+      perform(http, message, req)
+    end
+  end
+
+  def close
+    @connections&.each_value { |http| http.finish if http.started? }
+    @connections = nil
+  end
+
+  private
+
+  def new_http(uri)
+    http = Net::HTTP.new(uri.hostname, uri.port, nil) # nil: no proxy, whatever the environment says
+    if uri.scheme == "https"
+      http.use_ssl = true
+      http.verify_mode = OpenSSL::SSL::VERIFY_PEER
+      http.ca_file = @job.tls_ca if @job.tls_ca
+    end
+    http.open_timeout = http.read_timeout = http.write_timeout = http.ssl_timeout = @job.timeout_s
+    http
+  end
+
+  def perform(http, message, req)
+    LabDriver.response_for(req, @job.verify) do |sink|
+      res = if sink
+              http.request(message) { |response| response.read_body { |chunk| sink.write(chunk) } }
+            else
+              http.request(message)
+            end
+      [res.code, res.http_version, sink ? nil : res.body]
+    end
+  end
+end
+
+LabDriver.main(NetHttpDriver.new, __FILE__) if $PROGRAM_NAME == __FILE__

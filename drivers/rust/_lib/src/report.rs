@@ -1,0 +1,221 @@
+//! What requests got: responses (status, decoded length, HTTP version, digest when verifying),
+//! errors, and the file sink for `sink: "file"` bodies.
+
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Read, Write};
+
+use crate::job::Request;
+
+/// Read/write size for streamed bodies (the Python drivers' CHUNK).
+pub const CHUNK: usize = 64 * 1024;
+
+/// A failed request: any error, reported with its chain of causes.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// What one request got: final status, decoded body length, HTTP version, digest if verify.
+#[derive(Clone, Debug)]
+pub struct Response {
+    pub status: u16,
+    pub bytes: u64,
+    pub http: &'static str,
+    pub sha256: Option<[u8; 32]>,
+}
+
+impl Response {
+    /// A response whose whole (decoded) body is in memory; hashed only when verifying.
+    pub fn memory(status: u16, version: http::Version, body: &[u8], verify: bool) -> Response {
+        Response {
+            status,
+            bytes: body.len() as u64,
+            http: http_label(version),
+            sha256: verify.then(|| Sha256::digest(body).into()),
+        }
+    }
+}
+
+/// "1.0", "1.1" or "2", as the report wants the HTTP version.
+pub fn http_label(version: http::Version) -> &'static str {
+    match version {
+        http::Version::HTTP_09 => "0.9",
+        http::Version::HTTP_10 => "1.0",
+        http::Version::HTTP_11 => "1.1",
+        http::Version::HTTP_2 => "2",
+        http::Version::HTTP_3 => "3",
+        _ => "?",
+    }
+}
+
+/// Writes a streamed body to `sink_path` chunk by chunk, counting it (and hashing when verifying).
+pub struct FileSink {
+    file: File,
+    size: u64,
+    digest: Option<Sha256>,
+}
+
+impl FileSink {
+    /// Create (truncate) the request's `sink_path`.
+    pub fn create(req: &Request, verify: bool) -> io::Result<FileSink> {
+        let path = req.sink_path.as_deref().ok_or_else(|| io::Error::other("the request has no sink_path"))?;
+        Ok(FileSink { file: File::create(path)?, size: 0, digest: verify.then(Sha256::new) })
+    }
+
+    /// Append one chunk.
+    pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.file.write_all(chunk)?;
+        self.size += chunk.len() as u64;
+        if let Some(digest) = &mut self.digest {
+            digest.update(chunk);
+        }
+        Ok(())
+    }
+
+    /// Copy a whole body from a blocking reader, CHUNK bytes at a time, then describe the file.
+    pub fn drain(mut self, mut body: impl Read, status: u16, version: http::Version) -> Result<Response, Error> {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            match body.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => self.write(&buf[..n])?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.finish(status, version)
+    }
+
+    /// Close the file (unbuffered: every chunk is already written) and describe what was written.
+    pub fn finish(self, status: u16, version: http::Version) -> Result<Response, Error> {
+        drop(self.file);
+        Ok(Response {
+            status,
+            bytes: self.size,
+            http: http_label(version),
+            sha256: self.digest.map(|d| d.finalize().into()),
+        })
+    }
+}
+
+/// Collects responses and errors, and writes them as the report message.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub responses: Vec<(usize, Response)>,
+    pub errors: Vec<(usize, String)>,
+}
+
+impl Report {
+    /// Room for `total` responses, so the timed phase does not pay for the lab's bookkeeping.
+    pub fn with_capacity(total: usize) -> Report {
+        Report { responses: Vec::with_capacity(total.min(1 << 20)), errors: Vec::new() }
+    }
+
+    /// Record the outcome of one request of entry `r`.
+    pub fn add(&mut self, r: usize, outcome: Result<Response, Error>) {
+        match outcome {
+            Ok(resp) => self.responses.push((r, resp)),
+            Err(err) => self.errors.push((r, error_message(&*err))),
+        }
+    }
+
+    /// The report message, one JSON line without the newline.
+    pub fn to_json(&self, verify: bool) -> String {
+        let mut out = String::with_capacity(64 + self.responses.len() * (if verify { 120 } else { 50 }));
+        out.push_str(r#"{"type":"report","responses":["#);
+        for (i, (r, resp)) in self.responses.iter().enumerate() {
+            let sep = if i > 0 { "," } else { "" };
+            let _ =
+                write!(out, r#"{sep}{{"r":{r},"status":{},"bytes":{},"http":"{}""#, resp.status, resp.bytes, resp.http);
+            if let (true, Some(sha)) = (verify, &resp.sha256) {
+                out.push_str(r#","sha256":""#);
+                for byte in sha {
+                    let _ = write!(out, "{byte:02x}");
+                }
+                out.push('"');
+            }
+            out.push('}');
+        }
+        out.push_str(r#"],"errors":["#);
+        for (i, (r, message)) in self.errors.iter().enumerate() {
+            let sep = if i > 0 { "," } else { "" };
+            let _ = write!(out, r#"{sep}{{"r":{r},"message":{}}}"#, serde_json::Value::from(message.as_str()));
+        }
+        out.push_str("]}");
+        out
+    }
+}
+
+/// An error and its causes, "outer: inner: root", each cause once, at most 500 characters.
+pub fn error_message(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !text.is_empty() && !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    if message.is_empty() {
+        message = format!("{err:?}");
+    }
+    match message.char_indices().nth(500) {
+        Some((cut, _)) => message[..cut].to_string(),
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_the_report_with_digests_only_when_verifying() {
+        let mut report = Report::default();
+        report.add(0, Ok(Response::memory(200, http::Version::HTTP_2, b"abc", true)));
+        report.add(1, Err(Box::new(io::Error::other("refused \"x\""))));
+        let sha = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(
+            report.to_json(true),
+            format!(
+                r#"{{"type":"report","responses":[{{"r":0,"status":200,"bytes":3,"http":"2","sha256":"{sha}"}}],"errors":[{{"r":1,"message":"refused \"x\""}}]}}"#
+            )
+        );
+        assert!(!report.to_json(false).contains("sha256"));
+        serde_json::from_str::<serde_json::Value>(&report.to_json(true)).unwrap();
+    }
+
+    #[test]
+    fn file_sink_counts_and_hashes_what_it_writes() {
+        let path = std::env::temp_dir().join(format!("labdriver-sink-{}", std::process::id()));
+        let req = crate::Job::parse(&serde_json::json!({"requests": [{"method": "GET", "url": "u", "sink": "file",
+            "sink_path": path.to_str().unwrap()}]}))
+        .unwrap()
+        .requests
+        .remove(0);
+        let resp = FileSink::create(&req, true).unwrap().drain(&b"abc"[..], 200, http::Version::HTTP_11).unwrap();
+        assert_eq!((resp.bytes, resp.http), (3, "1.1"));
+        assert_eq!(resp.sha256, Response::memory(200, http::Version::HTTP_11, b"abc", true).sha256);
+        assert_eq!(std::fs::read(&path).unwrap(), b"abc");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn error_messages_name_each_cause_once() {
+        #[derive(Debug)]
+        struct Outer(io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "request failed")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        assert_eq!(error_message(&Outer(io::Error::other("connection refused"))), "request failed: connection refused");
+        assert_eq!(error_message(&io::Error::other("x".repeat(600))).len(), 500);
+    }
+}

@@ -1,0 +1,95 @@
+//! What the two reqwest drivers share (rust-reqwest: `reqwest::blocking`, rust-reqwest-async:
+//! `reqwest` on tokio). The blocking and async builders have the same methods but no common
+//! trait, so these are macros, expanded in the driver crates (which depend on reqwest; this
+//! crate does not). Both return early with `?` on errors that convert into `labdriver::Error`.
+
+/// A reqwest `ClientBuilder` (blocking or async) configured from a `&Job`: HTTP version forced
+/// (HTTP/1.1 only, or HTTP/2 with prior knowledge: ALPN h2 only over TLS, h2c in cleartext),
+/// the job's CA as the only trust anchor, cookies, gzip, redirect policy, timeout, pooling.
+#[macro_export]
+macro_rules! reqwest_builder {
+    ($builder:expr, $job:expr) => {{
+        let job: &$crate::Job = $job;
+        // the redirect policy is the client's: jobs mixing both are refused (driver's refuse)
+        let redirects = match job.follow_redirects() {
+            Some(true) => reqwest::redirect::Policy::default(), // up to 10 hops
+            _ => reqwest::redirect::Policy::none(),
+        };
+        let mut builder = $builder
+            .no_proxy() // the lab's traffic stays on the lab's hosts whatever the environment
+            .timeout(job.timeout)
+            .cookie_store(job.cookies)
+            .gzip(job.accept_gzip) // off: no Accept-Encoding at all; on: "gzip", decoded
+            .redirect(redirects);
+        builder = match job.http {
+            $crate::Http::H1 => builder.http1_only(),
+            $crate::Http::H2 | $crate::Http::H2c => builder.http2_prior_knowledge(),
+        };
+        if let Some(ca) = &job.tls_ca {
+            builder = builder.tls_certs_only(reqwest::Certificate::from_pem_bundle(&std::fs::read(ca)?)?);
+        }
+        if !job.keep_alive {
+            builder = builder.pool_max_idle_per_host(0); // no idle connection kept: one per request
+        }
+        if let Some(nodelay) = job.options.tcp_nodelay {
+            builder = builder.tcp_nodelay(nodelay);
+        }
+        builder
+    }};
+}
+
+/// A reqwest `RequestBuilder` for a `&Request`: method, URL, extra headers, and a form
+/// (urlencoded, or multipart with the given `Form` type). A raw `body_file` body is the
+/// driver's (blocking and async bodies differ).
+#[macro_export]
+macro_rules! reqwest_request {
+    ($client:expr, $form:ty, $req:expr) => {{
+        let req: &$crate::Request = $req;
+        let mut builder = $client.request(reqwest::Method::from_bytes(req.method.as_bytes())?, req.url.as_str());
+        for (name, value) in &req.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        match &req.form {
+            Some(fields) if req.multipart => {
+                let form = fields.iter().fold(<$form>::new(), |form, (k, v)| form.text(k.clone(), v.clone()));
+                builder = builder.multipart(form);
+            }
+            Some(fields) => builder = builder.form(fields),
+            None => {}
+        }
+        if req.body_file.is_some() {
+            builder = builder.header(reqwest::header::CONTENT_TYPE, req.upload_type());
+        }
+        builder
+    }};
+}
+
+/// The job options both reqwest drivers honour.
+pub const REQWEST_OPTIONS: &[crate::Opt] = &[
+    crate::Opt::any("tcp_nodelay"),
+    crate::Opt::never("max_host_connections", "reqwest has no per-host connection limit (only an idle-pool size)"),
+    crate::Opt::only("expect_100", &["false"], "reqwest never sends Expect: 100-continue"),
+];
+
+/// Versions of what a reqwest driver runs: reqwest, the hyper stack under it, rustls (ring).
+pub fn reqwest_versions() -> crate::Versions {
+    let mut versions = crate::base_versions();
+    versions.extend(crate::locked(&[
+        "reqwest",
+        "hyper",
+        "hyper-util",
+        "h2",
+        "tokio",
+        "rustls",
+        "ring",
+        "cookie_store",
+    ]));
+    versions
+}
+
+/// Why a reqwest driver cannot do `job`: its redirect policy belongs to the client.
+pub fn reqwest_refusal(job: &crate::Job) -> Option<String> {
+    job.follow_redirects().is_none().then(|| {
+        "reqwest sets its redirect policy per client, and this job mixes following and not following redirects".into()
+    })
+}

@@ -1,0 +1,139 @@
+//! clientlab driver rust-isahc: one `isahc::HttpClient` for the job (libcurl underneath: the
+//! system's libcurl, driven by isahc's agent thread through curl_multi_socket_action), requests
+//! one after another through the blocking `send`.
+
+use std::sync::Arc;
+
+use isahc::config::{Configurable, RedirectPolicy, VersionNegotiation};
+use isahc::tls::{TlsConfig, TrustStore};
+use isahc::{Body, HttpClient, ReadResponseExt};
+use labdriver::{Driver, Error, FileSink, Http, Job, Opt, Request, Response, Versions};
+
+const OPTIONS: &[Opt] = &[
+    Opt::only("tcp_nodelay", &["true"], "isahc can only turn TCP_NODELAY on (tcp_nodelay())"),
+    Opt::any("max_host_connections"),
+    Opt::any("expect_100"),
+    Opt::only("multi_api", &["\"multi_socket\""], "isahc's agent drives libcurl with curl_multi_socket_action"),
+    Opt::never("share", "isahc has no libcurl share handle (one multi handle's caches serve the client)"),
+];
+
+#[derive(Default)]
+struct Isahc {
+    client: Option<HttpClient>,
+    expect_100: Option<bool>,
+}
+
+/// libcurl's own version string, e.g. "7.88.1".
+fn libcurl() -> String {
+    curl::Version::get().version().to_string()
+}
+
+impl Driver for Isahc {
+    const OPTIONS: &'static [Opt] = OPTIONS;
+
+    fn versions(&self) -> Versions {
+        // isahc::version() is "isahc/2.0.2 (features:...) libcurl/7.88.1 OpenSSL/3.0.x zlib/..."
+        let isahc = isahc::version().split_whitespace().next().and_then(|s| s.strip_prefix("isahc/")).unwrap_or("?");
+        let curl = curl::Version::get();
+        let mut versions = labdriver::base_versions();
+        versions.push(("isahc", isahc.to_string()));
+        versions.extend(labdriver::locked(&["curl"])); // the binding crate (its bundled curl is not built)
+        versions.push(("libcurl", libcurl()));
+        for (name, version) in
+            [("ssl", curl.ssl_version()), ("nghttp2", curl.nghttp2_version()), ("zlib", curl.libz_version())]
+        {
+            if let Some(version) = version {
+                versions.push((name, version.to_string()));
+            }
+        }
+        versions
+    }
+
+    fn refuse(&self, job: &Job) -> Option<String> {
+        let curl = curl::Version::get();
+        if job.http != Http::H1 && !curl.feature_http2() {
+            return Some(format!("this libcurl ({}) is built without HTTP/2", libcurl()));
+        }
+        // libcurl < 8.0.0 fails a prior-knowledge request that reuses an h2c connection
+        // (curl#10634); isahc asks for prior knowledge on every request
+        if job.http == Http::H2c && job.keep_alive && curl.version_num() < 0x080000 {
+            return Some(format!(
+                "libcurl {} fails prior-knowledge requests on a reused h2c connection (curl#10634, fixed in 8.0.0)",
+                libcurl()
+            ));
+        }
+        None
+    }
+
+    fn open(&mut self, job: &Arc<Job>) -> Result<(), Error> {
+        let mut builder = HttpClient::builder()
+            .version_negotiation(match job.http {
+                Http::H1 => VersionNegotiation::http11(),
+                Http::H2 | Http::H2c => VersionNegotiation::http2(), // prior knowledge, no fallback
+            })
+            .timeout(job.timeout)
+            .proxy(None) // the lab's traffic stays on the lab's hosts whatever the environment
+            .automatic_decompression(job.accept_gzip);
+        if job.accept_gzip {
+            builder = builder.default_header("Accept-Encoding", "gzip"); // exactly gzip, not curl's whole list
+        }
+        if job.cookies {
+            builder = builder.cookies();
+        }
+        if let Some(ca) = &job.tls_ca {
+            builder = builder.tls_config(TlsConfig::builder().trust_store(TrustStore::from_file(ca)).build());
+        }
+        if !job.keep_alive {
+            builder = builder.connection_cache_size(0); // FORBID_REUSE: closed after each transfer
+        }
+        if job.options.tcp_nodelay == Some(true) {
+            builder = builder.tcp_nodelay();
+        }
+        if let Some(max) = job.options.max_host_connections {
+            builder = builder.max_connections_per_host(max as usize);
+        }
+        if let Some(expect) = job.options.expect_100 {
+            builder = builder.expect_continue(expect); // false: "Expect:" removes libcurl's own
+        }
+        self.expect_100 = job.options.expect_100;
+        self.client = Some(builder.build()?);
+        Ok(())
+    }
+
+    fn request(&mut self, job: &Job, req: &Request) -> Result<Response, Error> {
+        let client = self.client.as_ref().ok_or("no client")?;
+        let policy = if req.follow_redirects { RedirectPolicy::Limit(10) } else { RedirectPolicy::None };
+        let mut builder =
+            isahc::Request::builder().method(req.method.as_str()).uri(req.url.as_str()).redirect_policy(policy);
+        for (name, value) in &req.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        if req.has_body() && self.expect_100 == Some(true) {
+            builder = builder.header("Expect", "100-continue"); // libcurl waits for the 100 itself
+        }
+        let body = if req.form.is_some() {
+            // isahc has no form API: the body as a program builds it, with form_urlencoded
+            builder = builder.header("Content-Type", "application/x-www-form-urlencoded");
+            Body::from(req.urlencoded())
+        } else if let Some(path) = &req.body_file {
+            builder = builder.header("Content-Type", req.upload_type());
+            Body::from_reader_sized(std::fs::File::open(path)?, req.body_size()?) // streamed
+        } else {
+            Body::empty()
+        };
+        let mut resp = client.send(builder.body(body)?)?;
+        let (status, version) = (resp.status().as_u16(), resp.version());
+        if req.sink_path.is_some() {
+            return FileSink::create(req, job.verify)?.drain(resp.body_mut(), status, version);
+        }
+        Ok(Response::memory(status, version, &resp.bytes()?, job.verify))
+    }
+
+    fn close(&mut self) {
+        self.client = None; // stops the agent thread; the multi handle closes its connections
+    }
+}
+
+fn main() {
+    labdriver::main(&mut Isahc::default(), include_str!("../driver.toml"));
+}

@@ -1,0 +1,224 @@
+package main
+
+// Go native fuzzing of the server's request handling. `go test ./...` runs the seed corpus
+// (below and testdata/fuzz/); longer runs: go test -run '^$' -fuzz=FuzzHandlers -fuzztime=3m
+// (docs/reliability.md keeps the figures of the last ones).
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fuzzRuns resets the trial now and then, so that a long fuzz run's log stays small.
+var fuzzRuns atomic.Int64
+
+func freshTrialSometimes() {
+	if fuzzRuns.Add(1)%5000 == 0 {
+		current.Store(newTrial())
+	}
+}
+
+// cappedWriter is a ResponseWriter whose client goes away after a megabyte.
+type cappedWriter struct {
+	header  http.Header
+	status  int
+	body    bytes.Buffer
+	written int64
+}
+
+var errClientGone = errors.New("client gone")
+
+func (w *cappedWriter) Header() http.Header { return w.header }
+func (w *cappedWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	if w.written+int64(len(p)) > 1<<20 {
+		return 0, errClientGone
+	}
+	w.written += int64(len(p))
+	w.body.Write(p)
+	return len(p), nil
+}
+
+func FuzzHandlers(f *testing.F) {
+	form := "user=u&password=p"
+	f.Add("GET", "/bytes/100?gzip=1", "Accept-Encoding: gzip", []byte(nil))
+	f.Add("GET", "/bytes/2147483648", "", []byte(nil))
+	f.Add("GET", "/json/335114", "", []byte(nil))
+	f.Add("GET", "/json/64?delay_ms=1", "", []byte(nil))
+	f.Add("GET", "/feeds/99", "", []byte(nil))
+	f.Add("POST", "/echo", "Content-Type: application/x-www-form-urlencoded", []byte("a=1&b=%zz&c"))
+	f.Add("POST", "/echo", "Content-Type: multipart/form-data; boundary=X", []byte("--X\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--X--\r\n"))
+	f.Add("PUT", "/echo", "Content-Type: application/octet-stream", []byte("raw body"))
+	f.Add("POST", "/login", "Content-Type: application/x-www-form-urlencoded", []byte(form))
+	f.Add("GET", "/private/bytes/10", "Cookie: clientlab_session="+newSession(), []byte(nil))
+	f.Add("GET", "/private/private/json/100", "Cookie: clientlab_session=0000", []byte(nil))
+	f.Add("GET", "/redirect/3?to=/bytes/10", "", []byte(nil))
+	f.Add("GET", "/redirect/1?to=/%5Cexample.com/x", "", []byte(nil))
+	f.Add("GET", "/redirect/1?to=%2F%2Fexample.com", "", []byte(nil))
+	f.Add("GET", "/bytes/10?delay_ms=99999999", "", []byte(nil))
+	f.Add("OPTIONS", "*", "Expect: 100-continue", []byte(nil))
+	f.Fuzz(func(t *testing.T, method, target, headers string, body []byte) {
+		freshTrialSometimes()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		r, err := http.NewRequestWithContext(ctx, method, "http://lab.test"+target, bytes.NewReader(body))
+		if err != nil {
+			return
+		}
+		r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+		r.RequestURI = target
+		for _, line := range strings.Split(headers, "\n") {
+			if name, value, ok := strings.Cut(line, ":"); ok {
+				r.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+			}
+		}
+		w := &cappedWriter{header: http.Header{}}
+		serveHTTP(w, r)
+
+		if w.status == 0 {
+			if ctx.Err() == nil {
+				t.Fatalf("%s %q: no answer", method, target)
+			}
+			return // the client went away during delay_ms
+		}
+		if w.status == http.StatusFound {
+			loc := w.header.Get("Location")
+			if !sameOriginPath(loc) && !strings.HasPrefix(loc, "/redirect/") || otherHostForBrowser(loc) {
+				t.Fatalf("%q redirects to %q", target, loc)
+			}
+		}
+		if cl := w.header.Get("Content-Length"); cl != "" && w.written < 1<<20 {
+			if n, _ := strconv.ParseInt(cl, 10, 64); n < 1<<20 && n != w.written {
+				t.Fatalf("%s %q: Content-Length %d, wrote %d", method, target, n, w.written)
+			}
+		}
+		if w.status == 200 && strings.HasPrefix(r.URL.Path, "/json/") && w.header.Get("Content-Encoding") == "" &&
+			w.written < 1<<20 && !json.Valid(w.body.Bytes()) {
+			t.Fatalf("%q: invalid JSON", target)
+		}
+	})
+}
+
+func FuzzRedirectTarget(f *testing.F) {
+	for _, s := range []string{"/bytes/10", "//x", `/\x`, "/%5Cx", "/%2fx", "/\tx", "http://x", "/x?y=1", "/x@y", "/%41"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, to string) {
+		if sameOriginPath(to) && otherHostForBrowser(to) {
+			t.Fatalf("accepted %q, which a browser reads as another host", to)
+		}
+	})
+}
+
+// serverPanics collects net/http's reports of handlers that panicked (it recovers them).
+type panicWatch struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (p *panicWatch) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("panic")) {
+		p.mu.Lock()
+		p.lines = append(p.lines, string(b))
+		p.mu.Unlock()
+	}
+	return len(b), nil
+}
+
+func (p *panicWatch) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lines := p.lines
+	p.lines = nil
+	return lines
+}
+
+var serverPanics = &panicWatch{}
+
+func init() { serverErrors = serverPanics }
+
+// FuzzRawConnection sends arbitrary bytes to the plain or the TLS port, then half-closes: the
+// server must answer or close within seconds, never panic, and keep serving.
+func FuzzRawConnection(f *testing.F) {
+	for _, s := range []string{
+		"GET /bytes/10 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /\r\n\r\n",
+		"XX",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x12\x01\x05\x00\x00\x00\x01garbage-headers!!",
+		"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nbad\r\n0\r\n\r\n",
+		"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nab",
+		"GET /bytes/10 HTTP/1.1\r\nHost: x\r\n\r\nGET /json/100 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /redirect/1?to=/%5Cevil HTTP/1.1\r\nHost: x\r\n\r\n",
+		"\x16\x03\x01\x00\x05hello",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, secure bool) {
+		freshTrialSometimes()
+		target := plainURL
+		if secure {
+			target = secureURL
+		}
+		addr := target[strings.Index(target, "//")+2:]
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		conn.Write(data)
+		conn.(*net.TCPConn).CloseWrite()
+		// read what comes (at most 4 MB, then hang up), until the server closes
+		n, err := io.Copy(io.Discard, io.LimitReader(conn, 4<<20))
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("%q: the server neither answered nor closed in 10 s (%d bytes)", data, n)
+		}
+		if lines := serverPanics.take(); len(lines) > 0 {
+			t.Fatalf("%q: the server panicked: %s", data, lines[0])
+		}
+	})
+}
+
+// the fuzz targets above need the server to keep serving afterwards
+func TestServerServesAfterGarbage(t *testing.T) {
+	for _, garbage := range []string{"\x00\x01\x02", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\xff\xff\xff\xff", "GET / HTTP/9.9\r\n\r\n"} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(plainURL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(garbage))
+		c.Close()
+	}
+	if c, err := tls.Dial("tcp", strings.TrimPrefix(secureURL, "https://"), &tls.Config{RootCAs: roots}); err == nil {
+		c.Write([]byte("\x00\x00garbage"))
+		c.Close()
+	}
+	if resp, _ := get(t, &http.Client{Transport: &http.Transport{}}, plainURL+"/bytes/1"); resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	if lines := serverPanics.take(); len(lines) > 0 {
+		t.Fatalf("panics: %v", lines)
+	}
+}
