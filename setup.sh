@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 ROOT=$PWD
 LAB_HOME=${CLIENTLAB_HOME:-$ROOT/.lab}
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
-export PATH="$PATH:/usr/local/go/bin"  # where the machine image keeps Go
+export PATH="$PATH:/usr/local/go/bin:$HOME/.cargo/bin"  # where the machine image keeps Go and Rust
 command -v go >/dev/null || { echo "setup: needs Go (https://go.dev) on PATH" >&2; exit 1; }
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
@@ -32,6 +32,10 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if [[ " ${missing[*]} " == *" nginx "* ]]; then
+    # the lab starts its own nginx when it needs one: no system service listening on port 80
+    (systemctl disable --now nginx || service nginx stop) >/dev/null 2>&1 || true
+  fi
 else
   say "Debian packages: all present"
 fi

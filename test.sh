@@ -4,9 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
-export PATH="$PATH:/usr/local/go/bin"  # where the machine image keeps Go
-echo "== go test (bench server, network lab)"
+export PATH="$PATH:/usr/local/go/bin:$HOME/.cargo/bin"  # where the machine image keeps Go and Rust
+echo "== go test (bench server, network lab, the Go drivers' helper)"
 (cd server && go test ./...)
 (cd netlab && go test ./...)
+(cd drivers/go/_lib && go test ./...)
+echo "== cargo test (the Rust drivers' helper)"
+(cd drivers/rust && cargo test --locked -q -p labdriver)
 echo "== pytest"
 .venv/bin/python -m pytest "$@"

@@ -21,15 +21,22 @@ DRIVERS = manifest.discover()[0]
 FILES = {f.name: f for f in scenario.discover()[0]}
 
 
+# beyond the default scenarios: get-small over https (HTTP/1.1), and with keep-alive off
+VARIANTS = {"https": {"scheme": "https"}, "no-keep-alive": {"keep_alive": False}}
+
+
 def _scenario(name: str, http: str | None = None):
     f = FILES[name]
     params = SIZES.get(name) or {k: v for k, v in SMALL.items() if k in f.params and k != "size"}
+    if http in VARIANTS:
+        return f.expand(params).with_client(**VARIANTS[http])
     return f.expand(params).with_client(http=http)
 
 
 CASES = [(d, name, None) for d in DRIVERS for name in sorted(FILES) if FILES[name].raw.get("default", True)]
 CASES += [(d, "get-small", v) for d in DRIVERS for v in ("2", "h2c") if {"2": "http2", "h2c": "h2c"}[v]
           in d.manifest.capabilities]
+CASES += [(d, "get-small", v) for d in DRIVERS for v in VARIANTS]
 
 
 @pytest.mark.parametrize("driver,name,http", CASES,

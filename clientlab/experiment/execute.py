@@ -29,6 +29,8 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                    events: Events | None = None, extra_drivers: list[manifest.Driver] | None = None,
                    on_note=print) -> ExperimentRun:  # noqa: ANN001 - on_note: callable(str)
     cells = plan(experiment, quick)
+    if experiment.trial_seconds:
+        options = dataclasses.replace(options, trial_budget_s=experiment.trial_seconds)
     drivers = {d.id: d for d in manifest.discover()[0] + (extra_drivers or [])}
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
               "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells)}

@@ -18,12 +18,16 @@ EXPERIMENTS = spec.discover()
 
 
 def test_every_shipped_experiment_names_known_drivers_and_scenarios():
-    assert set(EXPERIMENTS) == {"php-clients", "multi-socket", "parallel-feeds", "perl-clients", "download-size"}
+    from clientlab.experiment.plan import drivers_of
+
+    assert set(EXPERIMENTS) == {"php-clients", "multi-socket", "parallel-feeds", "perl-clients", "download-size",
+                                "clients-by-language"}
     drivers = {d.id for d in manifest.discover()[0]}
     scenarios = {f.name for f in scenario.discover()[0]}
     for e in EXPERIMENTS.values():
         for part in e.parts:
-            assert set(part.drivers) <= drivers, f"{e.name}.{part.name}: {set(part.drivers) - drivers}"
+            assert drivers_of(part), f"{e.name}.{part.name}: no driver"
+            assert set(drivers_of(part)) <= drivers, f"{e.name}.{part.name}: {set(drivers_of(part)) - drivers}"
             assert set(part.scenarios) <= scenarios, f"{e.name}.{part.name}"
 
 
@@ -136,3 +140,16 @@ def test_a_part_can_ask_for_a_fresh_process_per_trial_and_its_trial_count():
     assert quick.fresh_process and quick.stop.max_trials == 5
     plain = spec.Part(name="get", drivers=["c-libcurl"], scenarios=["get-small"])
     assert part_options(RunOptions(), plain, False) == RunOptions()
+
+
+def test_a_survey_part_takes_every_driver_of_its_language_and_gets_a_table():
+    from clientlab.experiment.plan import drivers_of
+
+    e = EXPERIMENTS["clients-by-language"]
+    go = next(p for p in e.parts if p.name == "go")
+    assert drivers_of(go) == sorted(d.id for d in manifest.discover()[0] if d.id.startswith("go-"))
+    cells = [{**_cell("go-a", "go", 0.5), "figures": {**_cell("go-a", "go", 0.5)["figures"], "requests": 100}},
+             {**_cell("go-b", "go", 0.25), "figures": {**_cell("go-b", "go", 0.25)["figures"], "requests": 100}}]
+    text = "\n".join(findings.part_tables(e, cells))
+    assert "### go" in text and "| go-b | **4.0 req/s**" in text
+    assert "Fastest: get-small: go-b" in text and "Cheapest in CPU per request: get-small: go-b" in text

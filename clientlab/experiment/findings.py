@@ -47,10 +47,13 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
                          + "".join(f"; {n}" for n in net.get("notes", [])))
     for note in experiment.notes:
         lines.append(f"- {note}")
-    lines += ["", "| the article says | the lab measured | verdict |", "|---|---|---|"]
-    for v in judge_run(experiment, cells):
-        evidence = "<br>".join(_cell_text(e) for e in v.evidence) or "—"
-        lines.append(f"| {_cell_text(v.claim.says)} | {evidence} | **{v.outcome}** |")
+    if experiment.claims:
+        lines += ["", "| the article says | the lab measured | verdict |", "|---|---|---|"]
+        for v in judge_run(experiment, cells):
+            evidence = "<br>".join(_cell_text(e) for e in v.evidence) or "—"
+            lines.append(f"| {_cell_text(v.claim.says)} | {evidence} | **{v.outcome}** |")
+    else:
+        lines += part_tables(experiment, cells)
     lines += ["", "<details><summary>Every cell of the run</summary>", "",
               "| part | driver | scenario | status | median time | throughput | CPU usr+sys | peak RSS |",
               "|---|---|---|---|---|---|---|---|"]
@@ -71,6 +74,51 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
     lines += ["", "Versions: " + "; ".join(f"{d}: " + ", ".join(f"{k} {v}" for k, v in vs.items())
                                            for d, vs in sorted(versions.items())), "", "</details>", ""]
     return "\n".join(lines)
+
+
+def part_tables(experiment: Experiment, cells: list[dict]) -> list[str]:
+    """One table per part (drivers × scenarios): throughput, CPU per request and peak memory; the
+    fastest of each scenario in bold, the cheapest in CPU per request marked with a ◆."""
+    lines: list[str] = []
+    for part in experiment.parts:
+        mine = [c for c in cells if (c.get("params") or {}).get("part") == part.name]
+        if not mine:
+            continue
+        scenarios = list(dict.fromkeys(c["scenario"] for c in mine))
+        drivers = list(dict.fromkeys(c["driver"] for c in mine))
+        by_key = {(c["driver"], c["scenario"]): c for c in mine}
+        fastest, cheapest = {}, {}
+        for sc in scenarios:
+            ok = [c for c in mine if c["scenario"] == sc and c["status"] == "ok"]
+            if ok:
+                fastest[sc] = max(ok, key=lambda c: c["figures"]["throughput"])["driver"]
+                cheapest[sc] = min(ok, key=_cpu_per_request)["driver"]
+        lines += ["", f"### {part.name}", "", "| driver | " + " | ".join(scenarios) + " |",
+                  "|---|" + "---|" * len(scenarios)]
+        for d in drivers:
+            row = []
+            for sc in scenarios:
+                c = by_key.get((d, sc))
+                if c is None:
+                    row.append("")
+                elif c["status"] != "ok":
+                    row.append(c["status"])
+                else:
+                    f = c["figures"]
+                    rate = show(f["throughput"], "throughput", c)
+                    rate = f"**{rate}**" if fastest.get(sc) == d else rate
+                    mark = " ◆" if cheapest.get(sc) == d else ""
+                    row.append(f"{rate}<br>{_cpu_per_request(c) * 1e6:,.0f} µs CPU/req{mark}<br>"
+                               f"{f['peak_rss_kb'] / 1024:.1f} MiB")
+            lines.append(f"| {d} | " + " | ".join(row) + " |")
+        lines += ["", "Fastest: " + "; ".join(f"{sc}: {d}" for sc, d in fastest.items()) + ". "
+                  "Cheapest in CPU per request: " + "; ".join(f"{sc}: {d}" for sc, d in cheapest.items()) + "."]
+    return lines
+
+
+def _cpu_per_request(cell: dict) -> float:
+    f = cell["figures"]
+    return (f["cpu_user_s"] + f["cpu_sys_s"]) / max(1, f.get("requests") or 1)
 
 
 def _cell_text(text: str) -> str:

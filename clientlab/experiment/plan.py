@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-from clientlab import scenario
+from clientlab import manifest, scenario
 from clientlab.errors import LabInputError
 from clientlab.experiment.spec import Experiment, Part, Value
 from clientlab.scenario import Scenario
@@ -65,9 +66,23 @@ def plan(experiment: Experiment, quick: bool) -> list[PlannedCell]:
         elif part.variants:
             steps = [(i, {}, v, "")
                      for i, v in enumerate(part.variants)]
+        drivers = drivers_of(part)
+        names = part.quick_scenarios if quick and part.quick_scenarios is not None else part.scenarios
         for value, params, client, label in steps:
-            for name in part.scenarios:
+            for name in names:
                 sc = _expand(part, files, name, quick, params, _client_changes(part, client), label, value)
-                cells.extend(PlannedCell(part.name, part.net, d, sc, value) for d in part.drivers)
+                cells.extend(PlannedCell(part.name, part.net, d, sc, value) for d in drivers)
     return cells
+
+
+def drivers_of(part: Part) -> list[str]:
+    """The part's driver ids, patterns ("go-*") expanded over every driver of the lab."""
+    if not any(ch in d for d in part.drivers for ch in "*?["):
+        return list(part.drivers)
+    known = [d.id for d in manifest.discover()[0]]
+    out: list[str] = []
+    for entry in part.drivers:
+        matched = sorted(fnmatch.filter(known, entry)) if any(ch in entry for ch in "*?[") else [entry]
+        out.extend(m for m in matched if m not in out)
+    return out
 

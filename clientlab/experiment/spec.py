@@ -52,8 +52,9 @@ class Part(BaseModel):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
-    drivers: list[str] = Field(min_length=1)
+    drivers: list[str] = Field(min_length=1)     # ids, or patterns such as "go-*" (every driver that matches)
     scenarios: list[str] = Field(min_length=1)
+    quick_scenarios: list[str] | None = None      # the scenarios of the --quick form (default: all of them)
     params: dict[str, int | str] = {}
     quick_params: dict[str, int | str] = {}       # replaces `params` entries in the --quick form
     client: ClientChanges = {}                    # http, concurrency, keep_alive, options
@@ -125,6 +126,9 @@ class Experiment(BaseModel):
     notes: list[str] = []                # what the lab cannot do as the article did, and why
     parts: list[Part] = Field(min_length=1)
     claims: list[Claim] = []
+    # request counts scaled so that a trial lasts about this long (as `clientlab run --trial-seconds`);
+    # None: the counts as the parts write them
+    trial_seconds: float | None = Field(default=None, gt=0, le=60)
 
     @model_validator(mode="after")
     def _claims_name_parts(self) -> "Experiment":

@@ -12,8 +12,9 @@ def _ms(value: float | None) -> str:
 def trials_table(cell: dict, trials: list[dict]) -> Table:
     table = Table(title=f"{cell['driver']} × {cell['scenario']}: {cell['status']}"
                   + (f" — {cell['reason'].splitlines()[0]}" if cell.get("reason") else ""))
-    for column in ("trial", "ok", "wall ms", "user ms", "sys ms", "peak RSS MiB", "set-up ms", "conns",
-                   "requests", "TLS full/resumed", "versions", "stalled", "cycle p50/p99 ms"):
+    for column in ("trial", "ok", "wall ms", "user ms", "sys ms", "peak MiB", "set-up ms", "conns",
+                   "requests", "TLS full/resumed", "versions", "stalled", "cycle p50/p99 ms",
+                   "server CPU ms", "steal/others ms"):
         table.add_column(column, justify="right" if column not in ("trial", "versions") else "left")
     for t in trials:
         server = t.get("server") or {}
@@ -28,6 +29,8 @@ def trials_table(cell: dict, trials: list[dict]) -> Table:
             ", ".join(f"{k} {v}" for k, v in (server.get("versions") or {}).items()),
             str(server.get("stalled_requests", "")),
             f"{cycle['p50']:.2f}/{cycle['p99']:.2f}" if cycle else "",
+            _ms(server.get("cpu_s")),
+            f"{t['noise']['steal_s'] * 1000:.0f}/{t['noise']['other_cpu_s'] * 1000:.0f}" if t.get("noise") else "",
         )
     for t in trials:
         for problem in t.get("problems") or []:
