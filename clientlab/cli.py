@@ -692,7 +692,16 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
 @click.option("--seconds", default=5, show_default=True, help="Length of the wrk measurement.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures here.")
 def selfbench_cmd(driver_paths, driver_names, seconds, json_path) -> None:  # noqa: ANN001
-    """The lab's own figures: bench server capacity vs the fastest driver, and the lab's overhead."""
+    """The lab's own figures, each with its target (met / missed):
+
+    \b
+    - the bench server against Debian's nginx (one worker each, the same core): req/s, MB/s and
+      CPU per request at 1 to 10,000 connections (wrk, HTTP/1.1) and over HTTP/2 (h2load);
+    - the server's rate against the fastest sequential and parallel drivers, and its CPU per
+      request against the cheapest driver's;
+    - the lab's overhead on a 1-second trial, the spread of such trials, and the machine's noise
+      floor (fixed CPU work timed ten times);
+    - placements (split / shared / free): per-request time and spread of one driver under each."""
     from clientlab import selfbench
 
     drivers = manifest.select(_drivers(driver_paths), _split(driver_names))

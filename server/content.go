@@ -1,8 +1,8 @@
 package main
 
 // Deterministic response bodies: /bytes from one precomputed block, /json generated as it is
-// sent (small documents are kept in a cache of bounded size), /feeds generated once (100 of
-// them) (docs/bench-server.md).
+// sent (small documents are kept in a cache of bounded size), /feeds generated on demand (100,000
+// of them, the first 1,000 kept once made) (docs/bench-server.md).
 
 import (
 	"bytes"
@@ -172,29 +172,39 @@ func jsonDoc(n int) []byte {
 	return doc
 }
 
-const feedCount = 100
+// feedCount feeds exist (enough for a sweep to thousands of transfers in flight); the first
+// cachedFeeds are kept once made, the rest are made per request, so memory stays bounded.
+const (
+	feedCount   = 100_000
+	cachedFeeds = 1_000
+)
 
-// feedDoc is feed i of 100: a distinct Atom document of 2-20 KB.
+// feedDoc is feed i: a distinct Atom document of 2-20 KB.
 func feedDoc(i int) []byte {
+	if i >= cachedFeeds {
+		return buildFeed(i)
+	}
 	if v, ok := feeds.Load(i); ok {
 		return v.([]byte)
 	}
-	v, _ := feeds.LoadOrStore(i, func() []byte {
-		var sb strings.Builder
-		fmt.Fprintf(&sb, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
-			`<feed xmlns="http://www.w3.org/2005/Atom"><title>Channel %d</title><id>urn:clientlab:feed:%d</id>`+
-			`<updated>2026-01-01T00:00:00Z</updated>`+"\n", i, i)
-		entries := 8 + (i*37)%53
-		for e := 0; e < entries; e++ {
-			fmt.Fprintf(&sb, `<entry><title>Video %d of channel %d</title><id>urn:clientlab:feed:%d:%d</id>`+
-				`<link href="http://lab.test/watch?v=%d-%d"/><updated>2026-01-%02dT%02d:00:00Z</updated>`+
-				`<summary>Entry %d in feed %d, a deterministic text for the lab.</summary></entry>`+"\n",
-				e, i, i, e, i, e, 1+e%28, e%24, e, i)
-		}
-		sb.WriteString("</feed>\n")
-		return []byte(sb.String())
-	}())
+	v, _ := feeds.LoadOrStore(i, buildFeed(i))
 	return v.([]byte)
 }
 
-var feeds sync.Map // i (0 ... feedCount-1) -> []byte
+func buildFeed(i int) []byte {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
+		`<feed xmlns="http://www.w3.org/2005/Atom"><title>Channel %d</title><id>urn:clientlab:feed:%d</id>`+
+		`<updated>2026-01-01T00:00:00Z</updated>`+"\n", i, i)
+	entries := 8 + (i*37)%53
+	for e := 0; e < entries; e++ {
+		fmt.Fprintf(&sb, `<entry><title>Video %d of channel %d</title><id>urn:clientlab:feed:%d:%d</id>`+
+			`<link href="http://lab.test/watch?v=%d-%d"/><updated>2026-01-%02dT%02d:00:00Z</updated>`+
+			`<summary>Entry %d in feed %d, a deterministic text for the lab.</summary></entry>`+"\n",
+			e, i, i, e, i, e, 1+e%28, e%24, e, i)
+	}
+	sb.WriteString("</feed>\n")
+	return []byte(sb.String())
+}
+
+var feeds sync.Map // i (0 ... cachedFeeds-1) -> []byte

@@ -248,7 +248,7 @@ func routeIn(x *exchange, path string, private bool) {
 	case "feeds":
 		i, err := strconv.Atoi(rest)
 		if err != nil || i < 0 || i >= feedCount {
-			x.fail(http.StatusNotFound, "feeds are 0 ... 99")
+			x.fail(http.StatusNotFound, "feeds are 0 ... 99999")
 			return
 		}
 		x.sendBytes(http.StatusOK, "application/atom+xml", feedDoc(i))

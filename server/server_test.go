@@ -183,15 +183,28 @@ func TestJSONDocumentHasExactSizeAndIsValid(t *testing.T) {
 
 func TestFeedsAreDistinctAndSmall(t *testing.T) {
 	seen := map[string]bool{}
-	for i := 0; i < feedCount; i++ {
+	ids := []int{}
+	for i := 0; i < cachedFeeds+500; i++ { // the kept ones and some made per request
+		ids = append(ids, i)
+	}
+	ids = append(ids, 50_000, feedCount-1)
+	for _, i := range ids {
 		doc := feedDoc(i)
 		if len(doc) < 2000 || len(doc) > 20000 {
 			t.Fatalf("feed %d is %d bytes", i, len(doc))
 		}
+		if !bytes.Equal(doc, feedDoc(i)) {
+			t.Fatalf("feed %d is not the same twice", i)
+		}
 		seen[string(doc)] = true
 	}
-	if len(seen) != feedCount {
-		t.Fatalf("%d distinct feeds", len(seen))
+	if len(seen) != len(ids) {
+		t.Fatalf("%d distinct feeds of %d", len(seen), len(ids))
+	}
+	kept := 0
+	feeds.Range(func(_, _ any) bool { kept++; return true })
+	if kept > cachedFeeds {
+		t.Fatalf("%d feeds kept in memory, at most %d may be", kept, cachedFeeds)
 	}
 }
 
