@@ -29,7 +29,7 @@ out = Console()
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each in logs and pipes
 
 DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers answers in minutes
-DEFAULT_PLACEMENT = "split"
+DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, docs/measurement.md)
 
 driver_path_option = click.option(
     "--driver-path", "driver_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -213,10 +213,12 @@ class CellRunner:
             for driver in drivers:
                 cell = self._start(driver, scenario)
                 cells.append(cell)
-                self._guard(cell, self._prepare)
+                with _others_paused(cells, cell):
+                    self._guard(cell, self._prepare)
             while running := [c for c in cells if c.result is None]:
                 for cell in running:
-                    self._guard(cell, self._timed_round)
+                    with _others_paused(cells, cell):
+                        self._guard(cell, self._timed_round)
         except BaseException as exc:  # the lab broke (or Ctrl-C): open cells say so, the run stops
             reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"lab error: {type(exc).__name__}: {exc}"
             for cell in cells:
@@ -437,6 +439,29 @@ class CellRunner:
         cell.trials.append(trial)
         self.store.add_trial(cell.cell_id, trial)
         self.events.trial_done(cell.driver.id, cell.scenario.label, trial)
+
+
+@contextlib.contextmanager
+def _others_paused(cells: list[_Cell], active: _Cell) -> Iterator[None]:
+    """The other drivers of the scenario wait between their trials, but a runtime's own threads
+    (a JIT compiling, a GC, timers) would still run on the driver's core during this cell's trial:
+    they are stopped (SIGSTOP to their process groups) and continued afterwards."""
+    stopped = []
+    for c in cells:
+        if c is not active and c.proc is not None and c.result is None:
+            try:
+                os.killpg(c.proc.pid, signal.SIGSTOP)
+                stopped.append(c.proc.pid)
+            except OSError:
+                pass
+    try:
+        yield
+    finally:
+        for pid in stopped:
+            try:
+                os.killpg(pid, signal.SIGCONT)
+            except OSError:
+                pass
 
 
 @dataclass
