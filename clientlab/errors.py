@@ -192,3 +192,15 @@ def read_named_toml(path: Path, kind: str) -> dict:
                             f"{quote(path.stem)}")
     raw.setdefault("name", path.stem)
     return raw
+
+
+def scan_folder(folder, load):  # noqa: ANN001, ANN201 - (Path, Path -> T) -> (dict[str, T], dict[str, str])
+    """Every `*.toml` in `folder` that `load` accepts, by stem, and for each it refuses, why:
+    a broken file is reported, not in the way of the others."""
+    good, broken = {}, {}
+    for p in sorted(folder.glob("*.toml")):
+        try:
+            good[p.stem] = load(p)
+        except LabInputError as exc:
+            broken[p.stem] = str(exc)
+    return good, broken

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from typing_extensions import TypedDict
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml
+from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
 from clientlab.scenario import OptionValue
 
 Value = int | float | str | bool
@@ -157,14 +157,7 @@ def load_file(path: Path) -> Experiment:
 def scan(folder: Path | None = None) -> tuple[dict[str, Experiment], dict[str, str]]:
     """Every experiment file that validates, and for each one that does not, why (by name):
     a broken file is reported, not in the way of the others."""
-    folder = folder or experiments_dir()
-    good, broken = {}, {}
-    for p in sorted(folder.glob("*.toml")):
-        try:
-            good[p.stem] = load_file(p)
-        except LabInputError as exc:
-            broken[p.stem] = str(exc)
-    return good, broken
+    return scan_folder(folder or experiments_dir(), load_file)
 
 
 def discover(folder: Path | None = None) -> dict[str, Experiment]:

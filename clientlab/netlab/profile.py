@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml
+from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
 
 
 class Profile(BaseModel):
@@ -52,14 +52,7 @@ def load_file(path: Path) -> Profile:
 def scan(folder: Path | None = None) -> tuple[dict[str, Profile], dict[str, str]]:
     """Every profile that validates, and for each file that does not, why (by name): a broken
     profile is reported, not in the way of the others."""
-    folder = folder or networks_dir()
-    good, broken = {}, {}
-    for p in sorted(folder.glob("*.toml")):
-        try:
-            good[p.stem] = load_file(p)
-        except LabInputError as exc:
-            broken[p.stem] = str(exc)
-    return good, broken
+    return scan_folder(folder or networks_dir(), load_file)
 
 
 def discover(folder: Path | None = None) -> dict[str, Profile]:
