@@ -18,6 +18,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from clientlab import affinity
 from clientlab.job import PROTOCOL_VERSION
 
 MAX_LINE = 64 * 1024 * 1024      # one protocol line (a report of many responses)
@@ -41,7 +42,7 @@ class DriverProcess:
         self.started = time.monotonic()
         try:
             self.proc = subprocess.Popen(
-                argv,
+                affinity.pinned(argv, cpu),
                 cwd=cwd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -51,11 +52,7 @@ class DriverProcess:
             )
         except OSError as exc:
             raise DriverFault(f"cannot start {argv[0]}: {exc}") from exc
-        if cpu is not None:
-            try:
-                os.sched_setaffinity(self.proc.pid, {cpu})
-            except OSError:
-                pass  # the process may already be gone; the next read reports it
+        affinity.pin_late(self.proc.pid, cpu)
         self._lines: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=STDERR_KEEP)
         threading.Thread(target=self._read_stdout, daemon=True).start()

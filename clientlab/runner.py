@@ -48,6 +48,9 @@ STALL_S = 15.0                # verification: no request reaching the server for
 TRIAL_TIMEOUT_FACTOR = 10     # a timed trial may take this many times what verification predicts…
 TRIAL_TIMEOUT_FLOOR_S = 10.0  # …but never less than this
 STALLED_FACTOR = 4            # a first timed trial this far over the budget stops the cell early
+WARMUP_STEADY = 0.10          # JIT drivers warm up until three warm-ups in a row agree this closely…
+WARMUP_MAX_S = 3.0            # …for at most this long (with a trial budget: about ten trials)
+WARMUP_MAX = 20               # …and never more than this many warm-up trials
 
 PLACEMENTS = ("split", "shared", "free")
 
@@ -283,15 +286,26 @@ class CellRunner:
         cell.per_request_s = (verification.wall_s or 0.0) / check.total_requests
         cell.work = self._fit(cell, scenario, budget, verification)
         warmup = max(self.options.warmup, driver.manifest.warmup) if self.options.warmup else 0
-        for idx in range(warmup):
+        # a JIT runtime (manifest warm-up > 1) compiles its hot paths over the first thousands of
+        # requests: it warms up until three trials in a row cost the same per request
+        until_steady = warmup > 1 and not self.options.fresh_process
+        per_request: list[float] = []
+        idx, warm_started = 0, time.monotonic()
+        while idx < warmup or (until_steady and idx < WARMUP_MAX and not _steady(per_request)
+                               and time.monotonic() - warm_started < WARMUP_MAX_S):
             trial = self._fresh_trial(cell, "warmup", idx)
+            idx += 1
             if not trial.ok:
-                cell.finish("failed", f"warmup trial {idx}: " + "; ".join(trial.problems or []))
+                cell.finish("failed", f"warmup trial {idx - 1}: " + "; ".join(trial.problems or []))
                 return
-            if budget and idx == warmup - 1:  # the last warm-up is the best guess of a timed trial
-                cell.per_request_s = (trial.wall_s or 0.0) / cell.work.total_requests
+            per_request.append((trial.wall_s or 0.0) / cell.work.total_requests)
+            if budget:  # the latest warm-up is the best guess of a timed trial
+                cell.per_request_s = per_request[-1]
                 cell.work = self._fit(cell, scenario, budget, trial)
-        cell.next_idx = warmup
+        if until_steady and not _steady(per_request):
+            last = ", ".join(f"{v * 1e6:,.0f}" for v in per_request[-3:])
+            cell.notes.append(f"not steady after {idx} warm-up trials (the last ones {last} µs per request)")
+        cell.next_idx = idx
         cell.timed_started = time.monotonic()
 
     def _fit(self, cell: _Cell, scenario: Scenario, budget: float | None, measured: Trial) -> Scenario:
@@ -439,6 +453,14 @@ class CellRunner:
         cell.trials.append(trial)
         self.store.add_trial(cell.cell_id, trial)
         self.events.trial_done(cell.driver.id, cell.scenario.label, trial)
+
+
+def _steady(per_request: list[float]) -> bool:
+    """The last three warm-ups cost the same per request, within WARMUP_STEADY."""
+    last = per_request[-3:]
+    if len(last) < 3 or min(last) <= 0:
+        return False
+    return max(last) / min(last) - 1 <= WARMUP_STEADY
 
 
 @contextlib.contextmanager

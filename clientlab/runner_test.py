@@ -229,3 +229,26 @@ def test_every_trial_starts_on_a_fresh_server_port(cell):
     assert result.status == "ok", result.reason
     ports = [t["server"]["port"] for t in trials]
     assert len(ports) == 5 and len(set(ports)) == 5
+
+
+def test_a_jit_driver_warms_up_until_three_trials_agree(cell, monkeypatch):
+    from clientlab import runner
+
+    monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree
+    _, trials = cell(REF, shipped("get-small", count=10), warmup=2)
+    assert [t["kind"] for t in trials].count("warmup") == 3
+
+
+def test_a_jit_driver_that_never_settles_stops_warming_up_and_says_so(cell, monkeypatch):
+    from clientlab import runner
+
+    monkeypatch.setattr(runner, "WARMUP_STEADY", -1.0)  # no three trials ever agree
+    monkeypatch.setattr(runner, "WARMUP_MAX", 5)
+    result, trials = cell(REF, shipped("get-small", count=10), warmup=2)
+    assert [t["kind"] for t in trials].count("warmup") == 5
+    assert any(note.startswith("not steady after 5 warm-up trials") for note in result.figures["notes"])
+
+
+def test_a_driver_with_one_warm_up_gets_exactly_one(cell):
+    _, trials = cell(REF, shipped("get-small", count=10), warmup=1)
+    assert [t["kind"] for t in trials].count("warmup") == 1

@@ -38,7 +38,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from clientlab import limits, machine, paths, scenario, stats
+from clientlab import affinity, limits, machine, paths, scenario, stats
 from clientlab.errors import LabError
 from clientlab.manifest import Driver, load_manifest
 from clientlab.protocol import DriverProcess
@@ -77,8 +77,7 @@ def server_capacity(seconds: int, connections: int = 10) -> dict:
         script.flush()
         url = f"http://127.0.0.1:{server.endpoint.http_port}/bytes/1024"
         argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", script.name, url]
-        if client_cpu is not None and shutil.which("taskset"):
-            argv = ["taskset", "-c", str(client_cpu), *argv]
+        argv = affinity.pinned(argv, client_cpu)
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30)
         line = next((l for l in proc.stdout.splitlines() if l.startswith("{")), None)
         if proc.returncode != 0 or line is None:
@@ -116,12 +115,8 @@ def _rss_bytes(pids: list[int]) -> int:
     return total
 
 
-def _pinned(argv: list[str], cpu: int | None) -> list[str]:
-    return ["taskset", "-c", str(cpu), *argv] if cpu is not None and shutil.which("taskset") else argv
-
-
 def _wrk(url: str, connections: int, seconds: int, cpu: int | None, script: str) -> dict:
-    argv = _pinned(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", script, url], cpu)
+    argv = affinity.pinned(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", script, url], cpu)
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
     line = next((l for l in proc.stdout.splitlines() if l.startswith("{")), None)
     if proc.returncode != 0 or line is None:
@@ -133,7 +128,7 @@ def _wrk(url: str, connections: int, seconds: int, cpu: int | None, script: str)
 
 
 def _h2load(url: str, connections: int, seconds: int, cpu: int | None) -> dict:
-    argv = _pinned(["h2load", "-t1", "-c", str(connections), "-m", str(H2_STREAMS), "-D", str(seconds),
+    argv = affinity.pinned(["h2load", "-t1", "-c", str(connections), "-m", str(H2_STREAMS), "-D", str(seconds),
                     "--warm-up-time=1", url], cpu)
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
     rate = mb = None

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import secrets
 import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from clientlab import paths
+from clientlab import affinity, paths
 from clientlab.control import ControlClient, first_json_line, stop
 from clientlab.errors import LabError
 from clientlab.job import Endpoint
@@ -48,18 +47,14 @@ class BenchServer:
         if max_conns:
             argv += ["--max-conns", str(max_conns)]
         secret = secrets.token_urlsafe(32)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(affinity.pinned(argv, cpu), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert self.proc.stdin is not None
         try:  # the server reads it before it listens; stdin stays open: the server exits when it closes
             self.proc.stdin.write(secret.encode() + b"\n")
             self.proc.stdin.flush()
         except OSError:
             pass  # it exited already: first_json_line reports why
-        if cpu is not None:
-            try:
-                os.sched_setaffinity(self.proc.pid, {cpu})
-            except OSError:
-                pass
+        affinity.pin_late(self.proc.pid, cpu)
         self.info = first_json_line(self.proc, "bench server")
         if self.info.get("type") != "listening":
             stop(self.proc)
