@@ -78,10 +78,12 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
 
 def part_options(options: RunOptions, part: Part, quick: bool) -> RunOptions:
     """The run's options with what a part asks for: a fresh process per trial, its own trial count
-    (in the quick form at most QUICK_PART_TRIALS)."""
+    (in the quick form at most QUICK_PART_TRIALS), its own warm-up."""
     changes: dict = {}
     if part.fresh_process:
         changes["fresh_process"] = True
+    if part.warmup is not None:
+        changes["warmup"] = part.warmup
     if part.trials:
         n = min(part.trials, QUICK_PART_TRIALS) if quick else part.trials
         changes["stop"] = StopRule(min_trials=n, max_trials=n)

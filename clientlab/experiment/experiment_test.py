@@ -142,6 +142,14 @@ def test_a_part_can_ask_for_a_fresh_process_per_trial_and_its_trial_count():
     assert part_options(RunOptions(), plain, False) == RunOptions()
 
 
+def test_a_bulk_transfer_part_can_go_without_warm_up():
+    from clientlab.experiment.execute import part_options
+
+    part = spec.Part(name="big", drivers=["c-libcurl"], scenarios=["download-file"], warmup=0, trials=3)
+    options = part_options(RunOptions(warmup=1), part, False)
+    assert options.warmup == 0 and options.stop.max_trials == 3
+
+
 def test_a_survey_part_takes_every_driver_of_its_language_and_gets_a_table():
     from clientlab.experiment.plan import drivers_of
 

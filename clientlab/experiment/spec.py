@@ -64,6 +64,8 @@ class Part(BaseModel):
     # a new driver process for every trial, as a script run per request would (no cache survives)
     fresh_process: bool = False
     trials: int | None = Field(default=None, ge=1, le=200)   # timed trials per cell in the full form
+    # untimed warm-up trials per cell (default: the run's); a transfer of hundreds of MB warms nothing
+    warmup: int | None = Field(default=None, ge=0, le=20)
 
     @model_validator(mode="after")
     def _one_kind_of_variation(self) -> "Part":
