@@ -1,22 +1,26 @@
 package main
 
 // The HTTP/1.1 hot path of the plain port (issue 9). net/http costs several times nginx's CPU
-// per small keep-alive GET (a goroutine hand-off, a bufio reader and writer, an http.Request,
+// per small keep-alive request (a goroutine hand-off, a bufio reader and writer, an http.Request,
 // a header map and a response writer per request). The plain port's connections are read here
-// instead: a request that is a plain GET of /bytes/{n}, /json/{n} or /feeds/{i} (no query, no
-// body, no Expect, no Upgrade, one well-formed Host, HTTP/1.1) is parsed and answered in place,
-// with one read and one write per request and no allocation, and recorded exactly as
-// serveHTTP records it (log entry, read events, connection counters, carried connections).
-// Everything else — another method or resource, a query, a body, a header this path does not
-// read, HTTP/1.0, a request whose headers do not fit in the read buffer, record_digests on, a
-// server cap — hands the connection, with every byte read so far, to net/http for the rest of
-// its life: the answer to anything unusual is net/http's, as before. A connection that opens
-// with the HTTP/2 preface goes to the h2c server as before.
+// instead: the requests of the default scenarios — GET of /bytes/{n}, /json/{n}, /feeds/{i} and
+// /private/… (with the session cookie checked as validSession does), GET /redirect/{n}?to=PATH,
+// POST /echo and POST /login with a Content-Length body that fits the read buffer — are parsed
+// and answered in place (fastforms.go for forms, redirects and cookies), recorded exactly as
+// serveHTTP records them (log entry, read events, connection counters, carried connections) and
+// answered with net/http's bytes (status line, headers in its order, bodies).
+// Everything else — another method or resource, another query, a chunked body, Expect, a body
+// larger than the buffer, a header this path does not read, HTTP/1.0, a request whose headers do
+// not fit in the read buffer, a bare LF, record_digests on, a server cap — hands the connection,
+// with every byte read so far, to net/http for the rest of its life: the answer to anything
+// unusual is net/http's, as before. A connection that opens with the HTTP/2 preface goes to the
+// h2c server as before.
 
 import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -82,11 +86,25 @@ func internPath(b []byte) string {
 
 // fastRequest is what the hot path takes from a request it serves itself.
 type fastRequest struct {
-	path  []byte
-	close bool // Connection: close
-	kind  byte // 'b' bytes, 'j' json, 'f' feeds
-	n     int64
+	post    bool   // POST (else GET)
+	path    []byte // the path, without the query
+	close   bool   // Connection: close
+	kind    byte   // 'b' bytes, 'j' json, 'f' feeds, 'r' redirect, 'e' echo, 'l' login
+	private bool   // /private/{resource}: the session cookie decides
+	n       int64  // the resource's size or index; the redirect's hops
+	to      []byte // the redirect's target as sent (escaped)
+	bodyLen int    // Content-Length (POST)
+	ctype   []byte // Content-Type (POST)
+	cookie  []byte // the Cookie header (private)
+	body    []byte // the request body, once read
 }
+
+// fastOff sends every new plain connection to net/http (tests compare both paths);
+// fastHandoffs counts the connections the hot path handed to net/http after reading from them.
+var (
+	fastOff      atomic.Bool
+	fastHandoffs atomic.Int64
+)
 
 // serveFast serves one plain connection; it returns when the connection closes or has been
 // handed to net/http (slow) or to the h2c server.
@@ -94,6 +112,7 @@ func (p *public) serveFast(tc *trackedConn) {
 	bufp := fastBuffers.Get().(*[]byte)
 	buf := *bufp
 	handedOff := false
+	var sc *fastScratch // forms, redirects: taken when a request needs it
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(serverErrors, "panic serving %s: %v\n", tc.RemoteAddr(), r)
@@ -103,16 +122,22 @@ func (p *public) serveFast(tc *trackedConn) {
 			tc.Close()
 		}
 		fastBuffers.Put(bufp)
+		if sc != nil {
+			fastScratches.Put(sc)
+		}
 	}()
 	handoff := func(pending []byte) {
 		handedOff = true
+		if len(pending) > 0 {
+			fastHandoffs.Add(1)
+		}
 		tc.pending = bytes.Clone(pending)
 		if len(tc.pending) == 0 {
 			tc.pending = nil
 		}
 		p.slow.push(tc)
 	}
-	if p.limit.limited() || recordDigests.Load() {
+	if p.limit.limited() || recordDigests.Load() || fastOff.Load() {
 		// the cap's idle bookkeeping and the digests are net/http's (verification passes); it
 		// tells h2c from HTTP/1.1 itself (sniffRead)
 		tc.sniffing = true
@@ -122,6 +147,7 @@ func (p *public) serveFast(tc *trackedConn) {
 	start, end := 0, 0 // buf[start:end] is read and not yet served
 	first := true      // the connection's first request
 	sniff := true      // the first bytes may be the HTTP/2 preface
+	headerReads := -1  // reads that carried the current request's headers, once they are complete
 	var deadline time.Time
 	setDeadline := func(d time.Time) {
 		// deadlines only move by whole seconds, so that most requests set none
@@ -136,72 +162,95 @@ func (p *public) serveFast(tc *trackedConn) {
 		if !sniff {
 			head = bytes.Index(buf[start:end], crlfcrlf)
 		}
-		if head < 0 {
-			if start > 0 {
-				end = copy(buf, buf[start:end])
-				start = 0
+		if head >= 0 {
+			if headerReads < 0 {
+				// net/http's handler starts (and counts the header reads) as soon as the headers
+				// are in; a body that comes in later reads is counted only in reads
+				headerReads = tc.peekReadCount()
 			}
-			if end == len(buf) || !sniff && bareLF(buf[:end]) {
-				// headers longer than the buffer (net/http reads up to 1 MB of them), or lines
-				// ending in a bare LF (net/http reads them)
-				handoff(buf[:end])
+			req = fastRequest{}
+			if !parseFast(buf[start:start+head+2], &req) {
+				handoff(buf[start:end])
 				return
 			}
-			now := time.Now()
-			switch {
-			case first:
-				setDeadline(tc.rec.opened.Add(headerTimeout))
-			case end == 0:
-				setDeadline(now.Add(idleTimeout))
-			default:
-				setDeadline(tc.firstRead().Add(headerTimeout))
-			}
-			idle := end == 0 && !first
-			if idle {
-				p.limit.fastIdle(tc, true)
-			}
-			n, err := tc.read(buf[end:])
-			if idle {
-				p.limit.fastIdle(tc, false)
-			}
-			end += n
-			if sniff && n > 0 {
-				k := min(end, len(h2Preface))
-				if bytes.Equal(buf[:k], h2Preface[:k]) {
-					if end < len(h2Preface) && err == nil {
-						continue // so far the preface: read on
-					}
-					if end >= len(h2Preface) {
-						handedOff = true
-						tc.pending = bytes.Clone(buf[:end])
-						tc.rec.proto.Store("h2c")
-						tc.noEvents.Store(true)
-						p.h2c.push(tc)
-						return
-					}
-				}
-				sniff = false
-			}
-			if err != nil {
-				if end > 0 {
-					// a partial request then an error (EOF, timeout): let net/http answer as it would
-					handoff(buf[:end])
-				}
+			total := head + 4 + req.bodyLen
+			if total > len(buf) {
+				handoff(buf[start:end]) // a body larger than the hot path's buffer: net/http's
 				return
 			}
-			continue
+			if end-start >= total {
+				req.body = buf[start+head+4 : start+total]
+				if req.kind == 'e' || req.kind == 'l' || req.kind == 'r' || req.private {
+					if sc == nil {
+						sc = fastScratches.Get().(*fastScratch)
+					}
+				}
+				first = false
+				ok := p.answerFast(tc, &req, headerReads, sc)
+				headerReads = -1
+				start += total
+				if start == end {
+					start, end = 0, 0
+				}
+				if !ok || req.close {
+					return
+				}
+				continue
+			}
+			// the body is still on its way (a client that sends it in a second write)
 		}
-		req = fastRequest{}
-		if !parseFast(buf[start:start+head+2], &req) {
-			handoff(buf[start:end])
+		if start > 0 {
+			end = copy(buf, buf[start:end])
+			start = 0
+		}
+		if head < 0 && (end == len(buf) || !sniff && bareLF(buf[:end])) {
+			// headers longer than the buffer (net/http reads up to 1 MB of them), or lines
+			// ending in a bare LF (net/http reads them)
+			handoff(buf[:end])
 			return
 		}
-		first = false
-		start += head + 4
-		if start == end {
-			start, end = 0, 0
+		now := time.Now()
+		switch {
+		case head >= 0:
+			setDeadline(time.Time{}) // net/http waits for a body without a deadline
+		case first:
+			setDeadline(tc.rec.opened.Add(headerTimeout))
+		case end == 0:
+			setDeadline(now.Add(idleTimeout))
+		default:
+			setDeadline(tc.firstRead().Add(headerTimeout))
 		}
-		if !p.answerFast(tc, &req) || req.close {
+		idle := end == 0 && !first
+		if idle {
+			p.limit.fastIdle(tc, true)
+		}
+		n, err := tc.read(buf[end:])
+		if idle {
+			p.limit.fastIdle(tc, false)
+		}
+		end += n
+		if sniff && n > 0 {
+			k := min(end, len(h2Preface))
+			if bytes.Equal(buf[:k], h2Preface[:k]) {
+				if end < len(h2Preface) && err == nil {
+					continue // so far the preface: read on
+				}
+				if end >= len(h2Preface) {
+					handedOff = true
+					tc.pending = bytes.Clone(buf[:end])
+					tc.rec.proto.Store("h2c")
+					tc.noEvents.Store(true)
+					p.h2c.push(tc)
+					return
+				}
+			}
+			sniff = false
+		}
+		if err != nil {
+			if end > 0 {
+				// a partial request then an error (EOF, timeout): let net/http answer as it would
+				handoff(buf[:end])
+			}
 			return
 		}
 	}
@@ -251,14 +300,25 @@ func (c *trackedConn) firstRead() time.Time {
 // reports whether the hot path serves it.
 func parseFast(h []byte, req *fastRequest) bool {
 	line, rest, ok := bytes.Cut(h, crlf)
-	if !ok || !bytes.HasPrefix(line, []byte("GET /")) || !bytes.HasSuffix(line, []byte(" HTTP/1.1")) {
+	if !ok || !bytes.HasSuffix(line, []byte(" HTTP/1.1")) {
 		return false
 	}
-	req.path = line[4 : len(line)-9]
-	if !routeFast(req) {
+	var target []byte
+	switch {
+	case bytes.HasPrefix(line, []byte("GET /")):
+		target = line[4 : len(line)-9]
+	case bytes.HasPrefix(line, []byte("POST /")):
+		req.post = true
+		target = line[5 : len(line)-9]
+	default:
 		return false
 	}
-	hosts := 0
+	path, query, hasQuery := bytes.Cut(target, []byte("?"))
+	req.path = path
+	if !routeFast(req, query, hasQuery) {
+		return false
+	}
+	hosts, lengths, ctypes, cookies := 0, 0, 0, 0
 	for len(rest) > 0 {
 		line, rest, _ = bytes.Cut(rest, crlf)
 		colon := bytes.IndexByte(line, ':')
@@ -294,23 +354,74 @@ func parseFast(h []byte, req *fastRequest) bool {
 				return false
 			}
 		case asciiEqualFold(name, "content-length"):
-			if string(value) != "0" {
+			lengths++
+			n, ok := contentLength(value)
+			if !ok || !req.post && n != 0 {
 				return false
 			}
+			req.bodyLen = n
+		case asciiEqualFold(name, "content-type"):
+			ctypes++
+			req.ctype = value
+		case asciiEqualFold(name, "cookie"):
+			cookies++
+			req.cookie = value
 		case asciiEqualFold(name, "transfer-encoding"), asciiEqualFold(name, "expect"),
 			asciiEqualFold(name, "upgrade"), asciiEqualFold(name, "http2-settings"):
 			return false
 		}
 	}
-	return hosts == 1
+	// a POST needs its Content-Length (net/http would read no body without one); several
+	// Content-Type or Cookie headers are read by net/http's rules, not these
+	return hosts == 1 && lengths <= 1 && ctypes <= 1 && cookies <= 1 && (!req.post || lengths == 1)
+}
+
+// contentLength reads a Content-Length in canonical digits, at most fastReadBuffer (anything
+// else is net/http's: a larger body does not fit the hot path's buffer anyway).
+func contentLength(v []byte) (int, bool) {
+	if len(v) == 0 || len(v) > 5 || v[0] == '0' && len(v) > 1 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n <= fastReadBuffer
 }
 
 var crlf = []byte("\r\n")
 
-// routeFast reads /bytes/{n}, /json/{n} or /feeds/{i} with n in range and written in canonical
-// digits; anything else (errors included) is net/http's.
-func routeFast(req *fastRequest) bool {
+// routeFast reads the request's resource: /bytes/{n}, /json/{n} or /feeds/{i} (also under
+// /private/) with n in range and written in canonical digits, /redirect/{n}?to=PATH (fastforms.go),
+// POST /echo and POST /login; anything else (errors included) is net/http's.
+func routeFast(req *fastRequest, query []byte, hasQuery bool) bool {
 	p := req.path
+	if req.post {
+		switch {
+		case hasQuery:
+			return false
+		case string(p) == "/echo":
+			req.kind = 'e'
+		case string(p) == "/login":
+			req.kind = 'l'
+		default:
+			return false
+		}
+		return true
+	}
+	if bytes.HasPrefix(p, []byte("/redirect/")) {
+		return hasQuery && routeRedirect(req, p[10:], query)
+	}
+	if hasQuery {
+		return false
+	}
+	if bytes.HasPrefix(p, []byte("/private/")) {
+		req.private = true
+		p = p[8:]
+	}
 	var digits []byte
 	switch {
 	case bytes.HasPrefix(p, []byte("/bytes/")):
@@ -322,15 +433,9 @@ func routeFast(req *fastRequest) bool {
 	default:
 		return false
 	}
-	if len(digits) == 0 || len(digits) > 10 || digits[0] == '0' && len(digits) > 1 {
+	n, ok := canonicalNumber(digits, 10)
+	if !ok {
 		return false
-	}
-	var n int64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-		n = n*10 + int64(c-'0')
 	}
 	req.n = n
 	switch req.kind {
@@ -341,6 +446,21 @@ func routeFast(req *fastRequest) bool {
 	default:
 		return n < feedCount
 	}
+}
+
+// canonicalNumber reads 1 … max digits without a leading zero.
+func canonicalNumber(digits []byte, max int) (int64, bool) {
+	if len(digits) == 0 || len(digits) > max || digits[0] == '0' && len(digits) > 1 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 func asciiEqualFold(b []byte, s string) bool {
@@ -371,12 +491,34 @@ func init() {
 
 // answerFast sends the answer to a request the hot path took and records it as serveHTTP does;
 // it reports whether the connection may carry on.
-func (p *public) answerFast(tc *trackedConn, req *fastRequest) bool {
+func (p *public) answerFast(tc *trackedConn, req *fastRequest, headerReads int, sc *fastScratch) bool {
 	t := current.Load()
 	if tc.trialID != t.id {
 		t.carried(tc)
 	}
-	headerReads := tc.peekReadCount()
+	e := LogEntry{Conn: tc.rec.id, Method: "GET", Path: internPath(req.path), Proto: "HTTP/1.1",
+		FormKind: "none", ReqBodyBytes: int64(req.bodyLen)}
+	if req.post {
+		e.Method = "POST"
+	}
+	switch req.kind {
+	case 'e':
+		return p.answerEcho(tc, t, &e, req, headerReads, sc)
+	case 'l':
+		return p.answerLogin(tc, t, &e, req, headerReads, sc)
+	case 'r':
+		return p.answerRedirect(tc, t, &e, req, headerReads, sc)
+	}
+	if req.private {
+		ok := sessionCookieOK(req.cookie)
+		if e.CookieOK = &cookieFalse; ok {
+			e.CookieOK = &cookieTrue
+		}
+		if !ok {
+			return p.answerSmall(tc, t, &e, req, headerReads, 401, textPlain, nil, "", []byte(msgLogIn))
+		}
+	}
+	e.Status = 200
 	var ctype string
 	var doc []byte
 	switch req.kind {
@@ -391,18 +533,7 @@ func (p *public) answerFast(tc *trackedConn, req *fastRequest) bool {
 		req.n = int64(len(doc))
 	}
 	outp := fastOut.Get().(*[]byte)
-	out := append((*outp)[:0], "HTTP/1.1 200 OK\r\nContent-Length: "...)
-	out = strconv.AppendInt(out, req.n, 10)
-	out = append(out, "\r\nContent-Type: "...)
-	out = append(out, ctype...)
-	if req.close {
-		out = append(out, "\r\nConnection: close"...)
-	}
-	out = append(out, "\r\nDate: "...)
-	out = append(out, dateValue(time.Now())...)
-	out = append(out, "\r\n\r\n"...)
-	e := LogEntry{Conn: tc.rec.id, Method: "GET", Path: internPath(req.path), Proto: "HTTP/1.1",
-		Status: 200, FormKind: "none"}
+	out := appendHead((*outp)[:0], 200, req.n, ctype, nil, "", req.close)
 	inline := req.kind == 'b' && req.n <= fastInline || doc != nil && len(doc) <= fastInline
 	var err error
 	if inline {
@@ -434,6 +565,52 @@ func (p *public) answerFast(tc *trackedConn, req *fastRequest) bool {
 		}
 		p.recordFast(tc, t, &e, headerReads)
 	}
+	*outp = out[:0]
+	fastOut.Put(outp)
+	return err == nil
+}
+
+// cookie_ok values shared by every hot-path log entry (LogEntry keeps a *bool; never written through)
+var cookieTrue, cookieFalse = true, false
+
+// appendHead appends a status line and headers as net/http writes them for our handlers: the
+// handler's headers sorted by name (Content-Length, Content-Type, Location, Set-Cookie), then Date,
+// then Connection: close when the request asked for it.
+func appendHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close bool) []byte {
+	out = append(out, "HTTP/1.1 "...)
+	out = strconv.AppendInt(out, int64(status), 10)
+	out = append(out, ' ')
+	out = append(out, http.StatusText(status)...)
+	out = append(out, "\r\nContent-Length: "...)
+	out = strconv.AppendInt(out, length, 10)
+	out = append(out, "\r\nContent-Type: "...)
+	out = append(out, ctype...)
+	if location != nil {
+		out = append(out, "\r\nLocation: "...)
+		out = append(out, location...)
+	}
+	if setCookie != "" {
+		out = append(out, "\r\nSet-Cookie: "...)
+		out = append(out, setCookie...)
+	}
+	out = append(out, "\r\nDate: "...)
+	out = append(out, dateValue(time.Now())...)
+	if close {
+		out = append(out, "\r\nConnection: close"...)
+	}
+	return append(out, "\r\n\r\n"...)
+}
+
+// answerSmall sends a whole small answer in one write, recorded first (as answerFast's inline case).
+func (p *public) answerSmall(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads, status int,
+	ctype string, location []byte, setCookie string, body []byte) bool {
+	e.Status = status
+	e.RespBodyBytes = int64(len(body))
+	outp := fastOut.Get().(*[]byte)
+	out := appendHead((*outp)[:0], status, int64(len(body)), ctype, location, setCookie, req.close)
+	out = append(out, body...)
+	p.recordFast(tc, t, e, headerReads)
+	_, err := tc.Write(out)
 	*outp = out[:0]
 	fastOut.Put(outp)
 	return err == nil

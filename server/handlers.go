@@ -3,6 +3,7 @@ package main
 // The public resources (docs/bench-server.md) and the recording around every request.
 
 import (
+	"bytes"
 	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha256"
@@ -300,7 +301,10 @@ func redirect(x *exchange, rest string) {
 // browser could turn into another host (backslashes, which WHATWG reads as slashes; "//";
 // encoded slashes and backslashes; control characters, which it strips; "@"; a scheme needs a
 // ":" before any "/", impossible after the leading "/").
-func sameOriginPath(to string) bool {
+func sameOriginPath(to string) bool { return sameOriginPathOf(to) }
+
+// sameOriginPathOf is sameOriginPath for a string or a byte slice (the hot path's, unallocated).
+func sameOriginPathOf[T string | []byte](to T) bool {
 	if len(to) == 0 || to[0] != '/' || len(to) > 8192 {
 		return false
 	}
@@ -316,7 +320,7 @@ func sameOriginPath(to string) bool {
 			if i+2 >= len(to) || !isHex(to[i+1]) || !isHex(to[i+2]) {
 				return false
 			}
-			if code := strings.ToUpper(to[i+1 : i+3]); code == "2F" || code == "5C" {
+			if a, b := to[i+1]|0x20, to[i+2]|0x20; a == '2' && b == 'f' || a == '5' && b == 'c' { // %2F, %5C in any case
 				return false
 			}
 		default: // backslash, @, #, space, quotes, controls, non-ASCII
@@ -362,37 +366,9 @@ func readForm(w http.ResponseWriter, r *http.Request) (kind string, fields []fie
 		if err != nil {
 			return "", nil, "", err
 		}
-		values, err := url.ParseQuery(string(data))
-		if err != nil {
-			return "", nil, "", err
-		}
-		for name, vs := range values {
-			for _, v := range vs {
-				fields = append(fields, field{name, v})
-			}
-		}
-		sum := sha256.Sum256(data)
-		return "urlencoded", fields, hex.EncodeToString(sum[:]), nil
+		return urlencodedForm(data)
 	case "multipart/form-data":
-		reader := multipart.NewReader(http.MaxBytesReader(w, r.Body, maxFormBytes), params["boundary"])
-		for {
-			part, err := reader.NextPart()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return "", nil, "", err
-			}
-			if len(fields) == maxFormParts {
-				return "", nil, "", fmt.Errorf("more than %d parts", maxFormParts)
-			}
-			value, err := io.ReadAll(part)
-			if err != nil {
-				return "", nil, "", err
-			}
-			fields = append(fields, field{part.FormName(), string(value)})
-		}
-		return "multipart", fields, "", nil
+		return multipartForm(http.MaxBytesReader(w, r.Body, maxFormBytes), params["boundary"])
 	}
 	h := sha256.New()
 	n, err := io.Copy(h, r.Body)
@@ -403,6 +379,59 @@ func readForm(w http.ResponseWriter, r *http.Request) (kind string, fields []fie
 		return "none", nil, "", nil
 	}
 	return "raw", nil, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// formOf is readForm for a body already read whole (the hot path's, far below maxFormBytes):
+// the same parsing, from memory.
+func formOf(contentType string, body []byte) (kind string, fields []field, bodySHA string, err error) {
+	mediaType, params, _ := mime.ParseMediaType(contentType)
+	switch mediaType {
+	case "application/x-www-form-urlencoded":
+		return urlencodedForm(body)
+	case "multipart/form-data":
+		return multipartForm(bytes.NewReader(body), params["boundary"])
+	}
+	if len(body) == 0 {
+		return "none", nil, "", nil
+	}
+	sum := sha256.Sum256(body)
+	return "raw", nil, hex.EncodeToString(sum[:]), nil
+}
+
+func urlencodedForm(data []byte) (kind string, fields []field, bodySHA string, err error) {
+	values, err := url.ParseQuery(string(data))
+	if err != nil {
+		return "", nil, "", err
+	}
+	for name, vs := range values {
+		for _, v := range vs {
+			fields = append(fields, field{name, v})
+		}
+	}
+	sum := sha256.Sum256(data)
+	return "urlencoded", fields, hex.EncodeToString(sum[:]), nil
+}
+
+func multipartForm(body io.Reader, boundary string) (kind string, fields []field, bodySHA string, err error) {
+	reader := multipart.NewReader(body, boundary)
+	for {
+		part, err := reader.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", nil, "", err
+		}
+		if len(fields) == maxFormParts {
+			return "", nil, "", fmt.Errorf("more than %d parts", maxFormParts)
+		}
+		value, err := io.ReadAll(part)
+		if err != nil {
+			return "", nil, "", err
+		}
+		fields = append(fields, field{part.FormName(), string(value)})
+	}
+	return "multipart", fields, "", nil
 }
 
 func echo(x *exchange) {
@@ -448,16 +477,37 @@ func newSession() string {
 	return hex.EncodeToString(raw[:])
 }
 
-func validSession(token string) bool {
+func validSession(token string) bool { return validSessionOf(token) }
+
+// validSessionOf is validSession for a string or a byte slice (the hot path's, unallocated).
+func validSessionOf[T string | []byte](token T) bool {
 	var raw [32]byte
 	if len(token) != 64 {
 		return false
 	}
-	if _, err := hex.Decode(raw[:], []byte(token)); err != nil {
-		return false
+	for i := 0; i < 32; i++ {
+		hi, ok1 := fromHex(token[2*i])
+		lo, ok2 := fromHex(token[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		raw[i] = hi<<4 | lo
 	}
 	mac := sessionMAC(raw[:16])
 	return subtle.ConstantTimeCompare(mac[:16], raw[16:]) == 1
+}
+
+// fromHex reads one hex digit as hex.Decode does (either case).
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 func login(x *exchange) {
