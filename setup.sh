@@ -67,6 +67,18 @@ else
   say "bench server: up to date"
 fi
 
+# 4b. the host probe (C): the host's slow phases on the driver's core (clientlab/hostprobe)
+probe_src=clientlab/hostprobe/hostprobe.c
+probe_stamp=$(sha256sum "$probe_src" | cut -d' ' -f1)
+if [[ ! -x "$LAB_HOME/bin/clientlab-hostprobe" || "$(cat "$LAB_HOME/bin/.hostprobe-stamp" 2>/dev/null)" != "$probe_stamp" ]]; then
+  say "building the host probe"
+  mkdir -p "$LAB_HOME/bin"
+  gcc -O2 -Wall -o "$LAB_HOME/bin/clientlab-hostprobe" "$probe_src"
+  echo "$probe_stamp" > "$LAB_HOME/bin/.hostprobe-stamp"
+else
+  say "host probe: up to date"
+fi
+
 # 5. the network lab's programs (Go): the lab DNS and the latency proxy (Toxiproxy, pinned in netlab/go.mod)
 netlab_stamp=$(find netlab -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
 if [[ ! -x "$LAB_HOME/bin/clientlab-dns" || ! -x "$LAB_HOME/bin/toxiproxy-server" || "$(cat "$LAB_HOME/bin/.netlab-stamp" 2>/dev/null)" != "$netlab_stamp" ]]; then

@@ -227,7 +227,8 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
               help="split: driver and server on different cores; shared: both on one core; free: the "
                    "scheduler decides (docs/measurement.md says what each measures).")
 @click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
-              help="Run a trial again when steal or other processes disturbed it, at most this many times per cell.")
+              help="Run a trial again when steal, other processes or a slow phase of the host disturbed it, "
+                   "at most this many times per cell.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
               help="How the result is printed: a table (drivers × scenarios), long (one line per cell), "
                    "json; auto: the table when the terminal is wide enough, else long.")
@@ -243,7 +244,8 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     """Verify, then time every selected driver on every selected scenario.
 
     The drivers' trials of one scenario run interleaved (round-robin), each trial on a fresh server
-    port; a trial disturbed by steal or other processes is run again. With no arguments: every
+    port; a trial disturbed by steal, other processes or a slow phase of the host (read by a probe
+    on the driver's core before and after it) is run again. With no arguments: every
     installed default driver on the default scenarios, trials of about --trial-seconds each.
     One measuring run per machine: a second one waits for the first (or exits 75 with --no-wait)."""
     _use_scenario_paths(scenario_paths)
@@ -447,12 +449,16 @@ def diagnose_cmd(run_ref: str) -> None:
 @click.option("--findings", "findings_path", type=click.Path(dir_okay=False, path_type=Path),
               default=paths.ROOT / "docs" / "findings.md", show_default=True,
               help="Write each experiment's section of the findings document here.")
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
+              help="Where driver and server run, as for `clientlab run`.")
+@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+              help="Run a disturbed trial again, at most this many times per cell (as for `clientlab run`).")
 @driver_path_option
 @scenario_path_option
 @no_wait_option
 def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
-                   findings_path: Path, driver_paths: tuple[Path, ...], scenario_paths: tuple[Path, ...],
-                   no_wait: bool) -> None:
+                   findings_path: Path, placement: str, retries: int, driver_paths: tuple[Path, ...],
+                   scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
     """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
 
     Each experiment runs its parts (drivers × scenarios × settings, on the part's network) into
@@ -487,7 +493,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
         stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
     else:
         stop, warmup = StopRule(min_trials=trials or 3, max_trials=trials or 10, max_seconds=30), 1
-    options = RunOptions(warmup=warmup, stop=stop)
+    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries)
     _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_ids = []

@@ -1,10 +1,12 @@
-"""What else happened on the machine during a trial: steal time and other processes' CPU.
+"""What else happened on the machine during a trial: steal time, other processes' CPU, and
+slow phases of the host.
 
 On a shared VM the host takes cores away (steal), and any other process on the machine competes
 for the cores the lab uses. Both are read around every trial from /proc/stat (per-CPU, in clock
 ticks) and set against the CPU the lab itself accounts for (the driver's tree, the bench server,
-the lab's own process). A trial in which either is large is *disturbed*: the runner runs it again
-(docs/measurement.md).
+the lab's own process). The host also slows a core's kernel work for seconds at a time without
+reporting steal: clientlab.hostprobe reads that right before and after the trial. A trial in
+which any of these is large is *disturbed*: the runner runs it again (docs/measurement.md).
 """
 
 from __future__ import annotations
@@ -49,11 +51,27 @@ class Noise:
     steal_s: float
     other_cpu_s: float
     wall_s: float
+    # the host probe on the driver's core right before and after the trial, as a multiple of
+    # the fastest seen there (None: no probe)
+    host_before: float | None = None
+    host_after: float | None = None
+
+    @classmethod
+    def of(cls, stored: dict, wall_s: float) -> "Noise":
+        """A trial's noise as stored (Noise.to_dict)."""
+        return cls(stored["steal_s"], stored["other_cpu_s"], wall_s, stored.get("host_before"),
+                   stored.get("host_after"))
 
     def disturbed(self) -> str | None:
         """Why this trial does not measure the client alone, or None."""
+        from clientlab.hostprobe import SLOW_LIMIT
+
         floor = FLOOR_TICKS * TICK_S
         reasons = []
+        for when, slow in (("before", self.host_before), ("after", self.host_after)):
+            if slow is not None and slow > SLOW_LIMIT:
+                reasons.append(f"the host slowed the driver's core: a context switch took {slow:.2f}× "
+                               f"its best {when} the trial")
         if self.steal_s > max(floor, STEAL_LIMIT * self.wall_s):
             reasons.append(f"steal {self.steal_s * 1000:.0f} ms ({self.steal_s / self.wall_s:.0%} of the trial)")
         if self.other_cpu_s > max(floor, OTHER_LIMIT * self.wall_s):
@@ -62,7 +80,12 @@ class Noise:
         return "; ".join(reasons) or None
 
     def to_dict(self) -> dict[str, float]:
-        return {"steal_s": round(self.steal_s, 4), "other_cpu_s": round(self.other_cpu_s, 4)}
+        out = {"steal_s": round(self.steal_s, 4), "other_cpu_s": round(self.other_cpu_s, 4)}
+        if self.host_before is not None:
+            out["host_before"] = round(self.host_before, 3)
+        if self.host_after is not None:
+            out["host_after"] = round(self.host_after, 3)
+        return out
 
 
 def lab_tree_cpu_s() -> float:

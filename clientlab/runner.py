@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
-from clientlab import cgroup, figures, limits, paths, stats
+from clientlab import cgroup, figures, hostprobe, limits, paths, stats
 from clientlab.errors import LabError
 from clientlab.job import PlannedJob, plan, required_capabilities
 from clientlab.manifest import Driver
@@ -73,6 +73,7 @@ class RunOptions:
     trial_timeout_s: float | None = None  # a timed trial's limit; None: derived from verification
     retries: int = 0              # disturbed trials run again, at most this many per cell
     fresh_port: bool = True       # a new server port for every trial (where the server can)
+    host_probe: bool = True       # read the host's speed on the driver's core around timed trials
 
     def __post_init__(self) -> None:
         if self.placement not in PLACEMENTS:
@@ -202,6 +203,8 @@ class CellRunner:
         self.events = events or SilentEvents()
         self.driver_cpu = driver_cpu
         self.scratch = paths.scratch_dir()
+        # the host's slow phases on the driver's core (none when the driver is not pinned)
+        self.probe = hostprobe.for_core(driver_cpu) if options.host_probe else None
 
     # -- cells ------------------------------------------------------------------------------
 
@@ -321,17 +324,15 @@ class CellRunner:
     def _timed_round(self, cell: _Cell) -> None:
         """One timed trial (run again while disturbed and retries remain); finish when the stop rule says so."""
         assert cell.work is not None
-        trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
-        cell.next_idx += 1
+        trial = self._probed_trial(cell)
         while trial.ok and trial.noise and cell.retries_left > 0:
-            reason = Noise(trial.noise["steal_s"], trial.noise["other_cpu_s"], trial.wall_s or 0.0).disturbed()
+            reason = Noise.of(trial.noise, trial.wall_s or 0.0).disturbed()
             if reason is None:
                 break
             cell.retries_left -= 1
             trial.kind, trial.problems = "disturbed", [f"disturbed, run again: {reason}"]
             self._record(cell, trial)
-            trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
-            cell.next_idx += 1
+            trial = self._probed_trial(cell)
         self._record(cell, trial)
         if not trial.ok:
             cell.finish("failed", f"timed trial {trial.idx}: " + "; ".join(trial.problems or []))
@@ -357,7 +358,7 @@ class CellRunner:
         disturbed = [t for t in cell.trials if t.kind == "disturbed"]
         figs["disturbed_trials"] = len(disturbed)
         kept = [t for t in cell.trials if t.kind == "timed" and t.noise
-                and Noise(t.noise["steal_s"], t.noise["other_cpu_s"], t.wall_s or 0.0).disturbed()]
+                and Noise.of(t.noise, t.wall_s or 0.0).disturbed()]
         if kept:
             cell.notes.append(f"{len(kept)} timed trial(s) disturbed and kept (no retries left)")
         figs["disturbed_kept"] = len(kept)
@@ -398,6 +399,22 @@ class CellRunner:
             cell.group = None
         for path in Path(self.scratch).glob(f"sink-{cell.tag}-*"):
             path.unlink(missing_ok=True)
+
+    def _probed_trial(self, cell: _Cell) -> Trial:
+        """A timed trial between two readings of the host probe on the driver's core, taken with
+        the driver stopped; before it, a slow phase of the host is waited out (a few seconds at most)."""
+        before = after = None
+        if self.probe is not None:
+            with _stopped([cell.proc.pid] if cell.proc is not None else []):
+                before = self.probe.wait_fast()
+        trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
+        cell.next_idx += 1
+        if self.probe is not None:
+            with _stopped([cell.proc.pid] if cell.proc is not None else []):
+                after = self.probe.slowdown()
+        if trial.noise is not None and before is not None:
+            trial.noise = {**trial.noise, "host_before": round(before, 3), "host_after": round(after or 0.0, 3)}
+        return trial
 
     def _fresh_trial(self, cell: _Cell, kind: str, idx: int, record: bool = True) -> Trial:
         """A warm-up or timed trial at the cell's count (a new process first with --fresh-process)."""
@@ -468,14 +485,20 @@ def _others_paused(cells: list[_Cell], active: _Cell) -> Iterator[None]:
     """The other drivers of the scenario wait between their trials, but a runtime's own threads
     (a JIT compiling, a GC, timers) would still run on the driver's core during this cell's trial:
     they are stopped (SIGSTOP to their process groups) and continued afterwards."""
+    with _stopped([c.proc.pid for c in cells if c is not active and c.proc is not None and c.result is None]):
+        yield
+
+
+@contextlib.contextmanager
+def _stopped(groups: list[int]) -> Iterator[None]:
+    """These process groups stopped (SIGSTOP) for the block, continued after."""
     stopped = []
-    for c in cells:
-        if c is not active and c.proc is not None and c.result is None:
-            try:
-                os.killpg(c.proc.pid, signal.SIGSTOP)
-                stopped.append(c.proc.pid)
-            except OSError:
-                pass
+    for pid in groups:
+        try:
+            os.killpg(pid, signal.SIGSTOP)
+            stopped.append(pid)
+        except OSError:
+            pass
     try:
         yield
     finally:

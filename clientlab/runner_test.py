@@ -252,3 +252,23 @@ def test_a_jit_driver_that_never_settles_stops_warming_up_and_says_so(cell, monk
 def test_a_driver_with_one_warm_up_gets_exactly_one(cell):
     _, trials = cell(REF, shipped("get-small", count=10), warmup=1)
     assert [t["kind"] for t in trials].count("warmup") == 1
+
+
+def test_timed_trials_carry_the_host_probe_of_the_drivers_core(bench_server, store, test_drivers):
+    import os
+
+    from clientlab import hostprobe, paths
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    if not paths.lab_binary(hostprobe.BINARY).exists():
+        pytest.skip("set-up builds the probe")
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=1, stop=StopRule(min_trials=2, max_trials=2), retries=0)
+    cpu = max(os.sched_getaffinity(0))
+    result = CellRunner(bench_server, store, run_id, options, driver_cpu=cpu).run_cell(
+        test_drivers[REF], shipped("get-small", count=10))
+    assert result.status == "ok", result.reason
+    kinds = {t["kind"]: t["noise"] for t in store.trials(store.cells(run_id)[0]["id"])}
+    assert kinds["timed"]["host_before"] > 0 and kinds["timed"]["host_after"] > 0
+    assert "host_before" not in kinds["warmup"]  # only timed trials are probed

@@ -18,7 +18,8 @@
    overhead = measured wall - 1 s, and the CPU the lab itself used meanwhile. Target: < 1 %.
    The spread of those ten 1 s trials (CV) is the floor of any wall-time figure.
 3. The machine's noise floor: the same fixed CPU work timed ten times on the driver's core (CV,
-   max/min, steal seen meanwhile).
+   max/min, steal seen meanwhile); and the host's slow phases on that core (clientlab/hostprobe,
+   sampled for 20 s): how much of the time the core's kernel work ran slow, and how slow.
 4. Placements: one driver on get-small under split / shared / free — per-request time (the
    wake-up cost shows as the difference) and its spread over trials; the one with the smallest
    spread measures a client most repeatably on this machine.
@@ -380,6 +381,40 @@ def noise_floor(trials: int = 10) -> dict:
             "max_over_min": max(walls) / min(walls), "steal_s": steal, "other_cpu_s": other}
 
 
+def host_phases(seconds: float = 20.0, every_s: float = 0.05) -> dict | None:
+    """The host probe on the driver's core, sampled for `seconds`: the share of samples in a slow
+    phase (over hostprobe.SLOW_LIMIT × the fastest), their median slowdown, the phases and the
+    longest one. None when set-up did not build the probe."""
+    from clientlab import hostprobe
+
+    _, driver_cpu = pick_cpus()
+    if driver_cpu is None or not paths.lab_binary(hostprobe.BINARY).exists():
+        return None
+    probe = hostprobe.HostProbe(driver_cpu)
+    try:
+        samples = []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            samples.append((time.monotonic(), probe.sample()))
+            time.sleep(every_s)
+    finally:
+        probe.close()
+    best = min(ns for _, ns in samples)
+    slow = [(t, ns / best) for t, ns in samples if ns / best > hostprobe.SLOW_LIMIT]
+    phases, longest, start, last = 0, 0.0, None, None
+    for t, ns in samples:
+        if ns / best > hostprobe.SLOW_LIMIT:
+            if start is None:
+                phases, start = phases + 1, t
+            last = t
+            longest = max(longest, last - start + every_s)
+        else:
+            start = None
+    return {"seconds": seconds, "samples": len(samples), "best_ns": best,
+            "slow_share": len(slow) / len(samples), "slow_median": stats.median([x for _, x in slow]) if slow else None,
+            "phases": phases, "longest_s": longest}
+
+
 def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
     """One driver (the first installed of c-libcurl, python-requests, the reference test driver) on
     get-small under each placement: per-request time and the spread of its trials."""
@@ -431,6 +466,8 @@ def run(drivers: list[Driver], seconds: int, out: Console, err: Console, json_pa
     overhead = lab_overhead()
     err.print("measuring the machine's noise floor (fixed CPU work, ten times)…")
     floor = noise_floor()
+    err.print("sampling the host's slow phases on the driver's core (20 s)…")
+    phases = host_phases()
     err.print("measuring placements (split, shared, free)…")
     placed = placements(drivers, store)
 
@@ -449,7 +486,7 @@ def run(drivers: list[Driver], seconds: int, out: Console, err: Console, json_pa
               "drivers": rows, "fastest": fastest, "fastest_parallel": fastest_parallel, "server_ceiling": ceiling,
               "server_to_fastest": ratio, "server_to_fastest_parallel": parallel_ratio,
               "cheapest_driver_cpu": cheapest, "server_cpu_share": cpu_share,
-              "overhead": overhead, "noise_floor": floor, "placements": placed,
+              "overhead": overhead, "noise_floor": floor, "host_phases": phases, "placements": placed,
               "targets": {"server_to_nginx_at_least": NGINX_TARGET_RATIO,
                           "server_to_fastest_at_least": SERVER_TARGET_RATIO,
                           "server_cpu_share_at_most": SERVER_CPU_TARGET, "overhead_below": OVERHEAD_TARGET}}
@@ -512,6 +549,12 @@ def run(drivers: list[Driver], seconds: int, out: Console, err: Console, json_pa
     table.add_row("noise floor: fixed CPU work, ten times (CV; max/min)",
                   f"{floor['cv'] * 100:.2f} %; {floor['max_over_min']:.3f}×",
                   f"steal {floor['steal_s'] * 1000:.0f} ms, others {floor['other_cpu_s'] * 1000:.0f} ms meanwhile")
+    if phases:
+        table.add_row("host slow phases on the driver's core (kernel round trips, 20 s)",
+                      f"{phases['slow_share'] * 100:.0f} % of the time"
+                      + (f", {phases['slow_median']:.2f}× in them" if phases["slow_median"] else ""),
+                      f"{phases['phases']} phases, the longest {phases['longest_s']:.2f} s "
+                      f"(best round trip {phases['best_ns'] / 1000:.1f} µs)")
     for name, p in placed["placements"].items():
         if "us_per_request" not in p:
             table.add_row(f"placement {name}", p["status"], p.get("reason") or "")

@@ -33,7 +33,8 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
         options = dataclasses.replace(options, trial_budget_s=experiment.trial_seconds)
     drivers = {d.id: d for d in manifest.discover()[0] + (extra_drivers or [])}
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
-              "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells)}
+              "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells),
+              "placement": options.placement, "retries": options.retries}
     run_id = store.start_run(machine.describe(), config)
     events = events or SilentEvents()
     status = "failed"

@@ -34,7 +34,8 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
     lines = [f"## {experiment.name} — {experiment.title} (seed {experiment.seed})", "",
              f"*The article:* {experiment.article}", "",
              f"Run {run_id} ({'quick form' if config.get('quick') else 'full form'}, {run['status']}), {when}, "
-             f"on {m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, Linux {m.get('kernel', '?')}.", ""]
+             f"on {m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, Linux {m.get('kernel', '?')}"
+             f"; placement {config.get('placement', 'split')}.", ""]
     planned = len(plan(experiment, bool(config.get("quick"))))
     if run["status"] != "complete":
         lines.append(f"- The run did not finish ({run['status']}): {len(cells)} of its {planned} cells were stored; "

@@ -9,12 +9,19 @@ def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1000:,.1f}"
 
 
+def _host(noise: dict) -> str:
+    """The host probe before/after the trial (× the fastest seen on the driver's core)."""
+    if "host_before" not in noise:
+        return ""
+    return f"{noise['host_before']:.2f}/{noise['host_after']:.2f}"
+
+
 def trials_table(cell: dict, trials: list[dict]) -> Table:
     table = Table(title=f"{cell['driver']} × {cell['scenario']}: {cell['status']}"
                   + (f" — {cell['reason'].splitlines()[0]}" if cell.get("reason") else ""))
     for column in ("trial", "ok", "wall ms", "user ms", "sys ms", "peak MiB", "set-up ms", "conns",
                    "requests", "TLS full/resumed", "versions", "stalled", "cycle p50/p99 ms",
-                   "server CPU ms", "steal/others ms"):
+                   "server CPU ms", "steal/others ms", "host ×"):
         table.add_column(column, justify="right" if column not in ("trial", "versions") else "left")
     for t in trials:
         server = t.get("server") or {}
@@ -31,6 +38,7 @@ def trials_table(cell: dict, trials: list[dict]) -> Table:
             f"{cycle['p50']:.2f}/{cycle['p99']:.2f}" if cycle else "",
             _ms(server.get("cpu_s")),
             f"{t['noise']['steal_s'] * 1000:.0f}/{t['noise']['other_cpu_s'] * 1000:.0f}" if t.get("noise") else "",
+            _host(t.get("noise") or {}),
         )
     for t in trials:
         for problem in t.get("problems") or []:
