@@ -7,10 +7,14 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
 // secretHeader carries the control secret the lab gave the server on its stdin.
 const secretHeader = "X-Clientlab-Secret"
+
+// settleLimit bounds how long a counters request waits for answers still being recorded.
+const settleLimit = 100 * time.Millisecond
 
 type settings struct {
 	RecordDigests *bool `json:"record_digests"`
@@ -57,6 +61,7 @@ func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
 	})
 	mux.HandleFunc("GET /counters", func(w http.ResponseWriter, r *http.Request) {
 		t := current.Load()
+		t.settle(settleLimit) // the last answer's record, when the client was quicker than the server
 		if r.URL.Query().Get("reset") == "1" {
 			t = current.Swap(next())
 			defer limit.newTrial()

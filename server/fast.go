@@ -493,6 +493,8 @@ func init() {
 // it reports whether the connection may carry on.
 func (p *public) answerFast(tc *trackedConn, req *fastRequest, headerReads int, sc *fastScratch) bool {
 	t := current.Load()
+	t.answering.Add(1) // until recorded: see trial.settle
+	defer t.answering.Add(-1)
 	if tc.trialID != t.id {
 		t.carried(tc)
 	}

@@ -139,6 +139,8 @@ func acceptsGzip(r *http.Request) bool {
 func serveHTTP(w http.ResponseWriter, r *http.Request) {
 	tc, _ := r.Context().Value(ctxKey{}).(*trackedConn)
 	t := current.Load()
+	t.answering.Add(1) // until recorded: see trial.settle
+	defer t.answering.Add(-1)
 	x := &exchange{w: w, r: r, entry: LogEntry{
 		Method: cut(r.Method), Path: cut(r.URL.Path), Proto: r.Proto,
 		ExpectContinue: strings.EqualFold(r.Header.Get("Expect"), "100-continue"),

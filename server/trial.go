@@ -74,6 +74,18 @@ type trial struct {
 	capWaits        int64 // connections that waited for a free slot under the server's cap
 	capWaitNs       int64
 	capReaped       int64 // idle keep-alive connections the server closed to make room
+	// requests being answered and not yet recorded: a client can read the last byte of a large
+	// answer (and the lab ask for the counters) before the goroutine that wrote it records it
+	answering atomic.Int64
+}
+
+// settle waits until every request the trial is answering has been recorded, at most `limit`
+// (a request a client left unfinished must not hold the lab up).
+func (t *trial) settle(limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for t.answering.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 func (t *trial) capWaited(d time.Duration, reaped int) {
