@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from clientlab import paths
+from clientlab.clisupport import sigint_as_ctrl_c
 
 TESTDRIVERS = Path(__file__).parent / "testdrivers"
 CLI = [sys.executable, "-m", "clientlab"]
@@ -82,7 +83,8 @@ def test_interrupted_run_keeps_the_trials_of_the_cell_in_progress(lab_home):
     proc = subprocess.Popen([*CLI, "run", "--driver-path", str(TESTDRIVERS),
                              "-d", "python-fake-reference,python-fake-hang", "-s", "get-small",
                              "-p", "count=20", "--trials", "2", "--warmup", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=sigint_as_ctrl_c)
     db = lab_home / "results.sqlite"
     deadline = time.monotonic() + 120
     hanging = 0

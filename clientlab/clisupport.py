@@ -4,6 +4,7 @@ run lock, a killed run): a scratch data directory and a private run lock each.""
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +21,13 @@ CLI = [sys.executable, "-m", "clientlab"]
 # a quick cell of the reference test driver
 QUICK = ["--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-p", "count=5", "--trials", "1",
          "--warmup", "0"]
+
+
+def sigint_as_ctrl_c() -> None:
+    """preexec_fn: the child takes SIGINT as Ctrl-C even when the test suite was started with
+    SIGINT ignored (a background job of a non-interactive shell passes that on, and Python then
+    installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @dataclass
@@ -41,7 +49,7 @@ class Lab:
 
     def start(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=self.env, cwd=paths.ROOT)
+                                env=self.env, cwd=paths.ROOT, preexec_fn=sigint_as_ctrl_c)
 
 
 @pytest.fixture

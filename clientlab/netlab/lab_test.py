@@ -14,6 +14,7 @@ import time
 import pytest
 
 from clientlab import paths
+from clientlab.clisupport import sigint_as_ctrl_c
 from clientlab.netlab import hosts, probe
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import NetLab
@@ -97,7 +98,7 @@ def _cli(*args: str) -> subprocess.Popen:
     env = {**os.environ, "CLIENTLAB_HOME": str(paths.lab_home()),
            "CLIENTLAB_LOCK": str(paths.lab_home() / f"test-{os.getpid()}.lock")}
     return subprocess.Popen([sys.executable, "-m", "clientlab", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_ctrl_c)
 
 
 def test_nothing_is_left_after_a_run():
