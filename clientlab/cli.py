@@ -655,6 +655,8 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     """Is the bench server part of the answer? Each driver on static workloads against the bench
     server and against Debian's nginx (one worker, the same core), in one run: each driver's
     throughput as a ratio to the fastest, under both servers. They must agree within 10 %.
+    The bench ÷ nginx column says which server gave a driver more: where ratios disagree, the
+    server that is slower for the fastest drivers is the one in the answer.
 
     Exit code 0 when every ratio agrees, 1 when one does not."""
     from clientlab import crosscheck
@@ -673,13 +675,15 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
         run_id, rows = crosscheck.run(store, drivers, scenarios, options, events)
     table = Table(title=f"crosscheck (run {run_id}): each driver's throughput / the fastest's, per server")
-    for column in ("scenario", "driver", "bench server", "nginx", "ratio (bench)", "ratio (nginx)", "differ"):
+    for column in ("scenario", "driver", "bench server", "nginx", "bench ÷ nginx", "ratio (bench)", "ratio (nginx)",
+                   "differ"):
         table.add_column(column, overflow="fold")
     for r in rows:
         rate = lambda v: f"{v:,.0f} {r.unit}" if v else "—"  # noqa: E731
         verdict = ("—" if r.agrees is None else
                    f"[green]{r.agreement:.1%}[/]" if r.agrees else f"[bold red]{r.agreement:.1%}[/]")
         table.add_row(r.scenario, r.driver, rate(r.bench), rate(r.nginx),
+                      f"{r.bench_over_nginx:.2f}" if r.bench_over_nginx else "—",
                       f"{r.bench_ratio:.2f}" if r.bench_ratio else (r.reason or "—"),
                       f"{r.nginx_ratio:.2f}" if r.nginx_ratio else "—", verdict)
     out.print(table)
@@ -688,6 +692,13 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     out.print(f"{len(judged) - len(failing)} of {len(judged)} ratios agree within {crosscheck.AGREEMENT:.0%}"
               + (f"; not: {', '.join(f'{r.driver} × {r.scenario}' for r in failing)}" if failing else ""),
               highlight=False)
+    slower = [r for r in rows if r.bench_over_nginx is not None and r.bench_over_nginx < 1 - crosscheck.SLOWER]
+    compared = [r for r in rows if r.bench_over_nginx is not None]
+    out.print(f"the bench server gave {len(compared) - len(slower)} of {len(compared)} drivers at least nginx's rate "
+              f"(within {crosscheck.SLOWER:.0%})"
+              + (f"; slower for: {', '.join(f'{r.driver} × {r.scenario}' for r in slower)}" if slower else
+                 ": where ratios disagree, nginx held the faster drivers back"
+                 if failing else ""), highlight=False)
     if failing:
         raise SystemExit(1)
 

@@ -8,6 +8,7 @@ must agree within AGREEMENT.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from clientlab import machine, nginx
@@ -20,6 +21,7 @@ from clientlab.store import Store
 
 STATIC_SCENARIOS = ("get-small", "get-json-335k", "download-memory", "download-file")
 AGREEMENT = 0.10
+SLOWER = 0.05     # the bench server giving a driver less than nginx by more than this is flagged
 NGINX_MARK = "server=nginx"
 
 
@@ -47,6 +49,12 @@ class Row:
     def agrees(self) -> bool | None:
         return None if self.agreement is None else self.agreement <= AGREEMENT
 
+    @property
+    def bench_over_nginx(self) -> float | None:
+        """The driver's rate from the bench server over its rate from nginx (1.2 = 20 % faster):
+        where ratios disagree, this says which server held the driver back."""
+        return self.bench / self.nginx if self.bench and self.nginx else None
+
 
 def _served_paths(scenarios: list[Scenario]) -> list[str]:
     return sorted({r.path.split("?", 1)[0] for s in scenarios for r in s.requests})
@@ -71,10 +79,11 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
     results: list[tuple[str, CellResult]] = []
     try:
         with BenchServer(cpu=placement.server) as bench, \
-                nginx.StaticServer(bench, _served_paths(scenarios), cpu=placement.server) as static:
+                nginx.StaticServer(bench, _served_paths(scenarios), cpu=placement.server) as static, \
+                contextlib.ExitStack() as stack:
             store.update_config(run_id, nginx=nginx.version())
-            on_bench = CellRunner(bench, store, run_id, options, events, placement.driver)
-            on_nginx = CellRunner(static, store, run_id, options, events, placement.driver)
+            on_bench = stack.enter_context(CellRunner(bench, store, run_id, options, events, placement.driver))
+            on_nginx = stack.enter_context(CellRunner(static, store, run_id, options, events, placement.driver))
             for s in scenarios:
                 for r in on_bench.run_cells(drivers, s):
                     results.append(("bench", r))

@@ -42,3 +42,9 @@ def test_ratios_agree_within_ten_percent_or_not():
     assert row.agrees and abs(row.agreement - 0.0741) < 0.001
     row.nginx_ratio = 0.60
     assert not row.agrees
+
+
+def test_the_rate_under_each_server_says_which_one_held_a_driver_back():
+    row = crosscheck.Row("get-json-335k", "x", 14_000.0, 10_000.0, "req/s")
+    assert abs(row.bench_over_nginx - 1.4) < 1e-9
+    assert crosscheck.Row("get-small", "y", None, 10_000.0, "req/s").bench_over_nginx is None

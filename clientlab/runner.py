@@ -29,7 +29,7 @@ from clientlab import cgroup, figures, hostprobe, limits, paths, stats
 from clientlab.errors import LabError
 from clientlab.job import PlannedJob, plan, required_capabilities
 from clientlab.manifest import Driver
-from clientlab.measure import TreeMeter, Usage
+from clientlab.measure import TreeMeter, Usage, process_tree
 from clientlab.noise import Noise, NoiseMeter
 from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.scenario import Scenario
@@ -74,6 +74,7 @@ class RunOptions:
     retries: int = 0              # disturbed trials run again, at most this many per cell
     fresh_port: bool = True       # a new server port for every trial (where the server can)
     host_probe: bool = True       # read the host's speed on the driver's core around timed trials
+    keep_warm: bool = True        # a JIT driver's process serves every scenario of the run (see _Kept)
 
     def __post_init__(self) -> None:
         if self.placement not in PLACEMENTS:
@@ -182,6 +183,8 @@ class _Cell:
     timed_started: float = 0.0
     started: float = field(default_factory=time.monotonic)
     retries_left: int = 0
+    startup_s: float | None = None   # when the lab started this cell's process
+    kept_warm: bool = False          # its process came warm from an earlier scenario (_Kept)
     notes: list[str] = field(default_factory=list)
     result: CellResult | None = None
     next_idx: int = 0
@@ -191,8 +194,23 @@ class _Cell:
         return self.result
 
 
+@dataclass
+class _Kept:
+    """A JIT driver's process between two scenarios of a run. Its runtime compiled the client's
+    hot paths (connection pool, parser, I/O loop) during earlier cells; a new process per scenario
+    would start that over and keep JIT drivers from a steady state within a cell's few seconds.
+    Every cell still verifies and warms up the kept process; jobs share no client state (the
+    protocol: a driver closes its client at the end of each job)."""
+
+    proc: DriverProcess
+    group: cgroup.Group | None
+    versions: dict
+    startup_s: float
+
+
 class CellRunner:
-    """Runs cells against one bench server, writing to one store."""
+    """Runs cells against one bench server, writing to one store. Use it as a context manager
+    (or call close()): it keeps warm JIT driver processes from one scenario to the next."""
 
     def __init__(self, server: BenchServer | NetLab, store: Store, run_id: int, options: RunOptions,
                  events: Events | None = None, driver_cpu: int | None = None):
@@ -205,6 +223,21 @@ class CellRunner:
         self.scratch = paths.scratch_dir()
         # the host's slow phases on the driver's core (none when the driver is not pinned)
         self.probe = hostprobe.for_core(driver_cpu) if options.host_probe else None
+        self._kept: dict[str, _Kept] = {}
+
+    def __enter__(self) -> "CellRunner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the driver processes kept for later scenarios."""
+        while self._kept:
+            _, kept = self._kept.popitem()
+            kept.proc.close()
+            if kept.group is not None:
+                kept.group.remove()
 
     # -- cells ------------------------------------------------------------------------------
 
@@ -258,7 +291,7 @@ class CellRunner:
             self._record(cell, failed)
             cell.finish("failed", str(exc))
         if cell.result is not None:
-            self._close(cell)
+            self._close(cell, keep=cell.result.status == "ok")
             self.store.finish_cell(cell.cell_id, cell.result.status, cell.result.reason,
                                    cell.result.figures, cell.result.versions)
             self.events.cell_done(cell.result)
@@ -366,14 +399,25 @@ class CellRunner:
             figs["measured_by"] = f"cgroup v{cell.group.version}"
         else:
             figs["measured_by"] = "proc"
+        figs["kept_warm"] = cell.kept_warm
         figs["notes"] = cell.notes
         cell.finish("ok", None, figs)
 
     # -- pieces -----------------------------------------------------------------------------
 
     def _spawn(self, cell: _Cell) -> float:
-        """Start the cell's driver (in its own cgroup where the lab can make one); the start-up time."""
+        """Start the cell's driver (in its own cgroup where the lab can make one), or take the one
+        kept warm from an earlier scenario; the start-up time (as measured when it started)."""
         self._close(cell)
+        kept = self._kept.pop(cell.driver.id, None)
+        if kept is not None and kept.proc.proc.poll() is None and self._keeps(cell):
+            cell.proc, cell.group, cell.versions = kept.proc, kept.group, kept.versions
+            cell.kept_warm, cell.startup_s = True, kept.startup_s
+            return kept.startup_s
+        if kept is not None:
+            kept.proc.close()
+            if kept.group is not None:
+                kept.group.remove()
         cell.group = cgroup.open_group("driver")
         t0 = time.perf_counter()
         argv = [*self.server.driver_prefix, *cell.driver.argv]
@@ -383,14 +427,30 @@ class CellRunner:
         cell.proc = proc
         hello = proc.hello(HELLO_TIMEOUT_S)
         cell.versions = hello["versions"]
-        return time.perf_counter() - t0
+        cell.startup_s = time.perf_counter() - t0
+        return cell.startup_s
+
+    def _keeps(self, cell: _Cell) -> bool:
+        """A JIT driver (warm-up > 1, as in _prepare) keeps its process across the scenarios of a run."""
+        return (self.options.keep_warm and not self.options.fresh_process and self.options.warmup > 0
+                and max(self.options.warmup, cell.driver.manifest.warmup) > 1)
+
+    def _server_pids(self) -> list[int]:
+        """The server's processes (nginx: master and worker), to stop while the host is probed."""
+        proc = getattr(self.server, "proc", None)
+        return process_tree(proc.pid) if proc is not None and proc.poll() is None else []
 
     def _server_group(self) -> cgroup.Group | None:
         """The bench server's CPU is read per trial too (per-request server CPU): its group."""
         proc = getattr(self.server, "proc", None)
         return cgroup.group_of(proc.pid, "server") if proc is not None else None
 
-    def _close(self, cell: _Cell) -> None:
+    def _close(self, cell: _Cell, keep: bool = False) -> None:
+        """End the cell's driver process, or (keep: a JIT driver that finished well) keep it for
+        the next scenario."""
+        if keep and cell.proc is not None and cell.proc.proc.poll() is None and self._keeps(cell):
+            self._kept[cell.driver.id] = _Kept(cell.proc, cell.group, cell.versions, cell.startup_s or 0.0)
+            cell.proc = cell.group = None
         if cell.proc is not None:
             cell.proc.close()
             cell.proc = None
@@ -404,13 +464,16 @@ class CellRunner:
         """A timed trial between two readings of the host probe on the driver's core, taken with
         the driver stopped; before it, a slow phase of the host is waited out (a few seconds at most)."""
         before = after = None
+        groups = [cell.proc.pid] if cell.proc is not None else []
         if self.probe is not None:
-            with _stopped([cell.proc.pid] if cell.proc is not None else []):
+            with _stopped(groups, self._server_pids()):
                 before = self.probe.wait_fast()
         trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
         cell.next_idx += 1
         if self.probe is not None:
-            with _stopped([cell.proc.pid] if cell.proc is not None else []):
+            # the server stopped too: its work after a trial (a garbage collection soaking up idle
+            # time) is the server's, not the host's, and would read as a slow phase
+            with _stopped(groups, self._server_pids()):
                 after = self.probe.slowdown()
         if trial.noise is not None and before is not None:
             trial.noise = {**trial.noise, "host_before": round(before, 3), "host_after": round(after or 0.0, 3)}
@@ -490,21 +553,21 @@ def _others_paused(cells: list[_Cell], active: _Cell) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _stopped(groups: list[int]) -> Iterator[None]:
-    """These process groups stopped (SIGSTOP) for the block, continued after."""
+def _stopped(groups: list[int], pids: list[int] = ()) -> Iterator[None]:  # type: ignore[assignment]
+    """These process groups and processes stopped (SIGSTOP) for the block, continued after."""
     stopped = []
-    for pid in groups:
+    for send, target in [*((os.killpg, g) for g in groups), *((os.kill, p) for p in pids)]:
         try:
-            os.killpg(pid, signal.SIGSTOP)
-            stopped.append(pid)
+            send(target, signal.SIGSTOP)
+            stopped.append((send, target))
         except OSError:
             pass
     try:
         yield
     finally:
-        for pid in stopped:
+        for send, target in reversed(stopped):
             try:
-                os.killpg(pid, signal.SIGCONT)
+                send(target, signal.SIGCONT)
             except OSError:
                 pass
 
@@ -603,8 +666,8 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
     placement = Placement.of(options.placement)
     placement.apply_to_lab()
     results = []
-    with (network or (lambda cpu: BenchServer(cpu=cpu)))(placement.server) as server:
-        runner = CellRunner(server, store, run_id, options, events, placement.driver)
+    with ((network or (lambda cpu: BenchServer(cpu=cpu)))(placement.server) as server,
+          CellRunner(server, store, run_id, options, events, placement.driver) as runner):
         for scenario in scenarios:
             for result in runner.run_cells(drivers, scenario):
                 results.append(result)

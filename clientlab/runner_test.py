@@ -272,3 +272,58 @@ def test_timed_trials_carry_the_host_probe_of_the_drivers_core(bench_server, sto
     kinds = {t["kind"]: t["noise"] for t in store.trials(store.cells(run_id)[0]["id"])}
     assert kinds["timed"]["host_before"] > 0 and kinds["timed"]["host_after"] > 0
     assert "host_before" not in kinds["warmup"]  # only timed trials are probed
+
+
+def test_a_jit_drivers_process_serves_every_scenario_of_the_run_and_is_stopped_at_the_end(
+        bench_server, store, test_drivers):
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False)
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        first = runner.run_cell(test_drivers[REF], shipped("get-small", count=10))
+        kept = runner._kept[REF].proc
+        second = runner.run_cell(test_drivers[REF], shipped("get-json-335k", count=5))
+        assert runner._kept[REF].proc is kept  # the same process, verified again for the new scenario
+    assert (first.status, second.status) == ("ok", "ok"), (first.reason, second.reason)
+    assert (first.figures["kept_warm"], second.figures["kept_warm"]) == (False, True)
+    assert [t["kind"] for t in store.trials(store.cells(run_id)[1]["id"])][0] == "verify"
+    assert kept.proc.poll() is not None  # close() stopped it
+
+
+def test_drivers_without_a_jit_warm_up_get_a_new_process_per_scenario(bench_server, store, test_drivers):
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=1, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False)
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        result = runner.run_cell(test_drivers[REF], shipped("get-small", count=10))
+        assert not runner._kept
+    assert result.figures["kept_warm"] is False
+
+
+def test_the_server_is_stopped_while_the_host_is_probed_and_continued_after():
+    import subprocess
+    import time
+
+    from clientlab.runner import _stopped
+
+    def state(pid: int) -> str:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+    server = subprocess.Popen(["sleep", "30"])
+    try:
+        def settled(wanted: str) -> str:  # signals are delivered asynchronously
+            deadline = time.monotonic() + 5
+            while state(server.pid) not in wanted and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return state(server.pid)
+
+        with _stopped([], [server.pid]):
+            assert settled("T") == "T"
+        assert settled("SR") in "SR"
+    finally:
+        server.kill()
+        server.wait()

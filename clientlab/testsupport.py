@@ -52,7 +52,8 @@ def cell(bench_server, store, test_drivers):
         driver = test_drivers.get(driver_id) or manifest.select(manifest.discover()[0], [driver_id])[0]
         options = RunOptions(warmup=warmup, stop=StopRule(min_trials=trials, max_trials=trials), placement="free",
                              **kwargs)
-        result = CellRunner(bench_server, store, run_id, options).run_cell(driver, sc)
+        with CellRunner(bench_server, store, run_id, options) as runner:
+            result = runner.run_cell(driver, sc)
         cells = store.cells(run_id)
         return result, store.trials(cells[-1]["id"])
 

@@ -15,6 +15,7 @@ import (
 // trackedConn wraps an accepted TCP connection.
 type trackedConn struct {
 	net.Conn
+	raw *rawIO // the socket's own reads and writes (nil: through net.Conn)
 	rec *connRecord
 	// the trial the connection was accepted in, by id and start (a pointer would keep that
 	// trial's whole log alive for as long as the connection lives)
@@ -61,8 +62,12 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 }
 
 // read reads the socket and records the read for the current request.
-func (c *trackedConn) read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+func (c *trackedConn) read(p []byte) (n int, err error) {
+	if c.raw != nil {
+		n, err = c.raw.read(p)
+	} else {
+		n, err = c.Conn.Read(p)
+	}
 	if n > 0 {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -93,8 +98,26 @@ func (c *trackedConn) reap() bool {
 	return true
 }
 
-func (c *trackedConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
+func (c *trackedConn) Write(p []byte) (n int, err error) {
+	if c.raw != nil {
+		n, err = c.raw.write(p)
+	} else {
+		n, err = c.Conn.Write(p)
+	}
+	c.rec.bytesOut.Add(int64(n))
+	return n, err
+}
+
+// writeAnswer writes an answer's head and body (in one system call where it can: rawIO.writev).
+func (c *trackedConn) writeAnswer(head, body []byte) (n int, err error) {
+	if c.raw != nil {
+		n, err = c.raw.writev(head, body)
+	} else {
+		var wrote int64
+		bufs := net.Buffers{head, body}
+		wrote, err = bufs.WriteTo(c.Conn)
+		n = int(wrote)
+	}
 	c.rec.bytesOut.Add(int64(n))
 	return n, err
 }

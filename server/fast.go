@@ -346,12 +346,18 @@ func parseFast(h []byte, req *fastRequest) bool {
 				}
 			}
 		case asciiEqualFold(name, "connection"):
-			switch {
-			case asciiEqualFold(value, "close"):
-				req.close = true
-			case asciiEqualFold(value, "keep-alive"):
-			default:
-				return false
+			// a list of tokens (LWP sends "TE"; "keep-alive, TE"): net/http closes after the
+			// answer when any of them is "close", and ignores the rest
+			for tokens := value; len(tokens) > 0; {
+				var token []byte
+				token, tokens, _ = bytes.Cut(tokens, []byte(","))
+				token = bytes.Trim(token, " \t")
+				if bytes.ContainsAny(token, " \t") {
+					return false // "a close": one token by net/http's first reading, two by its second
+				}
+				if asciiEqualFold(token, "close") {
+					req.close = true
+				}
 			}
 		case asciiEqualFold(name, "content-length"):
 			lengths++
@@ -549,12 +555,22 @@ func (p *public) answerFast(tc *trackedConn, req *fastRequest, headerReads int, 
 		e.RespBodyBytes = req.n // a failed write counts what it was handed, as bodyWriter does
 		p.recordFast(tc, t, &e, headerReads)
 		_, err = tc.Write(out)
+	} else if doc != nil {
+		// head and document in one write; the body counts as handed over once the head went
+		// out, as bodyWriter counts a failed write
+		var n int
+		n, err = tc.writeAnswer(out, doc)
+		if n >= len(out) || err == nil {
+			e.RespBodyBytes = int64(len(doc))
+		}
+		if err != nil {
+			e.RespWriteError = err.Error()
+		}
+		p.recordFast(tc, t, &e, headerReads)
 	} else {
 		bw := &bodyWriter{w: tc}
 		if _, err = tc.Write(out); err == nil {
-			if doc != nil {
-				bw.Write(doc)
-			} else if req.kind == 'b' {
+			if req.kind == 'b' {
 				writeBytes(bw, req.n)
 			} else {
 				writeJSON(bw, int(req.n))

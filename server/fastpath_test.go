@@ -186,6 +186,16 @@ func fastCases() []fastCase {
 		}},
 		{name: "close-after-redirect", reqs: []fastReq{rawGet("/redirect/1?to=/bytes/3", "Connection: close\r\n")}},
 		{name: "close-after-401", reqs: []fastReq{rawGet("/private/bytes/3", "Connection: close\r\n")}},
+		// Connection as a list of tokens, as LWP sends it
+		{name: "connection-tokens", reqs: []fastReq{
+			rawGet("/bytes/3", "TE: deflate,gzip;q=0.3\r\nConnection: TE\r\n"),
+			rawGet("/bytes/3", "Connection: keep-alive, TE\r\n"),
+			rawGet("/bytes/3", "Connection: ,\r\n"),
+			rawGet("/bytes/3", "Connection: TE\r\nConnection: keep-alive\r\n"),
+		}},
+		{name: "close-among-tokens", reqs: []fastReq{rawGet("/bytes/3", "Connection: TE, Close\r\n")}},
+		{name: "close-in-a-second-connection-header", reqs: []fastReq{rawGet("/bytes/3", "Connection: TE\r\nConnection: close\r\n")}},
+		{name: "close-with-space", handoff: true, reqs: []fastReq{rawGet("/bytes/3", "Connection: x close\r\n")}},
 		// net/http's from the first unusual request on
 		{name: "oversize-body", handoff: true, reqs: []fastReq{rawPost("/echo", "application/x-www-form-urlencoded", scenarioForm, ""), rawPost("/echo", "application/x-www-form-urlencoded", big, ""), rawGet("/bytes/3", "")}},
 		{name: "chunked-body", handoff: true, reqs: []fastReq{{chunks: []string{"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n3\r\na=1\r\n0\r\n\r\n"}}}},

@@ -220,7 +220,7 @@ func (l *publicListener) Accept() (net.Conn, error) {
 	// over the cap, the connection waits here unserved, as it would in a full server's backlog
 	waited := l.p.limit.acquire()
 	t := current.Load()
-	tc := &trackedConn{Conn: raw, trialID: t.id, trialStart: t.start, rec: t.addConn(l.secure, waited),
+	tc := &trackedConn{Conn: raw, raw: newRawIO(raw), trialID: t.id, trialStart: t.start, rec: t.addConn(l.secure, waited),
 		onClose: l.p.limit.release}
 	l.p.limit.track(tc)
 	if !l.secure {

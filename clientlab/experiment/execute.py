@@ -51,7 +51,8 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                     _record_unrun(store, run_id, c, "unsupported", f"needs network profile '{net}': {reason}", events)
                 networks[net] = {"profile": net, "unavailable": reason}
                 continue
-            with open_server_side(profile, placement.server) as server:
+            with (open_server_side(profile, placement.server) as server,
+                  CellRunner(server, store, run_id, options, events, placement.driver) as runner):
                 if hasattr(server, "describe"):
                     networks[net] = server.describe()
                     on_note(f"network '{net}' ({networks[net]['summary']}): measured RTT "
@@ -64,8 +65,8 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                     for c in same:
                         if c.driver not in drivers:
                             _record_unrun(store, run_id, c, "not-installed", f"no driver '{c.driver}' in this lab", events)
-                    runner = CellRunner(server, store, run_id, part_options(options, parts[part], quick),
-                                        events, placement.driver)
+                    # one runner per network keeps JIT drivers warm from part to part
+                    runner.options = part_options(options, parts[part], quick)
                     runner.run_cells([drivers[c.driver] for c in same if c.driver in drivers], sc)
         status = "complete"
     except KeyboardInterrupt:
