@@ -29,7 +29,7 @@ from clientlab import cgroup, figures, hostprobe, limits, paths, stats
 from clientlab.errors import LabError
 from clientlab.job import PlannedJob, plan, required_capabilities
 from clientlab.manifest import Driver
-from clientlab.measure import TreeMeter, Usage, process_tree
+from clientlab.measure import TreeMeter, Usage
 from clientlab.noise import Noise, NoiseMeter
 from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.scenario import Scenario
@@ -435,11 +435,6 @@ class CellRunner:
         return (self.options.keep_warm and not self.options.fresh_process and self.options.warmup > 0
                 and max(self.options.warmup, cell.driver.manifest.warmup) > 1)
 
-    def _server_pids(self) -> list[int]:
-        """The server's processes (nginx: master and worker), to stop while the host is probed."""
-        proc = getattr(self.server, "proc", None)
-        return process_tree(proc.pid) if proc is not None and proc.poll() is None else []
-
     def _server_group(self) -> cgroup.Group | None:
         """The bench server's CPU is read per trial too (per-request server CPU): its group."""
         proc = getattr(self.server, "proc", None)
@@ -466,14 +461,12 @@ class CellRunner:
         before = after = None
         groups = [cell.proc.pid] if cell.proc is not None else []
         if self.probe is not None:
-            with _stopped(groups, self._server_pids()):
+            with _stopped(groups):
                 before = self.probe.wait_fast()
         trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
         cell.next_idx += 1
         if self.probe is not None:
-            # the server stopped too: its work after a trial (a garbage collection soaking up idle
-            # time) is the server's, not the host's, and would read as a slow phase
-            with _stopped(groups, self._server_pids()):
+            with _stopped(groups):
                 after = self.probe.slowdown()
         if trial.noise is not None and before is not None:
             trial.noise = {**trial.noise, "host_before": round(before, 3), "host_after": round(after or 0.0, 3)}
@@ -553,21 +546,21 @@ def _others_paused(cells: list[_Cell], active: _Cell) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _stopped(groups: list[int], pids: list[int] = ()) -> Iterator[None]:  # type: ignore[assignment]
-    """These process groups and processes stopped (SIGSTOP) for the block, continued after."""
+def _stopped(groups: list[int]) -> Iterator[None]:
+    """These process groups stopped (SIGSTOP) for the block, continued after."""
     stopped = []
-    for send, target in [*((os.killpg, g) for g in groups), *((os.kill, p) for p in pids)]:
+    for pid in groups:
         try:
-            send(target, signal.SIGSTOP)
-            stopped.append((send, target))
+            os.killpg(pid, signal.SIGSTOP)
+            stopped.append(pid)
         except OSError:
             pass
     try:
         yield
     finally:
-        for send, target in reversed(stopped):
+        for pid in stopped:
             try:
-                send(target, signal.SIGCONT)
+                os.killpg(pid, signal.SIGCONT)
             except OSError:
                 pass
 

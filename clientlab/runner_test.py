@@ -302,28 +302,3 @@ def test_drivers_without_a_jit_warm_up_get_a_new_process_per_scenario(bench_serv
         result = runner.run_cell(test_drivers[REF], shipped("get-small", count=10))
         assert not runner._kept
     assert result.figures["kept_warm"] is False
-
-
-def test_the_server_is_stopped_while_the_host_is_probed_and_continued_after():
-    import subprocess
-    import time
-
-    from clientlab.runner import _stopped
-
-    def state(pid: int) -> str:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-
-    server = subprocess.Popen(["sleep", "30"])
-    try:
-        def settled(wanted: str) -> str:  # signals are delivered asynchronously
-            deadline = time.monotonic() + 5
-            while state(server.pid) not in wanted and time.monotonic() < deadline:
-                time.sleep(0.01)
-            return state(server.pid)
-
-        with _stopped([], [server.pid]):
-            assert settled("T") == "T"
-        assert settled("SR") in "SR"
-    finally:
-        server.kill()
-        server.wait()

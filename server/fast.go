@@ -223,6 +223,22 @@ func (p *public) serveFast(tc *trackedConn) {
 		idle := end == 0 && !first
 		if idle {
 			p.limit.fastIdle(tc, true)
+			if tc.raw != nil {
+				// between requests the connection holds no buffer (thousands of idle
+				// connections would hold 4 KB each): it waits for readiness, then takes one
+				fastBuffers.Put(bufp)
+				if sc != nil {
+					fastScratches.Put(sc)
+					sc = nil
+				}
+				werr := tc.raw.waitReadable()
+				bufp = fastBuffers.Get().(*[]byte)
+				buf = *bufp
+				if werr != nil {
+					p.limit.fastIdle(tc, false)
+					return // past the idle deadline, or closed: nothing was read
+				}
+			}
 		}
 		n, err := tc.read(buf[end:])
 		if idle {

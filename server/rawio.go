@@ -83,6 +83,26 @@ func (r *rawIO) write(p []byte) (int, error) {
 	return n, ioResult(n, errno, err, false)
 }
 
+// waitReadable returns once the socket has something to read (a request, EOF or an error; the
+// read that follows tells which), or when the read deadline passes. An idle connection waits
+// here without holding a read buffer.
+func (r *rawIO) waitReadable() error {
+	var b [1]byte
+	return r.rc.Read(func(fd uintptr) bool {
+		for {
+			_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+				syscall.MSG_PEEK, 0, 0)
+			switch e {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false
+			}
+			return true
+		}
+	})
+}
+
 // writev writes head then body, both in one system call where the socket's buffer takes them:
 // a client's first read finds the head and the start of the body together, as nginx and
 // net/http (through its 4 KB buffer) send an answer. Two writes would wake the client twice.

@@ -73,6 +73,22 @@ def test_faster_is_confirmed_partly_or_refuted_by_the_ratio():
     assert judge(_claim(check="faster", a={"part": "b"}, b={"part": "a"}, ratio=2), cells, {}).outcome == REFUTED
 
 
+def test_an_effect_within_the_cells_own_noise_is_no_effect():
+    def cells(precision):
+        out = [_cell("x", "a", 1.0), _cell("x", "b", 1.08)]
+        for c in out:
+            c["figures"]["precision"] = precision
+        return out
+
+    claim = _claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=1.5)
+    assert judge(claim, cells(0.05), {}).outcome == REFUTED       # 8 % against ±5 % on each side
+    assert judge(claim, cells(0.01), {}).outcome == PARTLY        # 8 % against ±1 % on each side
+    assert "noise ±10%" in judge(claim, cells(0.05), {}).evidence[0]
+    each = _claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=1.5, each=True)
+    verdict = judge(each, cells(0.05), {})
+    assert verdict.outcome == REFUTED and "x: 1.000 s against 1.080 s: 1.08× (within noise)" in verdict.evidence
+
+
 def test_times_add_up_over_a_drivers_scenarios_and_average_over_drivers():
     one_driver = [_cell("x", "a", 1.0), {**_cell("x", "a", 2.0), "scenario": "post-form"}, _cell("y", "b", 3.0)]
     v = judge(_claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=1), one_driver, {})

@@ -1,8 +1,9 @@
 """Judging an article's claims with a stored run's numbers.
 
 A claim is confirmed when the lab measures the effect at least as large as the claim's `ratio`
-asks, "partly confirmed" when it points the same way but smaller, refuted when it does not
-show, and "not reproducible here" when the cells it needs were not measured (the reason is
+asks, "partly confirmed" when it points the same way but smaller — and larger than the cells'
+own noise (the half-widths of their medians' confidence intervals, at least MIN_EFFECT) —,
+refuted when it does not show or stays within that noise, and "not reproducible here" when the cells it needs were not measured (the reason is
 given: a client not packaged, a network the machine cannot build, a job a driver refuses).
 """
 
@@ -17,6 +18,7 @@ from clientlab.units import format_bytes
 LOWER_IS_BETTER = {"wall_s": True, "cpu_s": True, "peak_rss_kb": True, "throughput": False}
 
 CONFIRMED, PARTLY, REFUTED, NOT_HERE = "confirmed", "partly confirmed", "refuted", "not reproducible here"
+MIN_EFFECT = 0.05  # an effect smaller than this is not one, however precise the cells
 
 
 @dataclass
@@ -91,10 +93,12 @@ def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verd
     if claim.check == "faster":
         va, vb = _aggregate(ok_a, m), _aggregate(ok_b, m)
         ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
-        outcome = CONFIRMED if ratio >= claim.ratio else PARTLY if ratio > 1.05 else REFUTED
+        noise = _noise(ok_a) + _noise(ok_b)
+        outcome = _outcome(ratio, claim.ratio, noise)
         evidence = [f"{show(va, m, ok_a[0])}{_per_driver(ok_a)} ({', '.join(_name(c) for c in ok_a)}) against "
                     f"{show(vb, m, ok_b[0])}{_per_driver(ok_b)} ({', '.join(_name(c) for c in ok_b)}): {ratio:.2f}× "
-                    f"{'better' if ratio >= 1 else 'worse'} (the claim needs {claim.ratio:g}×)"]
+                    f"{'better' if ratio >= 1 else 'worse'} (the claim needs {claim.ratio:g}×; "
+                    f"noise ±{max(MIN_EFFECT, noise):.0%})"]
         return Verdict(claim, outcome, evidence + problems)
     if claim.check == "similar":
         values = [(metric_value(c, m), c) for c in ok_a]
@@ -120,12 +124,26 @@ def _judge_each(claim: Claim, ok_a: list[dict], ok_b: list[dict], problems: list
         mine_b = [c for c in ok_b if c["driver"] == d]
         va, vb = _aggregate(mine_a, m), _aggregate(mine_b, m)
         ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
-        outcomes.append(CONFIRMED if ratio >= claim.ratio else PARTLY if ratio > 1.05 else REFUTED)
-        evidence.append(f"{d}: {show(va, m, mine_a[0])} against {show(vb, m, mine_b[0])}: {ratio:.2f}×")
+        noise = _noise(mine_a) + _noise(mine_b)
+        outcomes.append(_outcome(ratio, claim.ratio, noise))
+        within = " (within noise)" if ratio < claim.ratio and outcomes[-1] == REFUTED and ratio > 1 else ""
+        evidence.append(f"{d}: {show(va, m, mine_a[0])} against {show(vb, m, mine_b[0])}: {ratio:.2f}×{within}")
     held = sum(o == CONFIRMED for o in outcomes)
     evidence.append(f"holds for {held} of {len(drivers)} drivers (each needs {claim.ratio:g}×)")
     outcome = (CONFIRMED if held == len(drivers) else REFUTED if all(o == REFUTED for o in outcomes) else PARTLY)
     return Verdict(claim, outcome, evidence + problems)
+
+
+def _noise(cells: list[dict]) -> float:
+    """The widest relative half-width of a median's confidence interval among these cells."""
+    return max((c["figures"].get("precision") or 0.0 for c in cells), default=0.0)
+
+
+def _outcome(ratio: float, wanted: float, noise: float) -> str:
+    """Confirmed at the claim's ratio; partly when the effect is smaller but beyond the noise."""
+    if ratio >= wanted:
+        return CONFIRMED
+    return PARTLY if ratio > 1 + max(MIN_EFFECT, noise) else REFUTED
 
 
 def _aggregate(cells: list[dict], metric: str) -> float:
@@ -162,7 +180,7 @@ def _judge_sweep(claim: Claim, cells: list[dict], order: list, problems: list[st
         if claim.check in ("grows", "falls"):
             change = (last / first if claim.check == "grows" else first / last) if min(first, last) > 0 else 0
             ok = change >= claim.ratio
-            partly = change > 1.05
+            partly = _outcome(change, claim.ratio, _noise([group[0], group[-1]]) * 2) == PARTLY
             detail = f"{claim.check} {change:.2f}× from first to last (the claim needs {claim.ratio:g}×)"
         elif claim.check == "flat":
             spread = max(values) / min(values) - 1 if min(values) > 0 else float("inf")
