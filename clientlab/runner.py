@@ -207,6 +207,11 @@ class _Kept:
     versions: dict
     startup_s: float
 
+    def stop(self) -> None:
+        self.proc.close()
+        if self.group is not None:
+            self.group.remove()
+
 
 class CellRunner:
     """Runs cells against one bench server, writing to one store. Use it as a context manager
@@ -234,10 +239,7 @@ class CellRunner:
     def close(self) -> None:
         """Stop the driver processes kept for later scenarios."""
         while self._kept:
-            _, kept = self._kept.popitem()
-            kept.proc.close()
-            if kept.group is not None:
-                kept.group.remove()
+            self._kept.popitem()[1].stop()
 
     # -- cells ------------------------------------------------------------------------------
 
@@ -415,9 +417,7 @@ class CellRunner:
             cell.kept_warm, cell.startup_s = True, kept.startup_s
             return kept.startup_s
         if kept is not None:
-            kept.proc.close()
-            if kept.group is not None:
-                kept.group.remove()
+            kept.stop()
         cell.group = cgroup.open_group("driver")
         t0 = time.perf_counter()
         argv = [*self.server.driver_prefix, *cell.driver.argv]

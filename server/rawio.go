@@ -61,27 +61,7 @@ func (r *rawIO) read(p []byte) (int, error) {
 	return n, ioResult(n, errno, err, true)
 }
 
-func (r *rawIO) write(p []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
-	err := r.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			wrote, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(wrote)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // the socket's buffer is full: wait until it drains
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
-	return n, ioResult(n, errno, err, false)
-}
+func (r *rawIO) write(p []byte) (int, error) { return r.writev(p, nil) }
 
 // waitReadable returns once the socket has something to read (a request, EOF or an error; the
 // read that follows tells which), or when the read deadline passes. An idle connection waits
