@@ -765,6 +765,26 @@ def report_cmd(run_ref: str, html_path: Path, plots_dir: Path | None) -> None:
         err.print(f"{len(written)} PNG(s) in {plots_dir}", highlight=False)
 
 
+@main.command("spread")
+@click.argument("run_refs", nargs=-1, required=True, metavar="RUN...")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write every cell's medians and spreads as JSON here.")
+def spread_cmd(run_refs: tuple[str, ...], json_path: Path | None) -> None:
+    """How repeatable are the figures? The same cells over several runs (ids, 'last', or ranges
+    such as 184-188): per cell, max/min of the runs' medians and of its ratio to the scenario's
+    fastest driver; how many cells stayed within 5 % and 10 %, per driver; each run's wall time
+    and disturbed trials. Run the same command a few times back to back, then this."""
+    from clientlab import spread
+
+    store = Store(paths.results_db())
+    s = spread.spread(store, spread.run_ids(store, run_refs))
+    out.print(spread.table(s))
+    for line in spread.summary_lines(s):
+        out.print(line, highlight=False)
+    if json_path:
+        json_path.write_text(json.dumps(s.to_dict(), indent=2) + "\n")
+
+
 @main.command("compare")
 @click.argument("run_a", metavar="RUN_A")
 @click.argument("run_b", metavar="RUN_B")

@@ -171,7 +171,7 @@ def compare_cells(store: Store, a: dict, b: dict) -> CellComparison:
     return row
 
 
-def _keyed(cells: list[dict]) -> dict[tuple[str, str, int], dict]:
+def keyed_cells(cells: list[dict]) -> dict[tuple[str, str, int], dict]:
     """Cells by (driver, scenario, nth): a label that repeats in a run is paired in order."""
     seen: dict[tuple[str, str], int] = {}
     out = {}
@@ -184,7 +184,7 @@ def _keyed(cells: list[dict]) -> dict[tuple[str, str, int], dict]:
 
 def compare_runs(store: Store, run_a: int, run_b: int) -> list[CellComparison]:
     """One row per cell present in both runs, in run A's order."""
-    a, b = _keyed(store.cells(run_a)), _keyed(store.cells(run_b))
+    a, b = keyed_cells(store.cells(run_a)), keyed_cells(store.cells(run_b))
     return [compare_cells(store, a[key], b[key]) for key in a if key in b]
 
 

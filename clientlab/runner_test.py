@@ -235,8 +235,30 @@ def test_a_jit_driver_warms_up_until_three_trials_agree(cell, monkeypatch):
     from clientlab import runner
 
     monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree
+    monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.0)
     _, trials = cell(REF, shipped("get-small", count=10), warmup=2)
     assert [t["kind"] for t in trials].count("warmup") == 3
+
+
+def test_a_fresh_jit_process_warms_up_for_a_least_time_even_when_trials_agree(cell, monkeypatch):
+    from clientlab import runner
+
+    monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree
+    monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.5)
+    _, trials = cell(REF, shipped("get-small", count=10), warmup=2)
+    warmups = [t for t in trials if t["kind"] == "warmup"]
+    assert len(warmups) > 3
+    # the trials themselves are a few ms: together with the lab's steps they fill the least time
+    assert sum(t["wall_s"] for t in warmups) < 0.5
+
+
+def test_warm_ups_still_falling_one_after_another_are_not_steady():
+    from clientlab.runner import _steady
+
+    assert _steady([100.0, 98.0, 99.0])
+    assert not _steady([100.0, 97.0, 94.0])  # within 10 %, but the compiler is still at work
+    assert _steady([100.0, 99.5, 99.0])      # falling by less than 3 %: noise
+    assert not _steady([100.0, 80.0, 81.0])
 
 
 def test_a_jit_driver_that_never_settles_stops_warming_up_and_says_so(cell, monkeypatch):
@@ -244,6 +266,7 @@ def test_a_jit_driver_that_never_settles_stops_warming_up_and_says_so(cell, monk
 
     monkeypatch.setattr(runner, "WARMUP_STEADY", -1.0)  # no three trials ever agree
     monkeypatch.setattr(runner, "WARMUP_MAX", 5)
+    monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.0)
     result, trials = cell(REF, shipped("get-small", count=10), warmup=2)
     assert [t["kind"] for t in trials].count("warmup") == 5
     assert any(note.startswith("not steady after 5 warm-up trials") for note in result.figures["notes"])

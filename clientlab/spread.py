@@ -1,0 +1,176 @@
+"""How far the same cells moved across repeated runs: the lab's repeatability, from the store.
+
+For every cell measured in each of the runs (same driver, scenario label and position, as
+`compare` pairs them) the figure is max/min of the runs' medians (throughput; the same ratio as
+for time per request), and the same for the driver's ratio to the scenario's fastest driver in
+each run (what the tables are read for). The summary counts cells within 5 % and 10 % and lists
+them per driver; each run's wall time and disturbed trials say how noisy the host was.
+docs/measurement.md quotes these figures.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from rich import box
+from rich.table import Table
+
+from clientlab.compare import keyed_cells
+from clientlab.errors import LabInputError
+from clientlab.store import Store
+
+LIMITS = (0.05, 0.10)
+
+
+@dataclass
+class CellSpread:
+    driver: str
+    scenario: str
+    unit: str
+    medians: list[float]             # the cell's median throughput in each run, in run order
+    to_fastest: list[float]          # the same over the scenario's fastest cell, per run
+
+    @property
+    def spread(self) -> float:
+        return max(self.medians) / min(self.medians)
+
+    @property
+    def spread_to_fastest(self) -> float:
+        return max(self.to_fastest) / min(self.to_fastest)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "spread": self.spread, "spread_to_fastest": self.spread_to_fastest}
+
+
+@dataclass
+class RunFacts:
+    run_id: int
+    wall_s: float | None
+    cells: int
+    disturbed_trials: int           # run again as disturbed
+    disturbed_kept: int             # disturbed, kept after the retries ran out
+
+
+@dataclass
+class Spread:
+    runs: list[RunFacts]
+    cells: list[CellSpread]
+    left_out: list[str] = field(default_factory=list)   # cells not measured in every run
+
+    def within(self, limit: float, to_fastest: bool = False) -> int:
+        return sum(1 for c in self.cells if (c.spread_to_fastest if to_fastest else c.spread) - 1 <= limit)
+
+    def by_driver(self, limit: float = LIMITS[0]) -> dict[str, tuple[int, int]]:
+        """driver -> (cells within `limit`, cells)."""
+        out: dict[str, tuple[int, int]] = {}
+        for c in self.cells:
+            hit, total = out.get(c.driver, (0, 0))
+            out[c.driver] = (hit + (c.spread - 1 <= limit), total + 1)
+        return out
+
+    def to_dict(self) -> dict:
+        n = len(self.cells)
+        return {"runs": [asdict(r) for r in self.runs], "cells": [c.to_dict() for c in self.cells],
+                "left_out": self.left_out,
+                "summary": {"cells": n,
+                            "median_spread": statistics.median(c.spread for c in self.cells) if n else None,
+                            **{f"within_{int(lim * 100)}pct": self.within(lim) for lim in LIMITS},
+                            **{f"to_fastest_within_{int(lim * 100)}pct": self.within(lim, True) for lim in LIMITS},
+                            "by_driver_within_5pct": self.by_driver()}}
+
+
+def run_ids(store: Store, refs: tuple[str, ...]) -> list[int]:
+    """Run ids from numbers, 'last' and ranges such as 184-188."""
+    ids: list[int] = []
+    for ref in refs:
+        first, dash, last = ref.partition("-")
+        if dash and first.isdigit() and last.isdigit():
+            if int(last) < int(first):
+                raise LabInputError(f"'{ref}': a range goes from the lower run id to the higher")
+            ids += [store.resolve(str(i)) for i in range(int(first), int(last) + 1)]
+        else:
+            ids.append(store.resolve(ref))
+    if len(set(ids)) < 2:
+        raise LabInputError("spread needs at least two different runs")
+    return ids
+
+
+def _facts(store: Store, run_id: int, cells: list[dict]) -> RunFacts:
+    run = store.run(run_id)
+    wall = run["finished_at"] - run["started_at"] if run["finished_at"] else None
+    figs = [c["figures"] or {} for c in cells if c["status"] == "ok"]
+    return RunFacts(run_id, wall, len(cells), sum(f.get("disturbed_trials", 0) for f in figs),
+                    sum(f.get("disturbed_kept", 0) for f in figs))
+
+
+def _fastest(cells: dict[tuple[str, str, int], dict]) -> dict[tuple[str, int], float]:
+    """The fastest ok cell's throughput per (scenario, position)."""
+    out: dict[tuple[str, int], float] = {}
+    for (_, scenario, nth), c in cells.items():
+        if c["status"] == "ok":
+            out[(scenario, nth)] = max(out.get((scenario, nth), 0.0), c["figures"]["throughput"])
+    return out
+
+
+def spread(store: Store, ids: list[int]) -> Spread:
+    runs = [store.cells(i) for i in ids]
+    keyed = [keyed_cells(cells) for cells in runs]
+    fastest = [_fastest(k) for k in keyed]
+    out = Spread([_facts(store, i, cells) for i, cells in zip(ids, runs)], [])
+    for key in keyed[0]:
+        driver, scenario, nth = key
+        found = [k.get(key) for k in keyed]
+        if any(c is None or c["status"] != "ok" for c in found):
+            out.left_out.append(f"{driver} × {scenario}")
+            continue
+        units = {c["figures"]["unit"] for c in found}
+        if len(units) > 1:
+            out.left_out.append(f"{driver} × {scenario} (different metrics)")
+            continue
+        medians = [c["figures"]["throughput"] for c in found]
+        to_fastest = [m / f[(scenario, nth)] for m, f in zip(medians, fastest)]
+        out.cells.append(CellSpread(driver, scenario, units.pop(), medians, to_fastest))
+    if not out.cells:
+        raise LabInputError(f"runs {', '.join(map(str, ids))} have no cell measured in all of them")
+    return out
+
+
+# -- the terminal --------------------------------------------------------------------------
+
+def _pct(x: float) -> str:
+    return f"{(x - 1) * 100:.1f} %"
+
+
+def table(s: Spread) -> Table:
+    ids = [r.run_id for r in s.runs]
+    t = Table(title=f"the same cells over runs {', '.join(map(str, ids))}: max/min of the medians",
+              box=box.SIMPLE_HEAD)
+    t.add_column("driver × scenario", overflow="fold", min_width=16)
+    t.add_column("medians (min … max)", justify="right", no_wrap=True)
+    t.add_column("spread", justify="right", no_wrap=True)
+    t.add_column("÷ fastest", justify="right", no_wrap=True)
+    for c in sorted(s.cells, key=lambda c: -c.spread):
+        style = "" if c.spread - 1 <= LIMITS[0] else ("yellow" if c.spread - 1 <= LIMITS[1] else "bold red")
+        t.add_row(f"{c.driver} × {c.scenario}", f"{min(c.medians):,.0f} … {max(c.medians):,.0f} {c.unit}",
+                  _pct(c.spread), _pct(c.spread_to_fastest), style=style)
+    return t
+
+
+def summary_lines(s: Spread) -> list[str]:
+    n = len(s.cells)
+    lines = []
+    for r in s.runs:
+        wall = f"{int(r.wall_s // 60)} min {r.wall_s % 60:.0f} s" if r.wall_s else "did not finish"
+        lines.append(f"run {r.run_id}: {wall}, {r.cells} cells, {r.disturbed_trials} trials run again as "
+                     f"disturbed, {r.disturbed_kept} kept disturbed")
+    lines.append(f"{n} cells measured in every run; median spread {_pct(statistics.median(c.spread for c in s.cells))}")
+    for lim in LIMITS:
+        lines.append(f"within {lim:.0%}: {s.within(lim)} of {n} ({s.within(lim) / n:.0%}); ratio to the "
+                     f"scenario's fastest: {s.within(lim, True)} ({s.within(lim, True) / n:.0%})")
+    per = s.by_driver()
+    lines.append("within 5 % by driver: " + ", ".join(f"{d} {hit}/{total}" for d, (hit, total)
+                                                     in sorted(per.items(), key=lambda kv: -kv[1][0] / kv[1][1])))
+    if s.left_out:
+        lines.append(f"left out (not measured in every run): {', '.join(s.left_out)}")
+    return lines
