@@ -6,21 +6,38 @@ for time per request), and the same for the driver's ratio to the scenario's fas
 each run (what the tables are read for). The summary counts cells within 5 % and 10 % and lists
 them per driver; each run's wall time and disturbed trials say how noisy the host was.
 docs/measurement.md quotes these figures.
+
+What the trials within each run predict: a median of n trials whose robust spread (1.4826 MAD /
+median) is c varies by about 1.2533 c / sqrt(n) (the median's standard error for a normal
+sample), and the largest over the smallest of k such medians is then about 1 + d_k times that,
+d_k the expected range of k normal samples (2.326 for five). So each cell gets the spread its
+own trials predict and the trials a run would need for 5 %: where the measured spread is
+larger than the predicted one, the figure moved between runs by more than its trials' noise
+(the host's slow phases over minutes, a JIT's different steady state in another process).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 
 from rich import box
 from rich.table import Table
 
-from clientlab.compare import keyed_cells
+from clientlab import stats
+from clientlab.compare import keyed_cells, trial_throughputs
 from clientlab.errors import LabInputError
 from clientlab.store import Store
 
 LIMITS = (0.05, 0.10)
+MEDIAN_SE = 1.2533   # standard error of a median over that of a mean, normal samples
+# expected range of k standard normal samples (Tippett, 1925), k = 2 … 10
+EXPECTED_RANGE = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
+
+
+def expected_range(k: int) -> float:
+    return EXPECTED_RANGE[min(max(k, 2), 10)]
 
 
 @dataclass
@@ -30,6 +47,19 @@ class CellSpread:
     unit: str
     medians: list[float]             # the cell's median throughput in each run, in run order
     to_fastest: list[float]          # the same over the scenario's fastest cell, per run
+    trial_spread: float = 0.0        # robust spread of the timed trials within a run (median over runs)
+    trials: float = 0.0              # timed trials per run (mean)
+
+    @property
+    def predicted(self) -> float:
+        """max/min of the medians that the trials' own noise alone would give."""
+        if not self.trials:
+            return 1.0
+        return 1 + expected_range(len(self.medians)) * MEDIAN_SE * self.trial_spread / self.trials ** 0.5
+
+    def trials_for(self, limit: float = LIMITS[0]) -> int:
+        """Timed trials per run for the predicted spread to be within `limit`."""
+        return max(1, math.ceil((expected_range(len(self.medians)) * MEDIAN_SE * self.trial_spread / limit) ** 2))
 
     @property
     def spread(self) -> float:
@@ -40,7 +70,8 @@ class CellSpread:
         return max(self.to_fastest) / min(self.to_fastest)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "spread": self.spread, "spread_to_fastest": self.spread_to_fastest}
+        return {**asdict(self), "spread": self.spread, "spread_to_fastest": self.spread_to_fastest,
+                "predicted_spread": self.predicted, "trials_for_5pct": self.trials_for()}
 
 
 @dataclass
@@ -77,6 +108,8 @@ class Spread:
                             "median_spread": statistics.median(c.spread for c in self.cells) if n else None,
                             **{f"within_{int(lim * 100)}pct": self.within(lim) for lim in LIMITS},
                             **{f"to_fastest_within_{int(lim * 100)}pct": self.within(lim, True) for lim in LIMITS},
+                            "predicted_within_5pct": sum(1 for c in self.cells if c.predicted - 1 <= LIMITS[0]),
+                            "median_predicted_spread": statistics.median(c.predicted for c in self.cells) if n else None,
                             "by_driver_within_5pct": self.by_driver()}}
 
 
@@ -130,7 +163,11 @@ def spread(store: Store, ids: list[int]) -> Spread:
             continue
         medians = [c["figures"]["throughput"] for c in found]
         to_fastest = [m / f[(scenario, nth)] for m, f in zip(medians, fastest)]
-        out.cells.append(CellSpread(driver, scenario, units.pop(), medians, to_fastest))
+        per_run = [trial_throughputs(store, c) for c in found]
+        noise = [stats.MAD_TO_SIGMA * stats.mad(x) / stats.median(x) for x in per_run if len(x) >= 2]
+        out.cells.append(CellSpread(driver, scenario, units.pop(), medians, to_fastest,
+                                    stats.median(noise) if noise else 0.0,
+                                    statistics.mean(len(x) for x in per_run)))
     if not out.cells:
         raise LabInputError(f"runs {', '.join(map(str, ids))} have no cell measured in all of them")
     return out
@@ -150,10 +187,13 @@ def table(s: Spread) -> Table:
     t.add_column("medians (min … max)", justify="right", no_wrap=True)
     t.add_column("spread", justify="right", no_wrap=True)
     t.add_column("÷ fastest", justify="right", no_wrap=True)
+    t.add_column("trials predict", justify="right", no_wrap=True)
+    t.add_column("trials for 5 %", justify="right", no_wrap=True)
     for c in sorted(s.cells, key=lambda c: -c.spread):
         style = "" if c.spread - 1 <= LIMITS[0] else ("yellow" if c.spread - 1 <= LIMITS[1] else "bold red")
         t.add_row(f"{c.driver} × {c.scenario}", f"{min(c.medians):,.0f} … {max(c.medians):,.0f} {c.unit}",
-                  _pct(c.spread), _pct(c.spread_to_fastest), style=style)
+                  _pct(c.spread), _pct(c.spread_to_fastest), _pct(c.predicted),
+                  f"{c.trials_for()} (ran {c.trials:.0f})", style=style)
     return t
 
 
@@ -166,8 +206,13 @@ def summary_lines(s: Spread) -> list[str]:
                      f"disturbed, {r.disturbed_kept} kept disturbed")
     lines.append(f"{n} cells measured in every run; median spread {_pct(statistics.median(c.spread for c in s.cells))}")
     for lim in LIMITS:
-        lines.append(f"within {lim:.0%}: {s.within(lim)} of {n} ({s.within(lim) / n:.0%}); ratio to the "
+        lines.append(f"within {lim * 100:.0f} %: {s.within(lim)} of {n} ({s.within(lim) / n:.0%}); ratio to the "
                      f"scenario's fastest: {s.within(lim, True)} ({s.within(lim, True) / n:.0%})")
+    predicted_ok = sum(1 for c in s.cells if c.predicted - 1 <= LIMITS[0])
+    lines.append(f"the trials' own noise predicts a median spread of "
+                 f"{_pct(statistics.median(c.predicted for c in s.cells))} and {predicted_ok} of {n} cells within 5 %; "
+                 f"{sum(1 for c in s.cells if c.spread > c.predicted)} cells moved more than their trials predict "
+                 "(drift between runs)")
     per = s.by_driver()
     lines.append("within 5 % by driver: " + ", ".join(f"{d} {hit}/{total}" for d, (hit, total)
                                                      in sorted(per.items(), key=lambda kv: -kv[1][0] / kv[1][1])))

@@ -46,6 +46,16 @@ def test_each_cell_spread_is_max_over_min_of_its_medians(three_runs):
     assert s.by_driver() == {"fast": (1, 1), "slow": (0, 1)}
 
 
+def test_the_trials_own_noise_predicts_the_spread_and_the_trials_needed():
+    five_runs = spread.CellSpread("d", "s", "req/s", [100.0] * 5, [1.0] * 5, trial_spread=0.10, trials=5)
+    # the median of 5 trials with a 10 % spread: standard error 1.2533 × 0.1 / √5; range of 5: 2.326 of them
+    assert five_runs.predicted == pytest.approx(1 + 2.326 * 1.2533 * 0.1 / 5 ** 0.5)
+    assert five_runs.trials_for(0.05) == 34       # (2.326 × 1.2533 × 0.1 / 0.05)² = 33.99
+    two_runs = spread.CellSpread("d", "s", "req/s", [100.0] * 2, [1.0] * 2, trial_spread=0.10, trials=5)
+    assert two_runs.predicted < five_runs.predicted  # fewer runs, a smaller expected range
+    assert spread.CellSpread("d", "s", "req/s", [1.0, 1.0], [1.0, 1.0]).predicted == 1.0
+
+
 def test_a_cell_not_measured_in_every_run_is_left_out_and_named(three_runs):
     store, ids = three_runs
     s = spread.spread(store, ids)
@@ -79,5 +89,6 @@ def test_spread_command_on_real_runs(lab_home, tmp_path):  # noqa: F811
     assert doc["summary"]["cells"] == 1
     cell = doc["cells"][0]
     assert cell["spread"] == pytest.approx(max(cell["medians"]) / min(cell["medians"]))
+    assert cell["trials"] == 3 and cell["trial_spread"] >= 0 and cell["predicted_spread"] >= 1
     proc = clientlab("spread", "1", home=lab_home)
     assert proc.returncode == 2 and "at least two" in proc.stderr
