@@ -234,7 +234,8 @@ def test_every_trial_starts_on_a_fresh_server_port(cell):
 def test_a_jit_driver_warms_up_until_three_trials_agree(cell, monkeypatch):
     from clientlab import runner
 
-    monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree
+    monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree…
+    monkeypatch.setattr(runner, "WARMUP_FALLING", 100.0)  # …even while falling
     monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.0)
     _, trials = cell(REF, shipped("get-small", count=10), warmup=2)
     assert [t["kind"] for t in trials].count("warmup") == 3
@@ -243,7 +244,8 @@ def test_a_jit_driver_warms_up_until_three_trials_agree(cell, monkeypatch):
 def test_a_fresh_jit_process_warms_up_for_a_least_time_even_when_trials_agree(cell, monkeypatch):
     from clientlab import runner
 
-    monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree
+    monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree…
+    monkeypatch.setattr(runner, "WARMUP_FALLING", 100.0)  # …even while falling
     monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.5)
     _, trials = cell(REF, shipped("get-small", count=10), warmup=2)
     warmups = [t for t in trials if t["kind"] == "warmup"]

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,7 +70,15 @@ func listenAddr(flagName, value string) (netip.Addr, error) {
 }
 
 func listenOn(a netip.Addr) (net.Listener, error) {
-	return net.Listen("tcp", netip.AddrPortFrom(a, 0).String())
+	l, err := net.Listen("tcp", netip.AddrPortFrom(a, 0).String())
+	if err != nil {
+		return nil, err
+	}
+	if err := widenBacklog(l); err != nil { // the backlog somaxconn allows now, not at startup
+		l.Close()
+		return nil, fmt.Errorf("listen backlog: %w", err)
+	}
+	return l, nil
 }
 
 // serverErrors receives net/http's error log (bad requests, hang-ups; tests watch it for
@@ -86,8 +95,9 @@ const (
 )
 
 // public serves the http and https ports. Each port is a publicListener (counting, cap) served
-// by one HTTP/1.1 + HTTP/2-over-TLS server; a plain connection tells h2c from HTTP/1.1 in its
-// first read (trackedConn.sniffRead) and an h2c one is handed to a second, h2c-only server.
+// by one HTTP/1.1 server, which hands TLS connections that chose h2 to our HTTP/2 server
+// (h2conn.go); a plain connection tells h2c from HTTP/1.1 in its first read (serveFast, or
+// trackedConn.sniffRead) and an h2c one is handed to our HTTP/2 server too (p.h2c).
 // Rebinding swaps the kernel listeners under the publicListeners: the servers and every
 // accepted connection carry on.
 type public struct {
@@ -135,16 +145,45 @@ func newPublic(addr netip.Addr, base *tls.Config, limit *connLimit) (*public, er
 	}
 	main.Protocols.SetHTTP1(true)
 	main.Protocols.SetHTTP2(true) // over TLS, by ALPN; h2c is told apart by the connection itself
-	h2c := hooks(&http.Server{Protocols: new(http.Protocols)})
-	h2c.Protocols.SetUnencryptedHTTP2(true) // only ever handed connections that sent the whole preface
+	if !netHTTP2 {
+		// HTTP/2 is ours (h2conn.go); net/http hands it each connection that chose h2 by ALPN
+		main.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
+			"h2": func(_ *http.Server, conn *tls.Conn, _ http.Handler) {
+				state := conn.ConnectionState()
+				p.serveH2(tracked(conn), conn, &state)
+			},
+		}
+	}
 	// the plain port: the HTTP/1.1 hot path (fast.go), which hands the rest to main (p.slow)
 	go p.acceptFast()
 	go serve(main, p.slow)
 	if p.secure != nil {
 		go serve(main, p.secure)
 	}
-	go serve(h2c, p.h2c)
+	if netHTTP2 {
+		h2c := hooks(&http.Server{Protocols: new(http.Protocols)})
+		h2c.Protocols.SetUnencryptedHTTP2(true) // only ever handed connections that sent the whole preface
+		go serve(h2c, p.h2c)
+	} else {
+		go p.acceptH2c()
+	}
 	return p, nil
+}
+
+// netHTTP2 serves HTTP/2 with net/http's server instead of ours (CLIENTLAB_SERVER_NETHTTP2=1:
+// to compare the two).
+var netHTTP2 = os.Getenv("CLIENTLAB_SERVER_NETHTTP2") == "1"
+
+// acceptH2c serves the plain connections that opened with the HTTP/2 preface (the preface is
+// still in their pending bytes).
+func (p *public) acceptH2c() {
+	for {
+		c, err := p.h2c.Accept()
+		if err != nil {
+			return
+		}
+		go p.serveH2(c.(*trackedConn), c, nil)
+	}
 }
 
 func serve(srv *http.Server, l net.Listener) {
@@ -260,15 +299,20 @@ func (c *trackedConn) sniffRead(p []byte) (int, error) {
 		m, err := c.read(p[n:])
 		n += m
 		k := min(n, len(h2Preface))
-		if !bytes.Equal(p[:k], h2Preface[:k]) || err != nil || n == len(p) {
+		if !bytes.Equal(p[:k], h2Preface[:k]) || err != nil && n < len(h2Preface) {
 			return n, err
 		}
+		// a whole preface is h2c even when the first read filled the buffer (a POST's first
+		// write with its body: checked before the length, or it was answered as HTTP/1.1)
 		if n >= len(h2Preface) {
 			c.pending = bytes.Clone(p[:n])
 			c.rec.proto.Store("h2c")
 			c.noEvents.Store(true)
 			c.handoff.Store(handoffPending)
 			return 0, io.EOF
+		}
+		if n == len(p) {
+			return n, err // a buffer shorter than the preface (net/http's is 4 KB)
 		}
 	}
 }

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2/hpack"
+)
+
+// h2Request is one request sent both ways by the tests below.
+type h2Request struct {
+	method, path, ctype, body string
+	header                    map[string]string
+}
+
+func h2Requests(t *testing.T) []h2Request {
+	var mp bytes.Buffer
+	mw := multipart.NewWriter(&mp)
+	mw.WriteField("user", "ann")
+	fw, _ := mw.CreateFormFile("file", "a.bin")
+	fw.Write(block[:5000])
+	mw.Close()
+	return []h2Request{
+		{method: "GET", path: "/bytes/1024"},
+		{method: "GET", path: "/bytes/0"},
+		{method: "GET", path: "/bytes/16384"},
+		{method: "GET", path: "/bytes/16385"},
+		{method: "GET", path: "/bytes/200000"},
+		{method: "GET", path: "/bytes/01024"},
+		{method: "GET", path: "/bytes/x"},
+		{method: "GET", path: "/bytes/10?gzip=1", header: map[string]string{"Accept-Encoding": "gzip"}},
+		{method: "GET", path: "/bytes/10?delay_ms=5"},
+		{method: "GET", path: "/bytes/10?delay_ms=-1"},
+		{method: "GET", path: "/bytes/10", header: map[string]string{"Expect": "100-continue"}},
+		{method: "HEAD", path: "/bytes/100"},
+		{method: "GET", path: "/json/2000"},
+		{method: "GET", path: "/feeds/7"},
+		{method: "GET", path: "/redirect/2?to=/bytes/3"},
+		{method: "GET", path: "/redirect/1?to=//evil"},
+		{method: "GET", path: "/private/bytes/10"},
+		{method: "GET", path: "/nowhere"},
+		{method: "POST", path: "/echo", ctype: "application/x-www-form-urlencoded", body: "a=1&b=%20x&a=2"},
+		{method: "POST", path: "/echo", ctype: mw.FormDataContentType(), body: mp.String()},
+		{method: "POST", path: "/echo", ctype: "application/octet-stream", body: strings.Repeat("z", 300000)},
+		{method: "PUT", path: "/echo", body: "raw"},
+		{method: "POST", path: "/login", ctype: "application/x-www-form-urlencoded", body: "user=u&password=p"},
+	}
+}
+
+func (r h2Request) do(t *testing.T, c *http.Client, base string) (*http.Response, []byte) {
+	t.Helper()
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	req, _ := http.NewRequest(r.method, base+r.path, body)
+	if r.ctype != "" {
+		req.Header.Set("Content-Type", r.ctype)
+	}
+	for k, v := range r.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	return resp, data
+}
+
+// Our HTTP/2 server answers (status, headers, body) and records (log fields) every request as
+// net/http's HTTP/1.1 path does, over TLS and h2c.
+func TestHTTP2AnswersAndRecordsAsNetHTTP(t *testing.T) {
+	h1 := &http.Client{Transport: &http.Transport{DisableCompression: true}, CheckRedirect: noRedirect}
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true,
+		DisableCompression: true}, CheckRedirect: noRedirect}
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	h2c := &http.Client{Transport: &http.Transport{Protocols: protocols, DisableCompression: true}, CheckRedirect: noRedirect}
+	configure(t, `{"record_digests": true}`)
+	defer configure(t, `{"record_digests": false}`)
+	for _, r := range h2Requests(t) {
+		h1.CloseIdleConnections()
+		reset(t)
+		fastOff.Store(true) // the reference: net/http's own HTTP/1.1 handling
+		want, wantBody := r.do(t, h1, plainURL)
+		fastOff.Store(false)
+		wantLog := counters(t).Log
+		for _, way := range []struct {
+			name string
+			c    *http.Client
+			base string
+		}{{"h2", h2, secureURL}, {"h2c", h2c, plainURL}} {
+			way.c.CloseIdleConnections() // a new connection in each trial: its record is listed
+			reset(t)
+			got, gotBody := r.do(t, way.c, way.base)
+			name := fmt.Sprintf("%s %s %s", way.name, r.method, r.path)
+			if got.ProtoMajor != 2 {
+				t.Fatalf("%s: answered over %s", name, got.Proto)
+			}
+			if got.StatusCode != want.StatusCode || !bytes.Equal(gotBody, wantBody) && r.path != "/login" {
+				t.Errorf("%s: %d %q, net/http %d %q", name, got.StatusCode, cutText(gotBody), want.StatusCode, cutText(wantBody))
+			}
+			for _, h := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Location", "Vary"} {
+				if got.Header.Get(h) != want.Header.Get(h) && !(h == "Content-Length" && r.method == "HEAD") {
+					t.Errorf("%s: %s %q, net/http %q", name, h, got.Header.Get(h), want.Header.Get(h))
+				}
+			}
+			if (got.Header.Get("Set-Cookie") == "") != (want.Header.Get("Set-Cookie") == "") || got.Header.Get("Date") == "" {
+				t.Errorf("%s: Set-Cookie %q / Date %q", name, got.Header.Get("Set-Cookie"), got.Header.Get("Date"))
+			}
+			s := counters(t)
+			if len(s.Log) != 1 || len(wantLog) != 1 || s.Requests != 1 || s.Versions["HTTP/2.0"] != 1 || s.Conns[0].Requests != 1 {
+				t.Fatalf("%s: %d log entries (net/http %d), %+v", name, len(s.Log), len(wantLog), s.Versions)
+			}
+			g, w := s.Log[0], wantLog[0]
+			if g.Proto != "HTTP/2.0" || g.Reads != 0 || g.HeaderReads != 0 || g.FirstByteNs <= 0 || g.DoneNs < g.FirstByteNs {
+				t.Errorf("%s: log entry %+v", name, g)
+			}
+			w.Conn, w.Proto, w.Reads, w.HeaderReads, w.FirstByteNs, w.LastByteNs, w.MaxReadGapNs, w.DoneNs =
+				g.Conn, g.Proto, g.Reads, g.HeaderReads, g.FirstByteNs, g.LastByteNs, g.MaxReadGapNs, g.DoneNs
+			if g.CookieOK != nil && w.CookieOK != nil && *g.CookieOK == *w.CookieOK {
+				w.CookieOK = g.CookieOK // the same value (the pointers differ)
+			}
+			if r.path == "/login" || r.method == "HEAD" {
+				w.RespSHA256, w.RespBodyBytes = g.RespSHA256, g.RespBodyBytes // a new token; net/http's HEAD counts the body it dropped
+			}
+			if fmt.Sprint(g) != fmt.Sprint(w) {
+				t.Errorf("%s: log entry\n%+v\nnet/http's\n%+v", name, g, w)
+			}
+		}
+	}
+}
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func cutText(b []byte) string { return string(b[:min(len(b), 80)]) }
+
+// -- a raw h2c client: frames by hand, to drive flow control and resets ------------------------
+
+type rawH2 struct {
+	t    *testing.T
+	c    net.Conn
+	enc  *hpack.Encoder
+	eb   bytes.Buffer
+	dec  *hpack.Decoder
+	hdrs map[uint32][]hpack.HeaderField
+}
+
+func dialRawH2(t *testing.T, settings ...uint32) *rawH2 {
+	u, _ := url.Parse(plainURL)
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rawH2{t: t, c: c, hdrs: map[uint32][]hpack.HeaderField{}}
+	r.enc = hpack.NewEncoder(&r.eb)
+	r.dec = hpack.NewDecoder(4096, nil)
+	out := append([]byte(nil), h2Preface...)
+	out = appendFrameHeader(out, 6*len(settings)/2, frameSettings, 0, 0)
+	for i := 0; i+1 < len(settings); i += 2 {
+		out = appendSetting(out, uint16(settings[i]), settings[i+1])
+	}
+	r.write(out)
+	return r
+}
+
+func (r *rawH2) write(b []byte) {
+	if _, err := r.c.Write(b); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rawH2) get(id uint32, path string) {
+	r.eb.Reset()
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", path}} {
+		r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	r.write(append(appendFrameHeader(nil, r.eb.Len(), frameHeaders, flagEndHeaders|flagEndStream, id), r.eb.Bytes()...))
+}
+
+// frame reads the next frame.
+func (r *rawH2) frame() (typ, flags byte, id uint32, payload []byte) {
+	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	h := make([]byte, 9)
+	if _, err := io.ReadFull(r.c, h); err != nil {
+		r.t.Fatal(err)
+	}
+	payload = make([]byte, int(h[0])<<16|int(h[1])<<8|int(h[2]))
+	if _, err := io.ReadFull(r.c, payload); err != nil {
+		r.t.Fatal(err)
+	}
+	return h[3], h[4], binary.BigEndian.Uint32(h[5:]) & 0x7fffffff, payload
+}
+
+// A client with a 100-byte stream window and the default 64 KB connection window still gets
+// every byte, small answers (which the hot path leaves to the goroutine path then) and large.
+func TestHTTP2HonoursTheClientsFlowControlWindows(t *testing.T) {
+	r := dialRawH2(t, 0x4, 100) // INITIAL_WINDOW_SIZE 100
+	defer r.c.Close()
+	sizes := map[uint32]int{1: 1024, 3: 200000, 5: 0, 7: 99}
+	for id := uint32(1); id <= 7; id += 2 {
+		r.get(id, fmt.Sprintf("/bytes/%d", sizes[id]))
+	}
+	got := map[uint32][]byte{}
+	ended := map[uint32]bool{}
+	for len(ended) < len(sizes) {
+		typ, flags, id, payload := r.frame()
+		switch typ {
+		case frameData:
+			if len(payload) > 100 {
+				t.Fatalf("stream %d: a DATA frame of %d bytes in a 100-byte window", id, len(payload))
+			}
+			got[id] = append(got[id], payload...)
+			if len(payload) > 0 { // give back what arrived, stream and connection
+				r.write(appendWindowUpdate(appendWindowUpdate(nil, id, uint32(len(payload))), 0, uint32(len(payload))))
+			}
+		case frameHeaders:
+			fields, err := r.dec.DecodeFull(payload)
+			if err != nil || fields[0].Value != "200" {
+				t.Fatalf("stream %d: headers %v %v", id, fields, err)
+			}
+		case frameSettings:
+			if flags&flagAck == 0 {
+				r.write(appendFrameHeader(nil, 0, frameSettings, flagAck, 0))
+			}
+			continue
+		case frameRSTStream, frameGoAway:
+			t.Fatalf("frame %d on stream %d: %x", typ, id, payload)
+		}
+		if flags&flagEndStream != 0 && (typ == frameData || typ == frameHeaders) {
+			ended[id] = true
+		}
+	}
+	for id, n := range sizes {
+		var want bytes.Buffer
+		writeBytes(&want, int64(n))
+		if !bytes.Equal(got[id], want.Bytes()) {
+			t.Errorf("stream %d: %d bytes, want %d (content differs: %v)", id, len(got[id]), n, len(got[id]) == n)
+		}
+	}
+}
+
+// A stream the client resets while its answer waits (delay_ms) ends at once, recorded as a
+// client that went away; the connection serves on.
+func TestHTTP2StreamResetCancelsItsRequest(t *testing.T) {
+	reset(t)
+	r := dialRawH2(t)
+	defer r.c.Close()
+	r.get(1, "/bytes/10?delay_ms=30000")
+	time.Sleep(50 * time.Millisecond)
+	rst := appendFrameHeader(nil, 4, frameRSTStream, 0, 1)
+	r.write(binary.BigEndian.AppendUint32(rst, errCodeCancel))
+	r.get(3, "/bytes/10")
+	for {
+		typ, flags, id, _ := r.frame()
+		if id == 1 && typ != frameWindowUpdate {
+			t.Fatalf("frame %d on the reset stream", typ)
+		}
+		if id == 3 && typ == frameData && flags&flagEndStream != 0 {
+			break
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := counters(t)
+		if len(s.Log) == 2 {
+			if !strings.Contains(s.Log[1].RespWriteError+s.Log[0].RespWriteError, "went away") {
+				t.Fatalf("log: %+v", s.Log)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reset request was not recorded: %+v", s.Log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
