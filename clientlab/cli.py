@@ -21,7 +21,7 @@ from clientlab.output.progress import ProgressEvents
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
+from clientlab.runner import INTERLEAVES, PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -30,6 +30,7 @@ err = Console(stderr=True, soft_wrap=True)  # messages stay one line each in log
 
 DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers answers in minutes
 DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, docs/measurement.md)
+DEFAULT_INTERLEAVE = "scenario"
 
 driver_path_option = click.option(
     "--driver-path", "driver_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -229,6 +230,9 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
 @click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
               help="Run a trial again when steal, other processes or a slow phase of the host disturbed it, "
                    "at most this many times per cell.")
+@click.option("--interleave", type=click.Choice(INTERLEAVES), default=DEFAULT_INTERLEAVE, show_default=True,
+              help="Which cells take turns trial by trial: the drivers of one scenario (scenarios one after "
+                   "another), or every cell of the run (each cell's trials spread over the whole run).")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
               help="How the result is printed: a table (drivers × scenarios), long (one line per cell), "
                    "json; auto: the table when the terminal is wide enough, else long.")
@@ -240,7 +244,7 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
 def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http, concurrency,
             keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
-            trial_seconds, trial_timeout, placement, retries, fmt, net_name, json_path) -> None:  # noqa: ANN001
+            trial_seconds, trial_timeout, placement, retries, interleave, fmt, net_name, json_path) -> None:  # noqa: ANN001
     """Verify, then time every selected driver on every selected scenario.
 
     The drivers' trials of one scenario run interleaved (round-robin), each trial on a fresh server
@@ -285,14 +289,14 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     fixed = frozenset(s.label for s in scenarios if _counts_given(files, s.name, params))
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
                          trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
-                         retries=retries)
+                         retries=retries, interleave=interleave)
     profile = _network_profile(net_name, scenarios)
     config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
               "params": {s.label: s.params for s in scenarios},
               "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
               "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version(),
               "placement": Placement.of(placement).name, "trial_seconds": trial_seconds or None,
-              "retries": retries}
+              "retries": retries, "interleave": interleave}
     _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_id = store.start_run(machine.describe(), config)
@@ -389,6 +393,8 @@ def _print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
     m = run["machine"]
     config = run["config"]
     placement = f", placement {config['placement']}" if config.get("placement") else ""
+    if config.get("interleave") == "run":
+        placement += ", trials interleaved over the run"
     title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
              f"kernel {m.get('kernel')}, network {_network_line(config.get('net'))}{placement}")
     cells = store.cells(run_id)

@@ -78,6 +78,18 @@ def test_run_writes_json_cells_and_show_export_read_them(lab_home, tmp_path):
     assert len(rows) == 4 and {r["status"] for r in rows} == {"ok", "failed", "unsupported"}
 
 
+def test_run_interleaved_over_the_run_is_stored_and_shown_with_its_title(lab_home, tmp_path):
+    out = tmp_path / "run.json"
+    proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference",
+                     "-s", "get-small,post-form", "-p", "count=20", "--trials", "2", "--warmup", "0", "--retries", "0",
+                     "--interleave", "run", "--format", "table", "--json", str(out), home=lab_home)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["run"]["config"]["interleave"] == "run"
+    assert {c["status"] for c in doc["cells"]} == {"ok"}
+    assert "trials interleaved over the run" in proc.stdout
+
+
 def test_interrupted_run_keeps_the_trials_of_the_cell_in_progress(lab_home):
     env = {**os.environ, "CLIENTLAB_HOME": str(lab_home)}
     proc = subprocess.Popen([*CLI, "run", "--driver-path", str(TESTDRIVERS),

@@ -58,6 +58,9 @@ WARMUP_MAX = 20               # …and never more than this many warm-up trials
 FRESH_WARMUP_MIN_S = 4.0
 
 PLACEMENTS = ("split", "shared", "free")
+# which cells take turns trial by trial: the drivers of one scenario (the scenarios one after
+# another), or every cell of the run (each cell's trials spread over the whole run)
+INTERLEAVES = ("scenario", "run")
 
 
 class Unsupported(Exception):
@@ -80,8 +83,11 @@ class RunOptions:
     fresh_port: bool = True       # a new server port for every trial (where the server can)
     host_probe: bool = True       # read the host's speed on the driver's core around timed trials
     keep_warm: bool = True        # a JIT driver's process serves every scenario of the run (see _Kept)
+    interleave: str = "scenario"  # scenario / run: see INTERLEAVES and run_groups
 
     def __post_init__(self) -> None:
+        if self.interleave not in INTERLEAVES:
+            raise ValueError(f"interleave must be one of {', '.join(INTERLEAVES)}")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}")
 
@@ -185,7 +191,7 @@ class _Cell:
     work: Scenario | None = None          # the scenario at the count the timed trials use
     per_request_s: float | None = None    # from verification: what one request costs this driver
     timed_walls: list[float] = field(default_factory=list)
-    timed_started: float = 0.0
+    timed_spent_s: float = 0.0       # the lab's time in this cell's timed rounds (the stop rule's clock)
     started: float = field(default_factory=time.monotonic)
     retries_left: int = 0
     startup_s: float | None = None   # when the lab started this cell's process
@@ -234,6 +240,9 @@ class CellRunner:
         # the host's slow phases on the driver's core (none when the driver is not pinned)
         self.probe = hostprobe.for_core(driver_cpu) if options.host_probe else None
         self._kept: dict[str, _Kept] = {}
+        # interleave = run: a JIT driver's one process, shared by its cells while they take turns
+        self._shared: dict[str, _Kept] = {}
+        self._ended: dict[int, str] = {}  # pid of a shared process ended by a cell's failure -> why
 
     def __enter__(self) -> "CellRunner":
         return self
@@ -242,9 +251,11 @@ class CellRunner:
         self.close()
 
     def close(self) -> None:
-        """Stop the driver processes kept for later scenarios."""
+        """Stop the driver processes kept for later scenarios (or shared by a run's cells)."""
         while self._kept:
             self._kept.popitem()[1].stop()
+        while self._shared:
+            self._shared.popitem()[1].stop()
 
     # -- cells ------------------------------------------------------------------------------
 
@@ -253,14 +264,22 @@ class CellRunner:
 
     def run_cells(self, drivers: list[Driver], scenario: Scenario) -> list[CellResult]:
         """Every driver on one scenario: each verified and warmed up, then timed trials round-robin."""
+        return self.run_groups([(drivers, scenario)])
+
+    def run_groups(self, groups: list[tuple[list[Driver], Scenario]]) -> list[CellResult]:
+        """Cells of several scenarios together: each verified and warmed up (scenario by scenario),
+        then one timed trial of each in turn until all are done, so that a drift of the machine over
+        the run hits every cell alike; results in the order the cells were given."""
         cells: list[_Cell] = []
-        lifted = limits.lift(scenario.client.concurrency, self.server)  # connection-heavy cells; restored below
+        most = max(scenario.client.concurrency for _, scenario in groups)
+        lifted = limits.lift(most, self.server)  # connection-heavy cells; restored below
         try:
-            for driver in drivers:
-                cell = self._start(driver, scenario)
-                cells.append(cell)
-                with _others_paused(cells, cell):
-                    self._guard(cell, self._prepare)
+            for drivers, scenario in groups:
+                for driver in drivers:
+                    cell = self._start(driver, scenario)
+                    cells.append(cell)
+                    with _others_paused(cells, cell, self._shared_pid(cell)):
+                        self._guard(cell, self._prepare)
             while running := [c for c in cells if c.result is None]:
                 for cell in running:
                     with _others_paused(cells, cell):
@@ -357,7 +376,6 @@ class CellRunner:
             last = ", ".join(f"{v * 1e6:,.0f}" for v in per_request[-3:])
             cell.notes.append(f"not steady after {idx} warm-up trials (the last ones {last} µs per request)")
         cell.next_idx = idx
-        cell.timed_started = time.monotonic()
 
     def _fit(self, cell: _Cell, scenario: Scenario, budget: float | None, measured: Trial) -> Scenario:
         """The scenario at the count whose trial lasts about `budget` (never more than written)."""
@@ -372,6 +390,7 @@ class CellRunner:
     def _timed_round(self, cell: _Cell) -> None:
         """One timed trial (run again while disturbed and retries remain); finish when the stop rule says so."""
         assert cell.work is not None
+        started = time.monotonic()
         trial = self._probed_trial(cell)
         while trial.ok and trial.noise and cell.retries_left > 0:
             reason = Noise.of(trial.noise, trial.wall_s or 0.0).disturbed()
@@ -382,6 +401,7 @@ class CellRunner:
             self._record(cell, trial)
             trial = self._probed_trial(cell)
         self._record(cell, trial)
+        cell.timed_spent_s += time.monotonic() - started
         if not trial.ok:
             cell.finish("failed", f"timed trial {trial.idx}: " + "; ".join(trial.problems or []))
             return
@@ -392,7 +412,7 @@ class CellRunner:
         if stalled:
             cell.notes.append(f"stopped after one timed trial: it took {trial.wall_s:.2f} s, "
                               f"over {STALLED_FACTOR}× the {budget:g} s budget")
-        if stalled or self.options.stop.done(cell.timed_walls, time.monotonic() - cell.timed_started):
+        if stalled or self.options.stop.done(cell.timed_walls, cell.timed_spent_s):
             self._finish_ok(cell)
 
     def _finish_ok(self, cell: _Cell) -> None:
@@ -424,10 +444,17 @@ class CellRunner:
         """Start the cell's driver (in its own cgroup where the lab can make one), or take the one
         kept warm from an earlier scenario; the start-up time (as measured when it started)."""
         self._close(cell)
+        shared = self._shared.get(cell.driver.id) if self._shares(cell) else None
+        if shared is not None and shared.proc.proc.poll() is None:
+            cell.proc, cell.group, cell.versions = shared.proc, shared.group, shared.versions
+            cell.kept_warm, cell.startup_s = True, shared.startup_s
+            return shared.startup_s
         kept = self._kept.pop(cell.driver.id, None)
         if kept is not None and kept.proc.proc.poll() is None and self._keeps(cell):
             cell.proc, cell.group, cell.versions = kept.proc, kept.group, kept.versions
             cell.kept_warm, cell.startup_s = True, kept.startup_s
+            if self._shares(cell):
+                self._shared[cell.driver.id] = kept
             return kept.startup_s
         if kept is not None:
             kept.stop()
@@ -441,12 +468,23 @@ class CellRunner:
         hello = proc.hello(HELLO_TIMEOUT_S)
         cell.versions = hello["versions"]
         cell.startup_s = time.perf_counter() - t0
+        if self._shares(cell):
+            self._shared[cell.driver.id] = _Kept(proc, cell.group, cell.versions, cell.startup_s)
         return cell.startup_s
 
     def _keeps(self, cell: _Cell) -> bool:
         """A JIT driver (warm-up > 1, as in _prepare) keeps its process across the scenarios of a run."""
         return (self.options.keep_warm and not self.options.fresh_process and self.options.warmup > 0
                 and max(self.options.warmup, cell.driver.manifest.warmup) > 1)
+
+    def _shared_pid(self, cell: _Cell) -> int | None:
+        """The process this cell will share with the run's other cells of its driver, if any."""
+        shared = self._shared.get(cell.driver.id) if self._shares(cell) else None
+        return shared.proc.pid if shared is not None else None
+
+    def _shares(self, cell: _Cell) -> bool:
+        """With the cells of a run interleaved, a JIT driver's cells share one process."""
+        return self.options.interleave == "run" and self._keeps(cell)
 
     def _server_group(self) -> cgroup.Group | None:
         """The bench server's CPU is read per trial too (per-request server CPU): its group."""
@@ -455,7 +493,20 @@ class CellRunner:
 
     def _close(self, cell: _Cell, keep: bool = False) -> None:
         """End the cell's driver process, or (keep: a JIT driver that finished well) keep it for
-        the next scenario."""
+        the next scenario. A process shared by a run's cells stays for the others unless this
+        cell failed (its process crashed, hung or lied): then it ends, and so do their cells."""
+        shared = self._shared.get(cell.driver.id)
+        if shared is not None and cell.proc is shared.proc:
+            failed = cell.result is not None and cell.result.status == "failed"
+            if not failed and shared.proc.proc.poll() is None:
+                cell.proc = cell.group = None
+            else:
+                del self._shared[cell.driver.id]
+                self._ended[shared.proc.pid] = (f"{cell.scenario.label} failed: {cell.result.reason}"
+                                                if failed and cell.result else "it ended")
+                cell.group = None
+                shared.stop()
+                cell.proc = None
         if keep and cell.proc is not None and cell.proc.proc.poll() is None and self._keeps(cell):
             self._kept[cell.driver.id] = _Kept(cell.proc, cell.group, cell.versions, cell.startup_s or 0.0)
             cell.proc = cell.group = None
@@ -498,6 +549,10 @@ class CellRunner:
 
     def _trial(self, cell: _Cell, scenario: Scenario, kind: str, idx: int) -> Trial:
         assert cell.proc is not None
+        if cell.proc.proc.poll() is not None:
+            why = self._ended.get(cell.proc.pid)
+            raise DriverFault(f"the driver's process, shared with its other cells, was ended when {why}" if why
+                              else f"the driver's process has exited (code {cell.proc.proc.returncode})")
         verify = kind == "verify"
         if self.options.fresh_port and hasattr(self.server, "rebind"):
             self.server.rebind()
@@ -552,11 +607,14 @@ def _steady(per_request: list[float]) -> bool:
 
 
 @contextlib.contextmanager
-def _others_paused(cells: list[_Cell], active: _Cell) -> Iterator[None]:
+def _others_paused(cells: list[_Cell], active: _Cell, spare: int | None = None) -> Iterator[None]:
     """The other drivers of the scenario wait between their trials, but a runtime's own threads
     (a JIT compiling, a GC, timers) would still run on the driver's core during this cell's trial:
-    they are stopped (SIGSTOP to their process groups) and continued afterwards."""
-    with _stopped([c.proc.pid for c in cells if c is not active and c.proc is not None and c.result is None]):
+    they are stopped (SIGSTOP to their process groups) and continued afterwards. The active
+    cell's process, and `spare` (the process it is about to share), run."""
+    running = {active.proc.pid if active.proc is not None else None, spare}
+    with _stopped(sorted({c.proc.pid for c in cells if c is not active and c.proc is not None
+                          and c.result is None and c.proc.pid not in running})):
         yield
 
 
@@ -676,8 +734,12 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
     results = []
     with ((network or (lambda cpu: BenchServer(cpu=cpu)))(placement.server) as server,
           CellRunner(server, store, run_id, options, events, placement.driver) as runner):
-        for scenario in scenarios:
-            for result in runner.run_cells(drivers, scenario):
+        if options.interleave == "run":
+            batches = [runner.run_groups([(drivers, scenario) for scenario in scenarios])]
+        else:
+            batches = (runner.run_cells(drivers, scenario) for scenario in scenarios)
+        for batch in batches:
+            for result in batch:
                 results.append(result)
                 if after_cell:
                     after_cell(result)

@@ -327,3 +327,86 @@ def test_drivers_without_a_jit_warm_up_get_a_new_process_per_scenario(bench_serv
         result = runner.run_cell(test_drivers[REF], shipped("get-small", count=10))
         assert not runner._kept
     assert result.figures["kept_warm"] is False
+
+
+def test_cells_of_a_run_take_turns_trial_by_trial_when_interleaved_over_the_run(bench_server, store, test_drivers):
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=1, stop=StopRule(min_trials=3, max_trials=3), placement="free", host_probe=False,
+                         interleave="run")
+    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("post-form", count=5))]
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        results = runner.run_groups(groups)
+    assert [(r.scenario, r.status) for r in results] == [("get-small", "ok"), ("post-form", "ok")]
+    timed = sorted((t["id"], c["scenario"]) for c in store.cells(run_id) for t in store.trials(c["id"])
+                   if t["kind"] == "timed")
+    # every cell verified and warmed up first, then one timed trial of each in turn
+    assert [scenario for _, scenario in timed] == ["get-small", "post-form"] * 3
+
+
+def test_a_jit_drivers_cells_share_one_process_when_interleaved_over_the_run(bench_server, store, test_drivers,
+                                                                            monkeypatch):
+    from clientlab import runner as runner_mod
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=2, stop=StopRule(min_trials=2, max_trials=2), placement="free", host_probe=False,
+                         interleave="run")
+    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("get-json-335k", count=5))]
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        first, second = runner.run_groups(groups)
+        shared = runner._shared[REF].proc
+        assert shared.proc.poll() is None  # still there for the run's later cells
+    assert (first.status, second.status) == ("ok", "ok"), (first.reason, second.reason)
+    assert (first.figures["kept_warm"], second.figures["kept_warm"]) == (False, True)
+    assert shared.proc.poll() is not None  # close() stopped it
+
+
+def test_a_shared_jit_process_whose_cell_fails_is_not_given_to_the_next_cell(bench_server, store, test_drivers):
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    run_id = store.start_run({}, {})
+    # warmup 2 makes any driver a JIT driver; the crashing one dies in its first job
+    options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False,
+                         interleave="run")
+    crash = test_drivers["python-fake-crash"]
+    groups = [([crash], shipped("get-small", count=5)), ([crash], shipped("post-form", count=5))]
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        results = runner.run_groups(groups)
+        assert "python-fake-crash" not in runner._shared
+    assert [r.status for r in results] == ["failed", "failed"]
+    # each cell failed on its own process's fault, not on the first cell's dead process
+    assert all("lab error" not in (r.reason or "") for r in results)
+
+
+def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_and_the_run_goes_on(
+        bench_server, store, test_drivers, monkeypatch):
+    import os
+    import signal
+
+    from clientlab import runner as runner_mod
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
+    timed_round = CellRunner._timed_round
+
+    def crash_first(self, cell):  # the shared process dies in the first cell's first timed trial
+        if cell.scenario.label == "get-small" and not cell.timed_walls:
+            os.killpg(cell.proc.pid, signal.SIGKILL)
+        return timed_round(self, cell)
+
+    monkeypatch.setattr(CellRunner, "_timed_round", crash_first)
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=2, stop=StopRule(min_trials=2, max_trials=2), placement="free", host_probe=False,
+                         interleave="run")
+    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("post-form", count=5))]
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        first, second = runner.run_groups(groups)
+    assert (first.status, second.status) == ("failed", "failed")
+    assert "was ended when get-small failed" in second.reason

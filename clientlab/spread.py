@@ -154,7 +154,10 @@ def spread(store: Store, ids: list[int]) -> Spread:
     for key in keyed[0]:
         driver, scenario, nth = key
         found = [k.get(key) for k in keyed]
-        if any(c is None or c["status"] != "ok" for c in found):
+        measured = [c is not None and c["status"] == "ok" for c in found]
+        if not any(measured):
+            continue  # unsupported or failed in every run: nothing to compare
+        if not all(measured):
             out.left_out.append(f"{driver} × {scenario}")
             continue
         units = {c["figures"]["unit"] for c in found}

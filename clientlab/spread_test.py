@@ -29,7 +29,7 @@ def _run(store: Store, throughputs: dict[tuple[str, str], float | None]) -> int:
 @pytest.fixture
 def three_runs(tmp_path):
     store = Store(tmp_path / "r.sqlite")
-    ids = [_run(store, {("fast", "get"): f, ("slow", "get"): s, ("flaky", "get"): x})
+    ids = [_run(store, {("fast", "get"): f, ("slow", "get"): s, ("flaky", "get"): x, ("never", "get"): None})
            for f, s, x in ((1000.0, 100.0, 50.0), (1040.0, 100.0, None), (1020.0, 120.0, 55.0))]
     return store, ids
 
@@ -60,7 +60,7 @@ def test_a_cell_not_measured_in_every_run_is_left_out_and_named(three_runs):
     store, ids = three_runs
     s = spread.spread(store, ids)
     assert "flaky" not in {c.driver for c in s.cells}
-    assert s.left_out == ["flaky × get"]
+    assert s.left_out == ["flaky × get"]  # a cell measured in no run is not "left out": it is not there
     assert s.runs[0].disturbed_trials == 6 and s.runs[0].disturbed_kept == 3
 
 

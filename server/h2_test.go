@@ -91,6 +91,10 @@ func TestHTTP2AnswersAndRecordsAsNetHTTP(t *testing.T) {
 	protocols := new(http.Protocols)
 	protocols.SetUnencryptedHTTP2(true)
 	h2c := &http.Client{Transport: &http.Transport{Protocols: protocols, DisableCompression: true}, CheckRedirect: noRedirect}
+	// no connection of ours outlives the test: later tests count the connections open at a reset
+	defer h1.CloseIdleConnections()
+	defer h2.CloseIdleConnections()
+	defer h2c.CloseIdleConnections()
 	configure(t, `{"record_digests": true}`)
 	defer configure(t, `{"record_digests": false}`)
 	for _, r := range h2Requests(t) {

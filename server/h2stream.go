@@ -318,19 +318,27 @@ func (w *h2writer) Flush() {
 	w.send(false)
 }
 
+// endedLocked is the error of a stream that was reset or a connection that failed (the
+// buffered body is dropped), or nil.
+func (w *h2writer) endedLocked() error {
+	err := w.s.err
+	if err == nil {
+		err = w.s.c.werr
+	}
+	if err != nil {
+		w.buf = w.buf[:0]
+	}
+	return err
+}
+
 // send writes the headers (once) and the buffered body, waiting for window as needed; end
 // marks the stream's end.
 func (w *h2writer) send(end bool) error {
 	s, c := w.s, w.s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.err != nil {
-		w.buf = w.buf[:0]
-		return s.err
-	}
-	if c.werr != nil {
-		w.buf = w.buf[:0]
-		return c.werr
+	if err := w.endedLocked(); err != nil {
+		return err
 	}
 	if !s.answered {
 		s.answered = true
@@ -356,13 +364,8 @@ func (w *h2writer) send(end bool) error {
 			c.flushLocked() // what is queued goes out while we wait
 			s.cond.Wait()
 		}
-		if s.err != nil {
-			w.buf = w.buf[:0]
-			return s.err
-		}
-		if c.werr != nil {
-			w.buf = w.buf[:0]
-			return c.werr
+		if err := w.endedLocked(); err != nil {
+			return err
 		}
 		k := int(min(int64(len(data)), s.sendWindow, c.sendWindow, int64(c.maxFrame)))
 		var flags byte
