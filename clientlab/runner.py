@@ -278,7 +278,8 @@ class CellRunner:
                 for driver in drivers:
                     cell = self._start(driver, scenario)
                     cells.append(cell)
-                    with _others_paused(cells, cell, self._shared_pid(cell)):
+                    shared = self._shared_for(cell)
+                    with _others_paused(cells, cell, shared.proc.pid if shared else None):
                         self._guard(cell, self._prepare)
             while running := [c for c in cells if c.result is None]:
                 for cell in running:
@@ -444,7 +445,7 @@ class CellRunner:
         """Start the cell's driver (in its own cgroup where the lab can make one), or take the one
         kept warm from an earlier scenario; the start-up time (as measured when it started)."""
         self._close(cell)
-        shared = self._shared.get(cell.driver.id) if self._shares(cell) else None
+        shared = self._shared_for(cell)
         if shared is not None and shared.proc.proc.poll() is None:
             cell.proc, cell.group, cell.versions = shared.proc, shared.group, shared.versions
             cell.kept_warm, cell.startup_s = True, shared.startup_s
@@ -477,10 +478,9 @@ class CellRunner:
         return (self.options.keep_warm and not self.options.fresh_process and self.options.warmup > 0
                 and max(self.options.warmup, cell.driver.manifest.warmup) > 1)
 
-    def _shared_pid(self, cell: _Cell) -> int | None:
+    def _shared_for(self, cell: _Cell) -> _Kept | None:
         """The process this cell will share with the run's other cells of its driver, if any."""
-        shared = self._shared.get(cell.driver.id) if self._shares(cell) else None
-        return shared.proc.pid if shared is not None else None
+        return self._shared.get(cell.driver.id) if self._shares(cell) else None
 
     def _shares(self, cell: _Cell) -> bool:
         """With the cells of a run interleaved, a JIT driver's cells share one process."""
@@ -503,7 +503,7 @@ class CellRunner:
             else:
                 del self._shared[cell.driver.id]
                 self._ended[shared.proc.pid] = (f"{cell.scenario.label} failed: {cell.result.reason}"
-                                                if failed and cell.result else "it ended")
+                                                if failed else "it ended")
                 cell.group = None
                 shared.stop()
                 cell.proc = None
