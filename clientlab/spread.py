@@ -92,6 +92,10 @@ class Spread:
     def within(self, limit: float, to_fastest: bool = False) -> int:
         return sum(1 for c in self.cells if (c.spread_to_fastest if to_fastest else c.spread) - 1 <= limit)
 
+    def predicted_within(self, limit: float) -> int:
+        """Cells whose own trials predict a spread within `limit`."""
+        return sum(1 for c in self.cells if c.predicted - 1 <= limit)
+
     def by_driver(self, limit: float = LIMITS[0]) -> dict[str, tuple[int, int]]:
         """driver -> (cells within `limit`, cells)."""
         out: dict[str, tuple[int, int]] = {}
@@ -108,7 +112,7 @@ class Spread:
                             "median_spread": statistics.median(c.spread for c in self.cells) if n else None,
                             **{f"within_{int(lim * 100)}pct": self.within(lim) for lim in LIMITS},
                             **{f"to_fastest_within_{int(lim * 100)}pct": self.within(lim, True) for lim in LIMITS},
-                            "predicted_within_5pct": sum(1 for c in self.cells if c.predicted - 1 <= LIMITS[0]),
+                            "predicted_within_5pct": self.predicted_within(LIMITS[0]),
                             "median_predicted_spread": statistics.median(c.predicted for c in self.cells) if n else None,
                             "by_driver_within_5pct": self.by_driver()}}
 
@@ -211,7 +215,7 @@ def summary_lines(s: Spread) -> list[str]:
     for lim in LIMITS:
         lines.append(f"within {lim * 100:.0f} %: {s.within(lim)} of {n} ({s.within(lim) / n:.0%}); ratio to the "
                      f"scenario's fastest: {s.within(lim, True)} ({s.within(lim, True) / n:.0%})")
-    predicted_ok = sum(1 for c in s.cells if c.predicted - 1 <= LIMITS[0])
+    predicted_ok = s.predicted_within(LIMITS[0])
     lines.append(f"the trials' own noise predicts a median spread of "
                  f"{_pct(statistics.median(c.predicted for c in s.cells))} and {predicted_ok} of {n} cells within 5 %; "
                  f"{sum(1 for c in s.cells if c.spread > c.predicted)} cells moved more than their trials predict "
