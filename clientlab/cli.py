@@ -30,7 +30,8 @@ err = Console(stderr=True, soft_wrap=True)  # messages stay one line each in log
 
 DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers answers in minutes
 DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, docs/measurement.md)
-DEFAULT_INTERLEAVE = "scenario"
+DEFAULT_INTERLEAVE = "run"       # the host's drift over minutes hits every cell alike (docs/measurement.md)
+DEFAULT_TIME_BUDGET_S = 240.0  # with start-up and set-up, a plain run ends within 5 minutes
 
 driver_path_option = click.option(
     "--driver-path", "driver_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -233,6 +234,12 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
 @click.option("--interleave", type=click.Choice(INTERLEAVES), default=DEFAULT_INTERLEAVE, show_default=True,
               help="Which cells take turns trial by trial: the drivers of one scenario (scenarios one after "
                    "another), or every cell of the run (each cell's trials spread over the whole run).")
+@click.option("--time-budget", default=DEFAULT_TIME_BUDGET_S, show_default=True, type=click.FloatRange(0),
+              metavar="SECONDS",
+              help="The run's time: the cells' rounds of trials go on until it is spent (with --interleave "
+                   "scenario, each scenario gets an equal share of what is left); then a cell with --min-trials "
+                   "timed trials stops there (flagged 'cut by time budget'; its ± says how precise it is). On a "
+                   "noisy host this keeps the run to minutes; 0: no limit.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
               help="How the result is printed: a table (drivers × scenarios), long (one line per cell), "
                    "json; auto: the table when the terminal is wide enough, else long.")
@@ -244,13 +251,16 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
 def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http, concurrency,
             keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
-            trial_seconds, trial_timeout, placement, retries, interleave, fmt, net_name, json_path) -> None:  # noqa: ANN001
+            trial_seconds, trial_timeout, placement, retries, interleave, time_budget, fmt, net_name,
+            json_path) -> None:  # noqa: ANN001
     """Verify, then time every selected driver on every selected scenario.
 
-    The drivers' trials of one scenario run interleaved (round-robin), each trial on a fresh server
+    Every cell is verified and warmed up, then the cells take turns trial by trial (round-robin,
+    over the whole run; --interleave scenario: scenario by scenario), each trial on a fresh server
     port; a trial disturbed by steal, other processes or a slow phase of the host (read by a probe
     on the driver's core before and after it) is run again. With no arguments: every
-    installed default driver on the default scenarios, trials of about --trial-seconds each.
+    installed default driver on the default scenarios, trials of about --trial-seconds each,
+    within --time-budget (a noisy host gets fewer trials per cell, not a longer run).
     One measuring run per machine: a second one waits for the first (or exits 75 with --no-wait)."""
     _use_scenario_paths(scenario_paths)
     drivers = _drivers(driver_paths)
@@ -289,14 +299,14 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     fixed = frozenset(s.label for s in scenarios if _counts_given(files, s.name, params))
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
                          trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
-                         retries=retries, interleave=interleave)
+                         retries=retries, interleave=interleave, time_budget_s=time_budget or None)
     profile = _network_profile(net_name, scenarios)
     config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
               "params": {s.label: s.params for s in scenarios},
               "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
               "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version(),
               "placement": Placement.of(placement).name, "trial_seconds": trial_seconds or None,
-              "retries": retries, "interleave": interleave}
+              "retries": retries, "interleave": interleave, "time_budget_s": time_budget or None}
     _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_id = store.start_run(machine.describe(), config)
@@ -395,6 +405,8 @@ def _print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
     placement = f", placement {config['placement']}" if config.get("placement") else ""
     if config.get("interleave") == "run":
         placement += ", trials interleaved over the run"
+    elif config.get("interleave") == "scenario":
+        placement += ", trials interleaved by scenario"
     title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
              f"kernel {m.get('kernel')}, network {_network_line(config.get('net'))}{placement}")
     cells = store.cells(run_id)
@@ -659,7 +671,8 @@ def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
               help="Run a disturbed trial again, at most this many times per cell.")
 def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries) -> None:  # noqa: ANN001
     """Is the bench server part of the answer? Each driver on static workloads against the bench
-    server and against Debian's nginx (one worker, the same core), in one run: each driver's
+    server and against Debian's nginx (one worker, the same core), in one run, the two servers'
+    trials of a scenario taking turns: each driver's
     throughput as a ratio to the fastest, under both servers. They must agree within 10 %.
     The bench ÷ nginx column says which server gave a driver more: where ratios disagree, the
     server that is slower for the fastest drivers is the one in the answer.

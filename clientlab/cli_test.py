@@ -90,6 +90,20 @@ def test_run_interleaved_over_the_run_is_stored_and_shown_with_its_title(lab_hom
     assert "trials interleaved over the run" in proc.stdout
 
 
+def test_run_cut_by_its_time_budget_says_so_per_cell_and_stores_the_budget(lab_home, tmp_path):
+    out = tmp_path / "run.json"
+    proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference",
+                     "-s", "get-small", "-p", "count=20", "--min-trials", "2", "--max-trials", "6",
+                     "--precision", "0.0001", "--warmup", "0", "--time-budget", "0.001", "--format", "long",
+                     "--json", str(out), home=lab_home)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["run"]["config"]["time_budget_s"] == 0.001
+    [cell] = doc["cells"]
+    assert [t["kind"] for t in cell["trials"]].count("timed") == 2
+    assert "cut by time budget" in proc.stdout
+
+
 def test_interrupted_run_keeps_the_trials_of_the_cell_in_progress(lab_home):
     env = {**os.environ, "CLIENTLAB_HOME": str(lab_home)}
     proc = subprocess.Popen([*CLI, "run", "--driver-path", str(TESTDRIVERS),

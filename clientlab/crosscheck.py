@@ -82,14 +82,13 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
                 nginx.StaticServer(bench, _served_paths(scenarios), cpu=placement.server) as static, \
                 contextlib.ExitStack() as stack:
             store.update_config(run_id, nginx=nginx.version())
-            on_bench = stack.enter_context(CellRunner(bench, store, run_id, options, events, placement.driver))
-            on_nginx = stack.enter_context(CellRunner(static, store, run_id, options, events, placement.driver))
+            runner = stack.enter_context(CellRunner(bench, store, run_id, options, events, placement.driver))
             for s in scenarios:
-                for r in on_bench.run_cells(drivers, s):
-                    results.append(("bench", r))
                 marked = s.model_copy(update={"variant": ",".join(v for v in (s.variant, NGINX_MARK) if v)})
-                for r in on_nginx.run_cells(drivers, marked):
-                    results.append(("nginx", r))
+                # both servers' cells take turns trial by trial: a drift of the host over the
+                # minutes of a scenario hits both alike, not the server that ran in the slow minute
+                for r in runner.run_groups([(drivers, s), (drivers, marked, static)]):
+                    results.append(("nginx" if r.scenario == marked.label else "bench", r))
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

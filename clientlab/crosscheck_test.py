@@ -29,6 +29,15 @@ def test_drivers_are_verified_and_timed_against_both_servers(store, test_drivers
     assert all(r.agreement is not None for r in rows)
 
 
+def test_the_two_servers_cells_take_turns_trial_by_trial(store, test_drivers):
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=3, max_trials=3), placement="free", host_probe=False)
+    run_id, _ = crosscheck.run(store, [test_drivers[REF]], [shipped("get-small", count=10)], options)
+    timed = sorted((t["id"], "nginx" if "nginx" in c["scenario"] else "bench", t["server"]["requests"])
+                   for c in store.cells(run_id) for t in store.trials(c["id"]) if t["kind"] == "timed")
+    assert [server for _, server, _ in timed] == ["bench", "nginx"] * 3
+    assert all(requests == 10 for _, _, requests in timed)   # each trial counted by its own server
+
+
 def test_a_driver_whose_body_differs_from_nginx_fails_there_too(store, test_drivers):
     options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
     run_id, _ = crosscheck.run(store, [test_drivers["python-fake-wrong-body"]], [shipped("get-small", count=5)],

@@ -2,8 +2,9 @@
 
 One worker process (the bench server's equal), pinned where the bench server would run, serving
 a folder of static files on loopback over HTTP/1.1, and over TLS with HTTP/2 when asked. Its
-access log is JSON, one line per request, so that the lab can count what clients did against it
-(`StaticServer`, used by `clientlab crosscheck`) just as it does with its own server.
+access log is JSON, one line per request (buffered: see LOG_FLUSH_S), so that the lab can count
+what clients did against it (`StaticServer`, used by `clientlab crosscheck`) just as it does with
+its own server.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from clientlab.job import Endpoint
 LOG_FORMAT = ('{"path":"$uri","status":$status,"resp_body_bytes":$body_bytes_sent,'
               '"conn":$connection,"conn_requests":$connection_requests,"proto":"$server_protocol",'
               '"req_bytes":$request_length,"bytes_out":$bytes_sent}')
+
+
+# nginx buffers its access log and writes it at least this often: a write per request cost a
+# client on nginx's core 11 % of its rate on small GETs (docs/measurement.md, crosscheck)
+LOG_FLUSH_S = 0.1
 
 
 def available() -> str | None:
@@ -64,7 +70,8 @@ class Nginx:
         self.http_port, self.https_port = _free_port(), _free_port()
         self.log_path = self.dir / "access.log"
         tls = paths.tls_dir()
-        log = f"access_log {self.log_path} lab;" if access_log else "access_log off;"
+        log = (f"access_log {self.log_path} lab buffer=64k flush={int(LOG_FLUSH_S * 1000)}ms;" if access_log
+               else "access_log off;")
         affinity = f"worker_cpu_affinity {1 << cpu:b};" if cpu is not None else ""
         user = "user root;" if os.geteuid() == 0 else ""  # the worker reads the lab's own scratch files
         (self.dir / "nginx.conf").write_text(f"""
@@ -181,9 +188,23 @@ class StaticServer:
         pass  # digests are known from the files themselves
 
     def reset(self) -> None:
+        self._log_written()  # what came before (a failed trial's last requests) is not the next trial's
         self._offset = self.nginx.log_path.stat().st_size if self.nginx.log_path.exists() else 0
 
+    def _log_written(self) -> None:
+        """Wait until nginx has written what it buffered (its flush timer), and the log stays put."""
+        time.sleep(LOG_FLUSH_S * 1.5)
+        deadline = time.monotonic() + 2.0
+        size = -1
+        while time.monotonic() < deadline:
+            now = self.nginx.log_path.stat().st_size if self.nginx.log_path.exists() else 0
+            if now == size:
+                return
+            size = now
+            time.sleep(0.03)
+
     def counters(self, reset: bool = False) -> dict[str, Any]:
+        self._log_written()
         entries = []
         if self.nginx.log_path.exists():
             with open(self.nginx.log_path) as f:

@@ -23,7 +23,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from clientlab import cgroup, figures, hostprobe, limits, paths, stats
 from clientlab.errors import LabError
@@ -84,6 +84,7 @@ class RunOptions:
     host_probe: bool = True       # read the host's speed on the driver's core around timed trials
     keep_warm: bool = True        # a JIT driver's process serves every scenario of the run (see _Kept)
     interleave: str = "scenario"  # scenario / run: see INTERLEAVES and run_groups
+    time_budget_s: float | None = None  # the run's time: each scenario gets a share (run_matrix)
 
     def __post_init__(self) -> None:
         if self.interleave not in INTERLEAVES:
@@ -184,6 +185,7 @@ class _Cell:
     scenario: Scenario
     cell_id: int
     tag: str
+    server: Any                           # what its trials are served by (BenchServer, NetLab, nginx)
     trials: list[Trial] = field(default_factory=list)
     proc: DriverProcess | None = None
     group: cgroup.Group | None = None
@@ -196,6 +198,7 @@ class _Cell:
     retries_left: int = 0
     startup_s: float | None = None   # when the lab started this cell's process
     kept_warm: bool = False          # its process came warm from an earlier scenario (_Kept)
+    budget_stopped: bool = False     # its trials ended with the run's time budget (_stop_for_time)
     notes: list[str] = field(default_factory=list)
     result: CellResult | None = None
     next_idx: int = 0
@@ -243,6 +246,7 @@ class CellRunner:
         # interleave = run: a JIT driver's one process, shared by its cells while they take turns
         self._shared: dict[str, _Kept] = {}
         self._ended: dict[int, str] = {}  # pid of a shared process ended by a cell's failure -> why
+        self.deadline: float | None = None  # the running group's share of the time budget ends
 
     def __enter__(self) -> "CellRunner":
         return self
@@ -266,31 +270,46 @@ class CellRunner:
         """Every driver on one scenario: each verified and warmed up, then timed trials round-robin."""
         return self.run_groups([(drivers, scenario)])
 
-    def run_groups(self, groups: list[tuple[list[Driver], Scenario]]) -> list[CellResult]:
+    def run_groups(self, groups: Sequence[tuple], deadline: float | None = None) -> list[CellResult]:
         """Cells of several scenarios together: each verified and warmed up (scenario by scenario),
         then one timed trial of each in turn until all are done, so that a drift of the machine over
-        the run hits every cell alike; results in the order the cells were given."""
+        the run hits every cell alike; results in the order the cells were given. A group is
+        (drivers, scenario), or (drivers, scenario, server) for cells served by another server than
+        the runner's (crosscheck: nginx's cells take turns with the bench server's). Past
+        `deadline` (time.monotonic), a cell that has its minimum of timed trials stops where it is."""
+        self.deadline = deadline
         cells: list[_Cell] = []
-        most = max(scenario.client.concurrency for _, scenario in groups)
+        most = max(group[1].client.concurrency for group in groups)
         lifted = limits.lift(most, self.server)  # connection-heavy cells; restored below
         try:
-            for drivers, scenario in groups:
+            for drivers, scenario, *server in groups:
                 for driver in drivers:
-                    cell = self._start(driver, scenario)
+                    cell = self._start(driver, scenario, server[0] if server else self.server)
                     cells.append(cell)
                     shared = self._shared_for(cell)
                     with _others_paused(cells, cell, shared.proc.pid if shared else None):
                         self._guard(cell, self._prepare)
             while running := [c for c in cells if c.result is None]:
                 for cell in running:
+                    if self._out_of_time(cell):
+                        self._guard(cell, self._stop_for_time)
+                        continue
                     with _others_paused(cells, cell):
                         self._guard(cell, self._timed_round)
         except BaseException as exc:  # the lab broke (or Ctrl-C): open cells say so, the run stops
-            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"lab error: {type(exc).__name__}: {exc}"
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            reason = "interrupted" if interrupted else f"lab error: {type(exc).__name__}: {exc}"
             for cell in cells:
                 if cell.result is None:
                     self._close(cell)
-                    self.store.finish_cell(cell.cell_id, "failed", reason, None, cell.versions)
+                    if interrupted and len(cell.timed_walls) >= self.options.stop.min_trials:
+                        # as a spent time budget would: what it has is a measurement
+                        cell.notes.append(f"the run was interrupted after {len(cell.timed_walls)} timed trials")
+                        self._finish_ok(cell)
+                        assert cell.result is not None
+                        self.store.finish_cell(cell.cell_id, "ok", None, cell.result.figures, cell.versions)
+                    else:
+                        self.store.finish_cell(cell.cell_id, "failed", reason, None, cell.versions)
             raise
         finally:
             for cell in cells:
@@ -298,14 +317,14 @@ class CellRunner:
             lifted.restore()
         return [c.result for c in cells if c.result is not None]
 
-    def _start(self, driver: Driver, scenario: Scenario) -> _Cell:
+    def _start(self, driver: Driver, scenario: Scenario, server: BenchServer | NetLab) -> _Cell:
         self.events.cell_started(driver.id, scenario.label)
         params = {**scenario.params, "client": scenario.client.model_dump(),
                   "sinks": sorted({r.sink for r in scenario.requests})}
         cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric)
         # the tag names scratch files: unique across lab processes sharing the scratch folder
         tag = f"{os.getpid()}-{self.run_id}-{cell_id}"
-        return _Cell(driver, scenario, cell_id, tag, retries_left=self.options.retries)
+        return _Cell(driver, scenario, cell_id, tag, server, retries_left=self.options.retries)
 
     def _guard(self, cell: _Cell, step: Callable[[_Cell], None]) -> None:
         """Run one step of a cell; a driver's fault or refusal ends that cell only."""
@@ -332,7 +351,7 @@ class CellRunner:
         if missing:
             cell.finish("not-installed", missing)
             return
-        probe = plan(scenario, self.server.endpoint, self.scratch, verify=True, tag=cell.tag)
+        probe = plan(scenario, cell.server.endpoint, self.scratch, verify=True, tag=cell.tag)
         lacking = [c for c in required_capabilities(probe) if c not in driver.manifest.capabilities]
         if lacking:
             cell.finish("unsupported", f"manifest does not claim {', '.join(lacking)}")
@@ -416,6 +435,16 @@ class CellRunner:
         if stalled or self.options.stop.done(cell.timed_walls, cell.timed_spent_s):
             self._finish_ok(cell)
 
+    def _out_of_time(self, cell: _Cell) -> bool:
+        return (self.deadline is not None and time.monotonic() >= self.deadline
+                and len(cell.timed_walls) >= self.options.stop.min_trials)
+
+    def _stop_for_time(self, cell: _Cell) -> None:
+        cell.notes.append(f"stopped after {len(cell.timed_walls)} timed trials: the run's time budget "
+                          f"({self.options.time_budget_s:g} s) was spent")
+        cell.budget_stopped = True
+        self._finish_ok(cell)
+
     def _finish_ok(self, cell: _Cell) -> None:
         # start-up = spawn to the first `ready` (fresh processes: the median over trials)
         starts = [t.startup_s for t in cell.trials if t.startup_s is not None]
@@ -431,6 +460,7 @@ class CellRunner:
         if kept:
             cell.notes.append(f"{len(kept)} timed trial(s) disturbed and kept (no retries left)")
         figs["disturbed_kept"] = len(kept)
+        figs["budget_stopped"] = cell.budget_stopped
         if cell.group is not None:
             figs["measured_by"] = f"cgroup v{cell.group.version}"
         else:
@@ -461,7 +491,7 @@ class CellRunner:
             kept.stop()
         cell.group = cgroup.open_group("driver")
         t0 = time.perf_counter()
-        argv = [*self.server.driver_prefix, *cell.driver.argv]
+        argv = [*cell.server.driver_prefix, *cell.driver.argv]
         if cell.group is not None:
             argv = cell.group.wrap(argv)
         proc = DriverProcess(argv, cell.driver.folder, cpu=self.driver_cpu)
@@ -486,9 +516,9 @@ class CellRunner:
         """With the cells of a run interleaved, a JIT driver's cells share one process."""
         return self.options.interleave == "run" and self._keeps(cell)
 
-    def _server_group(self) -> cgroup.Group | None:
-        """The bench server's CPU is read per trial too (per-request server CPU): its group."""
-        proc = getattr(self.server, "proc", None)
+    def _server_group(self, server: BenchServer | NetLab) -> cgroup.Group | None:
+        """The server's CPU is read per trial too (per-request server CPU): its group."""
+        proc = getattr(server, "proc", None)
         return cgroup.group_of(proc.pid, "server") if proc is not None else None
 
     def _close(self, cell: _Cell, keep: bool = False) -> None:
@@ -526,7 +556,7 @@ class CellRunner:
         groups = [cell.proc.pid] if cell.proc is not None else []
         if self.probe is not None:
             with _stopped(groups):
-                before = self.probe.wait_fast()
+                before = self.probe.wait_fast(self._wait_limit())
         trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
         cell.next_idx += 1
         if self.probe is not None:
@@ -535,6 +565,12 @@ class CellRunner:
         if trial.noise is not None and before is not None:
             trial.noise = {**trial.noise, "host_before": round(before, 3), "host_after": round(after or 0.0, 3)}
         return trial
+
+    def _wait_limit(self) -> float:
+        """How long a trial may wait for a slow phase of the host to pass: not past the deadline."""
+        if self.deadline is None:
+            return hostprobe.WAIT_FAST_S
+        return max(0.0, min(hostprobe.WAIT_FAST_S, self.deadline - time.monotonic()))
 
     def _fresh_trial(self, cell: _Cell, kind: str, idx: int, record: bool = True) -> Trial:
         """A warm-up or timed trial at the cell's count (a new process first with --fresh-process)."""
@@ -554,21 +590,22 @@ class CellRunner:
             raise DriverFault(f"the driver's process, shared with its other cells, was ended when {why}" if why
                               else f"the driver's process has exited (code {cell.proc.proc.returncode})")
         verify = kind == "verify"
-        if self.options.fresh_port and hasattr(self.server, "rebind"):
-            self.server.rebind()
-        planned = plan(scenario, self.server.endpoint, self.scratch, verify=verify, tag=cell.tag)
-        self.server.configure(record_digests=verify)
+        server = cell.server
+        if self.options.fresh_port and hasattr(server, "rebind"):
+            server.rebind()
+        planned = plan(scenario, server.endpoint, self.scratch, verify=verify, tag=cell.tag)
+        server.configure(record_digests=verify)
         if verify:
             timeout = self.options.trial_timeout_s or scenario.timeout_s
         else:
             timeout = self._timed_limit(cell, scenario)
-        phase = timed_phase(cell.proc, self.server, planned.job, timeout, group=cell.group,
-                            watch=self.server if verify else None, server_group=self._server_group())
+        phase = timed_phase(cell.proc, server, planned.job, timeout, group=cell.group,
+                            watch=server if verify else None, server_group=self._server_group(server))
         problems = (check_verification if verify else check_trial)(planned, phase.report, phase.snapshot)
         summary = figures.server_summary(phase.snapshot, sequential=planned.job["concurrency"] == 1)
         if phase.server_cpu_s is not None:
             summary["cpu_s"] = phase.server_cpu_s
-        summary["port"] = self.server.endpoint.http_port  # a fresh one per trial where the server rebinds
+        summary["port"] = server.endpoint.http_port  # a fresh one per trial where the server rebinds
         for path in planned.files:
             path.unlink(missing_ok=True)
         usage = phase.usage
@@ -722,6 +759,14 @@ def stop_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _share(end: float | None, parts_left: int) -> float | None:
+    """The deadline of the next of `parts_left` equal parts of the time left before `end`."""
+    if end is None:
+        return None
+    now = time.monotonic()
+    return now + max(0.0, end - now) / parts_left
+
+
 def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list[Scenario],
                options: RunOptions, events: Events | None = None,
                after_cell=None, network: Callable[[int | None], BenchServer | NetLab] | None = None,
@@ -734,10 +779,14 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
     results = []
     with ((network or (lambda cpu: BenchServer(cpu=cpu)))(placement.server) as server,
           CellRunner(server, store, run_id, options, events, placement.driver) as runner):
+        end = time.monotonic() + options.time_budget_s if options.time_budget_s else None
         if options.interleave == "run":
-            batches = [runner.run_groups([(drivers, scenario) for scenario in scenarios])]
+            batches = [runner.run_groups([(drivers, scenario) for scenario in scenarios], end)]
         else:
-            batches = (runner.run_cells(drivers, scenario) for scenario in scenarios)
+            # each scenario gets an equal share of the time left (one that ends early leaves its
+            # rest to the others)
+            batches = (runner.run_groups([(drivers, scenario)], _share(end, len(scenarios) - i))
+                       for i, scenario in enumerate(scenarios))
         for batch in batches:
             for result in batch:
                 results.append(result)

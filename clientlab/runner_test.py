@@ -162,6 +162,73 @@ def test_the_drivers_of_one_scenario_take_turns(bench_server, store, test_driver
     assert sorted(a + b) == [x for pair in zip(a, b) for x in pair]  # a1 b1 a2 b2 a3 b3
 
 
+def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_so(bench_server, store, test_drivers):
+    from clientlab.runner import RunOptions, run_matrix
+    from clientlab.stats import StopRule
+
+    run_id = store.start_run({}, {})
+    # precision 0 is never reached: without the budget every cell would run its ten trials
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10, target_precision=0.0),
+                         placement="free", host_probe=False, time_budget_s=0.001)
+    results = run_matrix(store, run_id, [test_drivers[REF], test_drivers["python-fake-no-reuse"]],
+                         [shipped("get-small", count=5), shipped("post-form", count=5)], options)
+    assert [r.status for r in results] == ["ok"] * 4
+    for result in results:
+        assert result.figures["budget_stopped"] is True
+        assert "stopped after 2 timed trials: the run's time budget (0.001 s) was spent" in result.figures["notes"]
+    for c in store.cells(run_id):
+        assert [t["kind"] for t in store.trials(c["id"])].count("timed") == 2
+
+
+def test_without_a_time_budget_the_stop_rule_alone_ends_a_cell(bench_server, store, test_drivers):
+    from clientlab.runner import RunOptions, run_matrix
+    from clientlab.stats import StopRule
+
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=4, target_precision=0.0),
+                         placement="free", host_probe=False)
+    [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
+    assert [t["kind"] for t in store.trials(store.cells(run_id)[0]["id"])].count("timed") == 4
+    assert result.figures["budget_stopped"] is False
+
+
+def test_an_interrupted_run_keeps_the_cells_that_have_their_minimum_of_trials(bench_server, store, test_drivers,
+                                                                             monkeypatch):
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    rounds = 0
+    timed_round = CellRunner._timed_round
+
+    def interrupted_at_the_fourth(self, cell):  # noqa: ANN001, ANN202
+        nonlocal rounds
+        rounds += 1
+        if rounds == 4:   # get-small has had two timed trials, post-form one
+            raise KeyboardInterrupt
+        timed_round(self, cell)
+
+    monkeypatch.setattr(CellRunner, "_timed_round", interrupted_at_the_fourth)
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=5), placement="free", host_probe=False,
+                         interleave="run")
+    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("post-form", count=5))]
+    with pytest.raises(KeyboardInterrupt), CellRunner(bench_server, store, run_id, options) as runner:
+        runner.run_groups(groups)
+    cells = {c["scenario"]: c for c in store.cells(run_id)}
+    assert cells["get-small"]["status"] == "ok"
+    assert "the run was interrupted after 2 timed trials" in cells["get-small"]["figures"]["notes"]
+    assert (cells["post-form"]["status"], cells["post-form"]["reason"]) == ("failed", "interrupted")
+
+
+def test_each_scenario_gets_an_equal_share_of_the_time_left(monkeypatch):
+    from clientlab import runner
+
+    monkeypatch.setattr(runner.time, "monotonic", lambda: 100.0)
+    assert runner._share(160.0, 3) == 120.0   # 60 s left, three parts: the next ends 20 s from now
+    assert runner._share(90.0, 2) == 100.0    # already past the end: no time left
+    assert runner._share(None, 2) is None
+
+
 def test_a_disturbed_trial_is_run_again_and_kept_apart(cell, monkeypatch):
     from clientlab import noise
 
@@ -202,7 +269,8 @@ def test_a_timed_trial_limit_follows_the_verification_pass():
     runner = CellRunner.__new__(CellRunner)
     runner.options = RunOptions()
     sc = shipped("get-small")
-    cell = _Cell(driver=None, scenario=sc, cell_id=0, tag="t", per_request_s=0.002)  # type: ignore[arg-type]
+    cell = _Cell(driver=None, scenario=sc, cell_id=0, tag="t", server=None,
+                 per_request_s=0.002)  # type: ignore[arg-type]
     assert runner._timed_limit(cell, sc) == 10 * 0.002 * 2000          # 10× the predicted 4 s
     cell.per_request_s = 0.00001
     assert runner._timed_limit(cell, sc) == TRIAL_TIMEOUT_FLOOR_S      # never below the floor

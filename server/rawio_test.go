@@ -122,3 +122,46 @@ func TestRawIOReadsOfAResetConnectionFailWithNothingRead(t *testing.T) {
 		t.Fatalf("got %d, %v; want 0 and the reset", n, err)
 	}
 }
+
+func TestRawIOWaitReturnsOnTheNextRequestAfterTheSocketWasEmptied(t *testing.T) {
+	r, _, client := rawPair(t)
+	buf := make([]byte, 64)
+	client.Write([]byte("first"))
+	if n, err := r.read(buf); err != nil || string(buf[:n]) != "first" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		client.Write([]byte("second"))
+	}()
+	if err := r.waitReadable(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.read(buf); err != nil || string(buf[:n]) != "second" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+}
+
+func TestRawIOWaitHonoursTheReadDeadline(t *testing.T) {
+	r, server, _ := rawPair(t)
+	server.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	if err := r.waitReadable(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("%v, want the deadline", err)
+	}
+}
+
+func TestRawIOWaitSeesWhatArrivedWhileNoOneWaited(t *testing.T) {
+	r, _, client := rawPair(t)
+	client.Write([]byte("waiting"))
+	time.Sleep(20 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- r.waitReadable() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("data in the socket, and the wait did not return")
+	}
+}

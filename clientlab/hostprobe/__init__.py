@@ -22,7 +22,9 @@ BINARY = "clientlab-hostprobe"
 ROUND_TRIPS = 200        # one sample: about a millisecond on this machine
 SLOW_LIMIT = 1.25        # a sample this much slower than the best is a slow phase
 CALIBRATE_SAMPLES = 15   # at the start: the best of this many samples, a tenth of a second apart
-WAIT_FAST_S = 3.0        # before a trial, wait at most this long for a slow phase to pass
+# before a trial, wait at most this long for a slow phase to pass: most end within 0.4 s, and one
+# that lasts seconds is not worth a trial's ten times its length
+WAIT_FAST_S = 1.0
 
 
 class HostProbe:

@@ -52,6 +52,8 @@ def flags(f: dict) -> list[str]:
         out.append("noisy")
     if f.get("disturbed_kept"):
         out.append(f"{f['disturbed_kept']} disturbed")
+    if f.get("budget_stopped"):
+        out.append("cut by time budget")
     return out
 
 
