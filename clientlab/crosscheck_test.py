@@ -57,3 +57,18 @@ def test_the_rate_under_each_server_says_which_one_held_a_driver_back():
     row = crosscheck.Row("get-json-335k", "x", 14_000.0, 10_000.0, "req/s")
     assert abs(row.bench_over_nginx - 1.4) < 1e-9
     assert crosscheck.Row("get-small", "y", None, 10_000.0, "req/s").bench_over_nginx is None
+
+
+def test_nginx_s_log_is_waited_for_once_a_trial(store, test_drivers, monkeypatch):
+    from clientlab import nginx
+
+    waits = []
+    original = nginx.StaticServer._log_written
+    monkeypatch.setattr(nginx.StaticServer, "_log_written", lambda self: (waits.append(1), original(self)))
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=3, max_trials=3), placement="free", host_probe=False)
+    run_id, _ = crosscheck.run(store, [test_drivers[REF]], [shipped("get-small", count=10)], options)
+    nginx_cell = next(c for c in store.cells(run_id) if "nginx" in c["scenario"])
+    trials = store.trials(nginx_cell["id"])
+    assert len(trials) == 4 and all(t["server"]["requests"] == 10 for t in trials)
+    # one wait before the first trial (nothing read yet), then the one that ends each trial's count
+    assert len(waits) == len(trials) + 1

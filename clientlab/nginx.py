@@ -159,6 +159,7 @@ class StaticServer:
         self.endpoint = Endpoint(host="127.0.0.1", http_port=self.nginx.http_port, https_port=self.nginx.https_port,
                                  ca_file=source.endpoint.ca_file)
         self._offset = 0
+        self._settled = False  # the log was complete when last read, and no trial has run since
 
     def _copy(self, source: Any, path: str) -> None:
         """Fetch `path` from the bench server into the static folder, and keep its digest."""
@@ -188,7 +189,9 @@ class StaticServer:
         pass  # digests are known from the files themselves
 
     def reset(self) -> None:
-        self._log_written()  # what came before (a failed trial's last requests) is not the next trial's
+        if not self._settled:  # what came before (a failed trial's last requests) is not the next trial's
+            self._log_written()
+        self._settled = False
         self._offset = self.nginx.log_path.stat().st_size if self.nginx.log_path.exists() else 0
 
     def _log_written(self) -> None:
@@ -203,7 +206,19 @@ class StaticServer:
             size = now
             time.sleep(0.03)
 
+    def progress(self) -> dict[str, Any]:
+        """The counters while a trial runs (a stall watch): the log is not settled by this read."""
+        return self._read()
+
     def counters(self, reset: bool = False) -> dict[str, Any]:
+        """The counters at the end of a trial: what nginx logged since the last reset."""
+        snapshot = self._read()
+        self._settled = True
+        if reset:
+            self.reset()
+        return snapshot
+
+    def _read(self) -> dict[str, Any]:
         self._log_written()
         entries = []
         if self.nginx.log_path.exists():
@@ -226,8 +241,6 @@ class StaticServer:
                     "conns": [{"requests": n} for n in conns.values()],
                     "bytes_out": sum(e["bytes_out"] for e in entries),
                     "bytes_in": sum(e["req_bytes"] for e in entries)}
-        if reset:
-            self.reset()
         return snapshot
 
     def alive(self) -> bool:

@@ -56,6 +56,11 @@ WARMUP_MAX = 20               # …and never more than this many warm-up trials
 # much longer: three trials can agree while the compiler is still at work (java-httpclient's
 # first scenario fell from 218 to 140 µs a request over its timed trials after passing the rule)
 FRESH_WARMUP_MIN_S = 4.0
+# With the cells of a run interleaved, every cell is warmed up before the first timed round, so a
+# JIT process shared by its driver's cells has warmed up on all of them before any is timed, and
+# it goes on compiling between its cells' timed trials: its later cells warm up at most this long
+# (in five default runs, java and node spent 40 s of the 240 s budget warming up at 3 s a cell)
+SHARED_WARMUP_MAX_S = 1.0
 
 PLACEMENTS = ("split", "shared", "free")
 # which cells take turns trial by trial: the drivers of one scenario (the scenarios one after
@@ -84,7 +89,7 @@ class RunOptions:
     host_probe: bool = True       # read the host's speed on the driver's core around timed trials
     keep_warm: bool = True        # a JIT driver's process serves every scenario of the run (see _Kept)
     interleave: str = "scenario"  # scenario / run: see INTERLEAVES and run_groups
-    time_budget_s: float | None = None  # the run's time: each scenario gets a share (run_matrix)
+    time_budget_s: float | None = None  # the whole run's time (interleave = scenario: a share each, run_matrix)
 
     def __post_init__(self) -> None:
         if self.interleave not in INTERLEAVES:
@@ -373,6 +378,8 @@ class CellRunner:
         until_steady = warmup > 1 and not self.options.fresh_process
         least_s = FRESH_WARMUP_MIN_S if until_steady and not cell.kept_warm else 0.0
         most_s, most_trials = WARMUP_MAX_S + least_s, WARMUP_MAX * (2 if least_s else 1)
+        if cell.kept_warm and self._shares(cell):
+            most_s = SHARED_WARMUP_MAX_S
         per_request: list[float] = []
         idx, warm_started = 0, time.monotonic()
 
@@ -702,7 +709,7 @@ def _wait_done(proc: DriverProcess, timeout_s: float, watch: BenchServer | NetLa
         except DriverTimeout:
             if time.monotonic() >= deadline:
                 raise proc.fault(f"timed out after {timeout_s:.0f} s waiting for done", DriverTimeout) from None
-        snapshot = watch.counters()
+        snapshot = getattr(watch, "progress", watch.counters)()  # nginx: a read that ends nothing
         progress = tuple(snapshot.get(k) for k in ("requests", "bytes_in", "bytes_out"))
         if progress != seen:
             seen, last_progress = progress, time.monotonic()

@@ -478,3 +478,24 @@ def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_a
         first, second = runner.run_groups(groups)
     assert (first.status, second.status) == ("failed", "failed")
     assert "was ended when get-small failed" in second.reason
+
+
+def test_later_cells_of_a_shared_jit_process_warm_up_for_at_most_the_shared_limit(bench_server, store, test_drivers,
+                                                                                 monkeypatch):
+    from clientlab import runner as runner_mod
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    monkeypatch.setattr(runner_mod, "WARMUP_STEADY", -1.0)  # no three trials ever agree
+    monkeypatch.setattr(runner_mod, "WARMUP_MAX", 5)
+    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
+    monkeypatch.setattr(runner_mod, "SHARED_WARMUP_MAX_S", 0.0)
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False,
+                         interleave="run")
+    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("post-form", count=5))]
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        first, second = runner.run_groups(groups)
+    warmups = [[t["kind"] for t in store.trials(c["id"])].count("warmup") for c in store.cells(run_id)]
+    assert warmups == [5, 2]  # the fresh process until its cap; the shared one its manifest's warm-ups only
+    assert (first.figures["kept_warm"], second.figures["kept_warm"]) == (False, True)
