@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from clientlab.measure import process_tree
+
 ROOT = Path("/sys/fs/cgroup")
 _serial = itertools.count()
 _held: dict[int, "Group"] = {}   # long-lived processes (the bench server) and the group each is in
@@ -228,14 +230,16 @@ def open_group(purpose: str) -> Group | None:
 
 
 def group_of(pid: int, purpose: str) -> Group | None:
-    """A group of its own for a long-lived process the lab started (made once, released when the
-    lab exits), or None where the lab cannot make groups."""
+    """A group of its own for a long-lived process the lab started and the processes it has
+    forked (nginx's worker: its CPU is the server's), made once and released when the lab exits;
+    None where the lab cannot make groups."""
     if pid in _held:
         return _held[pid]
     group = open_group(purpose)
     if group is not None:
         try:
-            group.add(pid)
+            for member in process_tree(pid):
+                group.add(member)
         except OSError:
             group.remove()
             group = None

@@ -471,12 +471,16 @@ def diagnose_cmd(run_ref: str) -> None:
               help="Where driver and server run, as for `clientlab run`.")
 @click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell (as for `clientlab run`).")
+@click.option("--interleave", type=click.Choice(INTERLEAVES), default=DEFAULT_INTERLEAVE, show_default=True,
+              help="Which cells take turns trial by trial: the drivers of one workload (workloads one after "
+                   "another), or every cell on a network (so that a claim comparing two parts is not a "
+                   "comparison of two minutes of the host).")
 @driver_path_option
 @scenario_path_option
 @no_wait_option
 def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
-                   findings_path: Path, placement: str, retries: int, driver_paths: tuple[Path, ...],
-                   scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
+                   findings_path: Path, placement: str, retries: int, interleave: str,
+                   driver_paths: tuple[Path, ...], scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
     """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
 
     Each experiment runs its parts (drivers × scenarios × settings, on the part's network) into
@@ -511,7 +515,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
         stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
     else:
         stop, warmup = StopRule(min_trials=trials or 3, max_trials=trials or 10, max_seconds=30), 1
-    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries)
+    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries, interleave=interleave)
     _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_ids = []

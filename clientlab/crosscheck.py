@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from clientlab import machine, nginx
 from clientlab.errors import LabError
 from clientlab.manifest import Driver
-from clientlab.runner import CellResult, CellRunner, Events, Placement, RunOptions
+from clientlab.runner import CellResult, CellRunner, Events, Group, Placement, RunOptions
 from clientlab.scenario import Scenario
 from clientlab.server import BenchServer
 from clientlab.store import Store
@@ -87,7 +87,7 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
                 marked = s.model_copy(update={"variant": ",".join(v for v in (s.variant, NGINX_MARK) if v)})
                 # both servers' cells take turns trial by trial: a drift of the host over the
                 # minutes of a scenario hits both alike, not the server that ran in the slow minute
-                for r in runner.run_groups([(drivers, s), (drivers, marked, static)]):
+                for r in runner.run_groups([Group(drivers, s), Group(drivers, marked, static)]):
                     results.append(("nginx" if r.scenario == marked.label else "bench", r))
         status = "complete"
     except KeyboardInterrupt:

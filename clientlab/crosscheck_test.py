@@ -59,7 +59,7 @@ def test_the_rate_under_each_server_says_which_one_held_a_driver_back():
     assert crosscheck.Row("get-small", "y", None, 10_000.0, "req/s").bench_over_nginx is None
 
 
-def test_nginx_s_log_is_waited_for_once_a_trial(store, test_drivers, monkeypatch):
+def test_nginx_s_log_is_read_once_a_trial_and_its_worker_measured_as_the_server(store, test_drivers, monkeypatch):
     from clientlab import nginx
 
     waits = []
@@ -72,3 +72,7 @@ def test_nginx_s_log_is_waited_for_once_a_trial(store, test_drivers, monkeypatch
     assert len(trials) == 4 and all(t["server"]["requests"] == 10 for t in trials)
     # one wait before the first trial (nothing read yet), then the one that ends each trial's count
     assert len(waits) == len(trials) + 1
+    # where the lab measures the bench server's CPU, it measures nginx's worker too
+    bench_cell = next(c for c in store.cells(run_id) if "nginx" not in c["scenario"])
+    if all("cpu_s" in t["server"] for t in store.trials(bench_cell["id"])):
+        assert all(t["server"]["cpu_s"] > 0 for t in trials)

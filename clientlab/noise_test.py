@@ -44,11 +44,12 @@ def test_a_child_of_the_lab_counts_as_the_labs_own_cpu():
     assert lab_tree_cpu_s() - before >= 0.25  # the reaped child is in this process's cutime (ticks)
 
 
-def test_a_slow_probe_before_or_after_a_trial_makes_it_disturbed():
+def test_the_probe_before_a_trial_counts_from_the_slow_limit_and_the_one_after_from_a_higher_one():
     from clientlab.hostprobe import SLOW_LIMIT
     from clientlab.noise import AFTER_LIMIT
 
     quiet = {"steal_s": 0.0, "other_cpu_s": 0.0, "wall_s": 1.0}
     assert "before the trial" in Noise(**quiet, host_before=SLOW_LIMIT + 0.01, host_after=1.0).disturbed()
-    assert Noise(**quiet, host_before=SLOW_LIMIT - 0.01, host_after=AFTER_LIMIT - 0.01).disturbed() is None
+    # right after a trial the probe often reads slow without the trial having been slower
+    assert Noise(**quiet, host_before=1.0, host_after=AFTER_LIMIT - 0.01).disturbed() is None
     assert "after the trial" in Noise(**quiet, host_before=1.0, host_after=AFTER_LIMIT + 0.01).disturbed()

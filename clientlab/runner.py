@@ -61,6 +61,13 @@ FRESH_WARMUP_MIN_S = 4.0
 # it goes on compiling between its cells' timed trials: its later cells warm up at most this long
 # (in five default runs, java and node spent 40 s of the 240 s budget warming up at 3 s a cell)
 SHARED_WARMUP_MAX_S = 1.0
+# …and then settles: one more warm-up of each of its cells in turn, until each cell's warm-ups
+# stop getting faster (_settled), for at most SETTLE_MAX_S a process. HotSpot compiles in steps: three warm-ups could agree on a
+# plateau while the process was still on its way (java-httpclient's get-small went from 269 to
+# 133 µs a request over the timed trials of one run)
+SETTLE_FALLING = 0.05
+SETTLE_MAX_S = 20.0
+SETTLE_MAX = 40               # …and a cell's warm-ups never more than this many in all
 
 PLACEMENTS = ("split", "shared", "free")
 # which cells take turns trial by trial: the drivers of one scenario (the scenarios one after
@@ -182,6 +189,17 @@ def _round_count(n: float) -> float:
     return math.floor(n / digits) * digits
 
 
+@dataclass(frozen=True)
+class Group:
+    """Cells that run_groups runs together: the drivers on one scenario, served by `server` (None:
+    the runner's own), run with `options` (None: the runner's own; an experiment's parts differ)."""
+
+    drivers: Sequence[Driver]
+    scenario: Scenario
+    server: Any = None
+    options: RunOptions | None = None
+
+
 @dataclass
 class _Cell:
     """One cell while its scenario runs."""
@@ -191,6 +209,7 @@ class _Cell:
     cell_id: int
     tag: str
     server: Any                           # what its trials are served by (BenchServer, NetLab, nginx)
+    options: RunOptions                   # how it runs (an experiment's parts differ in these)
     trials: list[Trial] = field(default_factory=list)
     proc: DriverProcess | None = None
     group: cgroup.Group | None = None
@@ -203,6 +222,7 @@ class _Cell:
     retries_left: int = 0
     startup_s: float | None = None   # when the lab started this cell's process
     kept_warm: bool = False          # its process came warm from an earlier scenario (_Kept)
+    warm: list[float] = field(default_factory=list)  # its warm-ups' seconds per request, in order
     budget_stopped: bool = False     # its trials ended with the run's time budget (_stop_for_time)
     notes: list[str] = field(default_factory=list)
     result: CellResult | None = None
@@ -273,27 +293,29 @@ class CellRunner:
 
     def run_cells(self, drivers: list[Driver], scenario: Scenario) -> list[CellResult]:
         """Every driver on one scenario: each verified and warmed up, then timed trials round-robin."""
-        return self.run_groups([(drivers, scenario)])
+        return self.run_groups([Group(drivers, scenario)])
 
-    def run_groups(self, groups: Sequence[tuple], deadline: float | None = None) -> list[CellResult]:
+    def run_groups(self, groups: Sequence[Group], deadline: float | None = None) -> list[CellResult]:
         """Cells of several scenarios together: each verified and warmed up (scenario by scenario),
         then one timed trial of each in turn until all are done, so that a drift of the machine over
-        the run hits every cell alike; results in the order the cells were given. A group is
-        (drivers, scenario), or (drivers, scenario, server) for cells served by another server than
-        the runner's (crosscheck: nginx's cells take turns with the bench server's). Past
-        `deadline` (time.monotonic), a cell that has its minimum of timed trials stops where it is."""
+        the run hits every cell alike; results in the order the cells were given. A group may be
+        served by another server than the runner's (crosscheck: nginx's cells take turns with the
+        bench server's) and run with other options (an experiment's parts). Past `deadline`
+        (time.monotonic), a cell that has its minimum of timed trials stops where it is."""
         self.deadline = deadline
         cells: list[_Cell] = []
-        most = max(group[1].client.concurrency for group in groups)
+        most = max(group.scenario.client.concurrency for group in groups)
         lifted = limits.lift(most, self.server)  # connection-heavy cells; restored below
         try:
-            for drivers, scenario, *server in groups:
-                for driver in drivers:
-                    cell = self._start(driver, scenario, server[0] if server else self.server)
+            for group in groups:
+                for driver in group.drivers:
+                    cell = self._start(driver, group.scenario, group.server or self.server,
+                                       group.options or self.options)
                     cells.append(cell)
                     shared = self._shared_for(cell)
                     with _others_paused(cells, cell, shared.proc.pid if shared else None):
                         self._guard(cell, self._prepare)
+            self._settle(cells)
             while running := [c for c in cells if c.result is None]:
                 for cell in running:
                     if self._out_of_time(cell):
@@ -307,7 +329,7 @@ class CellRunner:
             for cell in cells:
                 if cell.result is None:
                     self._close(cell)
-                    if interrupted and len(cell.timed_walls) >= self.options.stop.min_trials:
+                    if interrupted and len(cell.timed_walls) >= cell.options.stop.min_trials:
                         # as a spent time budget would: what it has is a measurement
                         cell.notes.append(f"the run was interrupted after {len(cell.timed_walls)} timed trials")
                         self._finish_ok(cell)
@@ -322,14 +344,14 @@ class CellRunner:
             lifted.restore()
         return [c.result for c in cells if c.result is not None]
 
-    def _start(self, driver: Driver, scenario: Scenario, server: BenchServer | NetLab) -> _Cell:
+    def _start(self, driver: Driver, scenario: Scenario, server: BenchServer | NetLab, options: RunOptions) -> _Cell:
         self.events.cell_started(driver.id, scenario.label)
         params = {**scenario.params, "client": scenario.client.model_dump(),
                   "sinks": sorted({r.sink for r in scenario.requests})}
         cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric)
         # the tag names scratch files: unique across lab processes sharing the scratch folder
         tag = f"{os.getpid()}-{self.run_id}-{cell_id}"
-        return _Cell(driver, scenario, cell_id, tag, server, retries_left=self.options.retries)
+        return _Cell(driver, scenario, cell_id, tag, server, options, retries_left=options.retries)
 
     def _guard(self, cell: _Cell, step: Callable[[_Cell], None]) -> None:
         """Run one step of a cell; a driver's fault or refusal ends that cell only."""
@@ -361,7 +383,8 @@ class CellRunner:
         if lacking:
             cell.finish("unsupported", f"manifest does not claim {', '.join(lacking)}")
             return
-        budget = self.options.trial_budget_s if scenario.label not in self.options.fixed_counts else None
+        options = cell.options
+        budget = options.trial_budget_s if scenario.label not in options.fixed_counts else None
         check = scale(scenario, VERIFY_REQUESTS / scenario.total_requests) if budget else scenario
         startup_s = self._spawn(cell)
         verification = self._trial(cell, check, "verify", 0)
@@ -372,15 +395,15 @@ class CellRunner:
             return
         cell.per_request_s = (verification.wall_s or 0.0) / check.total_requests
         cell.work = self._fit(cell, scenario, budget, verification)
-        warmup = max(self.options.warmup, driver.manifest.warmup) if self.options.warmup else 0
+        warmup = max(options.warmup, driver.manifest.warmup) if options.warmup else 0
         # a JIT runtime (manifest warm-up > 1) compiles its hot paths over the first thousands of
         # requests: it warms up until three trials in a row cost the same per request
-        until_steady = warmup > 1 and not self.options.fresh_process
+        until_steady = warmup > 1 and not options.fresh_process
         least_s = FRESH_WARMUP_MIN_S if until_steady and not cell.kept_warm else 0.0
         most_s, most_trials = WARMUP_MAX_S + least_s, WARMUP_MAX * (2 if least_s else 1)
         if cell.kept_warm and self._shares(cell):
             most_s = SHARED_WARMUP_MAX_S
-        per_request: list[float] = []
+        per_request = cell.warm
         idx, warm_started = 0, time.monotonic()
 
         def warming() -> bool:
@@ -395,14 +418,49 @@ class CellRunner:
             if not trial.ok:
                 cell.finish("failed", f"warmup trial {idx - 1}: " + "; ".join(trial.problems or []))
                 return
-            per_request.append((trial.wall_s or 0.0) / cell.work.total_requests)
-            if budget:  # the latest warm-up is the best guess of a timed trial
-                cell.per_request_s = per_request[-1]
-                cell.work = self._fit(cell, scenario, budget, trial)
-        if until_steady and not _steady(per_request):
-            last = ", ".join(f"{v * 1e6:,.0f}" for v in per_request[-3:])
-            cell.notes.append(f"not steady after {idx} warm-up trials (the last ones {last} µs per request)")
+            self._warmed(cell, trial)
         cell.next_idx = idx
+        if until_steady and not _steady(per_request) and not self._shares(cell):  # shared: _settle says
+            self._not_steady(cell)
+
+    def _warmed(self, cell: _Cell, trial: Trial) -> None:
+        assert cell.work is not None
+        cell.warm.append((trial.wall_s or 0.0) / cell.work.total_requests)
+        budget = cell.options.trial_budget_s if cell.scenario.label not in cell.options.fixed_counts else None
+        if budget:  # the latest warm-up is the best guess of a timed trial
+            cell.per_request_s = cell.warm[-1]
+            cell.work = self._fit(cell, cell.scenario, budget, trial)
+
+    def _not_steady(self, cell: _Cell) -> None:
+        last = ", ".join(f"{v * 1e6:,.0f}" for v in cell.warm[-3:])
+        cell.notes.append(f"not steady after {len(cell.warm)} warm-up trials (the last ones {last} µs per request)")
+
+    def _settle(self, cells: list[_Cell]) -> None:
+        """The cells of JIT processes shared over the run warm up in turn until each is settled
+        (SETTLE_FALLING), each process for at most SETTLE_MAX_S, never past the deadline."""
+        jit = [c for c in cells if c.result is None and self._shares(c) and len(c.warm) > 1]
+        spent: dict[int, float] = {}
+        while pending := [c for c in jit if c.result is None and not _settled(c.warm) and len(c.warm) < SETTLE_MAX
+                          and c.proc is not None and spent.get(c.proc.pid, 0.0) < SETTLE_MAX_S]:
+            if self._past_deadline():
+                break
+            for cell in pending:
+                assert cell.proc is not None
+                pid, started = cell.proc.pid, time.monotonic()
+                with _others_paused(cells, cell):
+                    self._guard(cell, self._settling_trial)
+                spent[pid] = spent.get(pid, 0.0) + time.monotonic() - started
+        for cell in jit:
+            if cell.result is None and not _settled(cell.warm):
+                self._not_steady(cell)
+
+    def _settling_trial(self, cell: _Cell) -> None:
+        trial = self._fresh_trial(cell, "warmup", cell.next_idx)
+        cell.next_idx += 1
+        if not trial.ok:
+            cell.finish("failed", f"warmup trial {trial.idx}: " + "; ".join(trial.problems or []))
+            return
+        self._warmed(cell, trial)
 
     def _fit(self, cell: _Cell, scenario: Scenario, budget: float | None, measured: Trial) -> Scenario:
         """The scenario at the count whose trial lasts about `budget` (never more than written)."""
@@ -415,40 +473,45 @@ class CellRunner:
         return scale(scenario, factor)
 
     def _timed_round(self, cell: _Cell) -> None:
-        """One timed trial (run again while disturbed and retries remain); finish when the stop rule says so."""
+        """One timed trial; finish when the stop rule says so. A disturbed trial is stored apart and
+        run again at the cell's next turn, while retries remain: the other cells' trials come
+        between, and a slow phase of the host rarely outlasts them (run again at once, three
+        retries in a row could all fall in one long phase). Past the time budget a disturbed
+        trial is kept (flagged), so that the budget holds."""
         assert cell.work is not None
         started = time.monotonic()
         trial = self._probed_trial(cell)
-        while trial.ok and trial.noise and cell.retries_left > 0:
-            reason = Noise.of(trial.noise, trial.wall_s or 0.0).disturbed()
-            if reason is None:
-                break
+        reason = Noise.of(trial.noise, trial.wall_s or 0.0).disturbed() if trial.ok and trial.noise else None
+        if reason and cell.retries_left > 0 and not self._past_deadline():
             cell.retries_left -= 1
             trial.kind, trial.problems = "disturbed", [f"disturbed, run again: {reason}"]
             self._record(cell, trial)
-            trial = self._probed_trial(cell)
+            cell.timed_spent_s += time.monotonic() - started
+            return
         self._record(cell, trial)
         cell.timed_spent_s += time.monotonic() - started
         if not trial.ok:
             cell.finish("failed", f"timed trial {trial.idx}: " + "; ".join(trial.problems or []))
             return
         cell.timed_walls.append(trial.wall_s or 0.0)
-        budget = self.options.trial_budget_s
-        stalled = (budget and len(cell.timed_walls) == 1 and cell.scenario.label not in self.options.fixed_counts
+        budget = cell.options.trial_budget_s
+        stalled = (budget and len(cell.timed_walls) == 1 and cell.scenario.label not in cell.options.fixed_counts
                    and (trial.wall_s or 0.0) > STALLED_FACTOR * budget)
         if stalled:
             cell.notes.append(f"stopped after one timed trial: it took {trial.wall_s:.2f} s, "
                               f"over {STALLED_FACTOR}× the {budget:g} s budget")
-        if stalled or self.options.stop.done(cell.timed_walls, cell.timed_spent_s):
+        if stalled or cell.options.stop.done(cell.timed_walls, cell.timed_spent_s):
             self._finish_ok(cell)
 
+    def _past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
     def _out_of_time(self, cell: _Cell) -> bool:
-        return (self.deadline is not None and time.monotonic() >= self.deadline
-                and len(cell.timed_walls) >= self.options.stop.min_trials)
+        return self._past_deadline() and len(cell.timed_walls) >= cell.options.stop.min_trials
 
     def _stop_for_time(self, cell: _Cell) -> None:
         cell.notes.append(f"stopped after {len(cell.timed_walls)} timed trials: the run's time budget "
-                          f"({self.options.time_budget_s:g} s) was spent")
+                          f"({cell.options.time_budget_s:g} s) was spent")
         cell.budget_stopped = True
         self._finish_ok(cell)
 
@@ -512,8 +575,9 @@ class CellRunner:
 
     def _keeps(self, cell: _Cell) -> bool:
         """A JIT driver (warm-up > 1, as in _prepare) keeps its process across the scenarios of a run."""
-        return (self.options.keep_warm and not self.options.fresh_process and self.options.warmup > 0
-                and max(self.options.warmup, cell.driver.manifest.warmup) > 1)
+        options = cell.options
+        return (options.keep_warm and not options.fresh_process and options.warmup > 0
+                and max(options.warmup, cell.driver.manifest.warmup) > 1)
 
     def _shared_for(self, cell: _Cell) -> _Kept | None:
         """The process this cell will share with the run's other cells of its driver, if any."""
@@ -521,7 +585,7 @@ class CellRunner:
 
     def _shares(self, cell: _Cell) -> bool:
         """With the cells of a run interleaved, a JIT driver's cells share one process."""
-        return self.options.interleave == "run" and self._keeps(cell)
+        return cell.options.interleave == "run" and self._keeps(cell)
 
     def _server_group(self, server: BenchServer | NetLab) -> cgroup.Group | None:
         """The server's CPU is read per trial too (per-request server CPU): its group."""
@@ -582,7 +646,7 @@ class CellRunner:
     def _fresh_trial(self, cell: _Cell, kind: str, idx: int, record: bool = True) -> Trial:
         """A warm-up or timed trial at the cell's count (a new process first with --fresh-process)."""
         assert cell.work is not None
-        startup_s = self._spawn(cell) if self.options.fresh_process else None
+        startup_s = self._spawn(cell) if cell.options.fresh_process else None
         trial = self._trial(cell, cell.work, kind, idx)
         if startup_s is not None:
             trial.startup_s = startup_s + (trial.setup_s or 0.0)
@@ -598,12 +662,12 @@ class CellRunner:
                               else f"the driver's process has exited (code {cell.proc.proc.returncode})")
         verify = kind == "verify"
         server = cell.server
-        if self.options.fresh_port and hasattr(server, "rebind"):
+        if cell.options.fresh_port and hasattr(server, "rebind"):
             server.rebind()
         planned = plan(scenario, server.endpoint, self.scratch, verify=verify, tag=cell.tag)
         server.configure(record_digests=verify)
         if verify:
-            timeout = self.options.trial_timeout_s or scenario.timeout_s
+            timeout = cell.options.trial_timeout_s or scenario.timeout_s
         else:
             timeout = self._timed_limit(cell, scenario)
         phase = timed_phase(cell.proc, server, planned.job, timeout, group=cell.group,
@@ -627,8 +691,8 @@ class CellRunner:
     def _timed_limit(self, cell: _Cell, scenario: Scenario) -> float:
         """--trial-timeout, else 10× what verification predicts for this count (at least 10 s),
         never more than the scenario's own limit."""
-        if self.options.trial_timeout_s:
-            return self.options.trial_timeout_s
+        if cell.options.trial_timeout_s:
+            return cell.options.trial_timeout_s
         if not cell.per_request_s:
             return scenario.timeout_s
         predicted = cell.per_request_s * scenario.total_requests
@@ -648,6 +712,15 @@ def _steady(per_request: list[float]) -> bool:
         return False
     falling = last[0] > last[1] > last[2] and last[0] / last[2] - 1 > WARMUP_FALLING
     return max(last) / min(last) - 1 <= WARMUP_STEADY and not falling
+
+
+def _settled(per_request: list[float]) -> bool:
+    """No longer getting faster: the median of the last three warm-ups is no lower than that of
+    the three before them (within SETTLE_FALLING). Medians, not _steady's agreement: a runtime
+    whose trials scatter (a GC now and then) has settled when the scatter stops moving down."""
+    if len(per_request) < 6:
+        return False
+    return stats.median(per_request[-3:]) >= (1 - SETTLE_FALLING) * stats.median(per_request[-6:-3])
 
 
 @contextlib.contextmanager
@@ -788,11 +861,11 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
           CellRunner(server, store, run_id, options, events, placement.driver) as runner):
         end = time.monotonic() + options.time_budget_s if options.time_budget_s else None
         if options.interleave == "run":
-            batches = [runner.run_groups([(drivers, scenario) for scenario in scenarios], end)]
+            batches = [runner.run_groups([Group(drivers, scenario) for scenario in scenarios], end)]
         else:
             # each scenario gets an equal share of the time left (one that ends early leaves its
             # rest to the others)
-            batches = (runner.run_groups([(drivers, scenario)], _share(end, len(scenarios) - i))
+            batches = (runner.run_groups([Group(drivers, scenario)], _share(end, len(scenarios) - i))
                        for i, scenario in enumerate(scenarios))
         for batch in batches:
             for result in batch:

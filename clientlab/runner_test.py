@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clientlab import protocol
+from clientlab.runner import Group
 from clientlab.testsupport import shipped
 from clientlab.scenario import Scenario
 
@@ -180,6 +181,22 @@ def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_s
         assert [t["kind"] for t in store.trials(c["id"])].count("timed") == 2
 
 
+def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_server, store, test_drivers, monkeypatch):
+    from clientlab import noise
+    from clientlab.runner import RunOptions, run_matrix
+    from clientlab.stats import StopRule
+
+    monkeypatch.setattr(noise, "FLOOR_TICKS", -1)
+    monkeypatch.setattr(noise, "OTHER_LIMIT", -1.0)  # every trial reads as disturbed
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10), placement="free", host_probe=False,
+                         retries=3, time_budget_s=0.001)
+    [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
+    assert result.status == "ok" and result.figures["disturbed_kept"] == 2
+    [c] = store.cells(run_id)
+    assert [t["kind"] for t in store.trials(c["id"])] == ["verify", "timed", "timed"]
+
+
 def test_without_a_time_budget_the_stop_rule_alone_ends_a_cell(bench_server, store, test_drivers):
     from clientlab.runner import RunOptions, run_matrix
     from clientlab.stats import StopRule
@@ -211,7 +228,8 @@ def test_an_interrupted_run_keeps_the_cells_that_have_their_minimum_of_trials(be
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=5), placement="free", host_probe=False,
                          interleave="run")
-    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("post-form", count=5))]
+    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
+              Group([test_drivers[REF]], shipped("post-form", count=5))]
     with pytest.raises(KeyboardInterrupt), CellRunner(bench_server, store, run_id, options) as runner:
         runner.run_groups(groups)
     cells = {c["scenario"]: c for c in store.cells(run_id)}
@@ -267,14 +285,13 @@ def test_a_timed_trial_limit_follows_the_verification_pass():
     from clientlab.runner import TRIAL_TIMEOUT_FLOOR_S, CellRunner, RunOptions, _Cell
 
     runner = CellRunner.__new__(CellRunner)
-    runner.options = RunOptions()
     sc = shipped("get-small")
-    cell = _Cell(driver=None, scenario=sc, cell_id=0, tag="t", server=None,
+    cell = _Cell(driver=None, scenario=sc, cell_id=0, tag="t", server=None, options=RunOptions(),
                  per_request_s=0.002)  # type: ignore[arg-type]
     assert runner._timed_limit(cell, sc) == 10 * 0.002 * 2000          # 10× the predicted 4 s
     cell.per_request_s = 0.00001
     assert runner._timed_limit(cell, sc) == TRIAL_TIMEOUT_FLOOR_S      # never below the floor
-    runner.options = RunOptions(trial_timeout_s=3.0)
+    cell.options = RunOptions(trial_timeout_s=3.0)
     assert runner._timed_limit(cell, sc) == 3.0                         # --trial-timeout wins
 
 
@@ -404,7 +421,8 @@ def test_cells_of_a_run_take_turns_trial_by_trial_when_interleaved_over_the_run(
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=1, stop=StopRule(min_trials=3, max_trials=3), placement="free", host_probe=False,
                          interleave="run")
-    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("post-form", count=5))]
+    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
+              Group([test_drivers[REF]], shipped("post-form", count=5))]
     with CellRunner(bench_server, store, run_id, options) as runner:
         results = runner.run_groups(groups)
     assert [(r.scenario, r.status) for r in results] == [("get-small", "ok"), ("post-form", "ok")]
@@ -424,7 +442,8 @@ def test_a_jit_drivers_cells_share_one_process_when_interleaved_over_the_run(ben
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=2, stop=StopRule(min_trials=2, max_trials=2), placement="free", host_probe=False,
                          interleave="run")
-    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("get-json-335k", count=5))]
+    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
+              Group([test_drivers[REF]], shipped("get-json-335k", count=5))]
     with CellRunner(bench_server, store, run_id, options) as runner:
         first, second = runner.run_groups(groups)
         shared = runner._shared[REF].proc
@@ -443,7 +462,8 @@ def test_a_shared_jit_process_whose_cell_fails_is_not_given_to_the_next_cell(ben
     options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False,
                          interleave="run")
     crash = test_drivers["python-fake-crash"]
-    groups = [([crash], shipped("get-small", count=5)), ([crash], shipped("post-form", count=5))]
+    groups = [Group([crash], shipped("get-small", count=5)),
+              Group([crash], shipped("post-form", count=5))]
     with CellRunner(bench_server, store, run_id, options) as runner:
         results = runner.run_groups(groups)
         assert "python-fake-crash" not in runner._shared
@@ -473,7 +493,8 @@ def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_a
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=2, stop=StopRule(min_trials=2, max_trials=2), placement="free", host_probe=False,
                          interleave="run")
-    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("post-form", count=5))]
+    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
+              Group([test_drivers[REF]], shipped("post-form", count=5))]
     with CellRunner(bench_server, store, run_id, options) as runner:
         first, second = runner.run_groups(groups)
     assert (first.status, second.status) == ("failed", "failed")
@@ -490,12 +511,51 @@ def test_later_cells_of_a_shared_jit_process_warm_up_for_at_most_the_shared_limi
     monkeypatch.setattr(runner_mod, "WARMUP_MAX", 5)
     monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
     monkeypatch.setattr(runner_mod, "SHARED_WARMUP_MAX_S", 0.0)
+    monkeypatch.setattr(runner_mod, "SETTLE_MAX_S", 0.0)  # no settling rounds after
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False,
                          interleave="run")
-    groups = [([test_drivers[REF]], shipped("get-small", count=10)), ([test_drivers[REF]], shipped("post-form", count=5))]
+    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
+              Group([test_drivers[REF]], shipped("post-form", count=5))]
     with CellRunner(bench_server, store, run_id, options) as runner:
         first, second = runner.run_groups(groups)
     warmups = [[t["kind"] for t in store.trials(c["id"])].count("warmup") for c in store.cells(run_id)]
     assert warmups == [5, 2]  # the fresh process until its cap; the shared one its manifest's warm-ups only
     assert (first.figures["kept_warm"], second.figures["kept_warm"]) == (False, True)
+
+
+def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(bench_server, store, test_drivers,
+                                                                               monkeypatch):
+    from clientlab import runner as runner_mod
+    from clientlab.runner import CellRunner, RunOptions
+    from clientlab.stats import StopRule
+
+    monkeypatch.setattr(runner_mod, "WARMUP_STEADY", -1.0)  # no three trials ever agree…
+    monkeypatch.setattr(runner_mod, "_settled", lambda _per_request: False)  # …nor settle
+    monkeypatch.setattr(runner_mod, "WARMUP_MAX", 3)
+    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
+    monkeypatch.setattr(runner_mod, "SETTLE_MAX", 6)
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False,
+                         interleave="run")
+    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
+              Group([test_drivers[REF]], shipped("post-form", count=5))]
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        results = runner.run_groups(groups)
+    assert all(r.status == "ok" for r in results), [r.reason for r in results]
+    trials = sorted((t["id"], c["scenario"], t["kind"]) for c in store.cells(run_id) for t in store.trials(c["id"]))
+    kinds = [(scenario, kind) for _, scenario, kind in trials if kind != "verify"]
+    # each cell's own warm-ups (3: WARMUP_MAX), then settling ones in turn up to 6 each, then the timed
+    assert kinds[:6] == [("get-small", "warmup")] * 3 + [("post-form", "warmup")] * 3, kinds
+    assert kinds[6:12] == [("get-small", "warmup"), ("post-form", "warmup")] * 3, kinds
+    assert kinds[12:] == [("get-small", "timed"), ("post-form", "timed")]
+    assert all(any(n.startswith("not steady after 6 warm-up trials") for n in r.figures["notes"]) for r in results)
+
+
+def test_warm_ups_on_a_plateau_are_not_settled_while_still_falling_from_the_ones_before():
+    from clientlab.runner import _settled
+
+    assert not _settled([300.0, 290.0, 295.0])                      # too few to tell
+    assert not _settled([300.0, 290.0, 295.0, 220.0, 215.0, 218.0])  # a step down: still on its way
+    assert _settled([220.0, 215.0, 218.0, 216.0, 219.0, 214.0])
+    assert _settled([400.0, 330.0, 1000.0, 430.0, 350.0, 900.0])   # scattered, but no longer falling

@@ -1,4 +1,5 @@
-"""Running an experiment: its cells, network by network, into one stored run."""
+"""Running an experiment: its cells, network by network, into one stored run; on each network the
+cells of every part take turns trial by trial (or, with interleave = scenario, one workload after another)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from clientlab.experiment.spec import Experiment, Part
 from clientlab.netlab import hosts
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import CellResult, CellRunner, Events, Placement, RunOptions, SilentEvents
+from clientlab.runner import CellResult, CellRunner, Events, Group, Placement, RunOptions, SilentEvents
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -34,7 +35,7 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
     drivers = {d.id: d for d in manifest.discover()[0] + (extra_drivers or [])}
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
               "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells),
-              "placement": options.placement, "retries": options.retries}
+              "placement": options.placement, "retries": options.retries, "interleave": options.interleave}
     run_id = store.start_run(machine.describe(), config)
     events = events or SilentEvents()
     status = "failed"
@@ -59,15 +60,22 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                             f"{networks[net]['measured_rtt_ms']:.2f} ms")
                 store.update_config(run_id, networks=networks)
                 parts = {p.name: p for p in experiment.parts}
-                # cells of the same workload and settings run together, their trials interleaved
+                # the cells of one workload and settings are a group; one runner per network keeps
+                # JIT drivers warm from part to part
+                groups = []
                 for (part, sc), same in itertools.groupby(group, key=lambda c: (c.part, c.scenario)):
                     same = list(same)
                     for c in same:
                         if c.driver not in drivers:
                             _record_unrun(store, run_id, c, "not-installed", f"no driver '{c.driver}' in this lab", events)
-                    # one runner per network keeps JIT drivers warm from part to part
-                    runner.options = part_options(options, parts[part], quick)
-                    runner.run_cells([drivers[c.driver] for c in same if c.driver in drivers], sc)
+                    groups.append(Group([drivers[c.driver] for c in same if c.driver in drivers], sc,
+                                        options=part_options(options, parts[part], quick)))
+                groups = [g for g in groups if g.drivers]
+                if options.interleave == "run":  # every cell's trials spread over the network's whole time
+                    runner.run_groups(groups)
+                else:  # the groups one after another, the drivers of each taking turns
+                    for g in groups:
+                        runner.run_groups([g])
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

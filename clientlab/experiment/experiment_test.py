@@ -177,3 +177,26 @@ def test_a_survey_part_takes_every_driver_of_its_language_and_gets_a_table():
     text = "\n".join(findings.part_tables(e, cells))
     assert "### go" in text and "| go-b | **4.0 req/s**" in text
     assert "Fastest: get-small: go-b" in text and "Cheapest in CPU per request: get-small: go-b" in text
+
+
+def test_interleaved_over_a_network_the_parts_take_turns_each_with_its_own_options(store, tmp_path, test_drivers):
+    path = tmp_path / "turns.toml"
+    path.write_text('title = "t"\nseed = "000"\narticle = "a"\n'
+                    '[[parts]]\nname = "warm"\ndrivers = ["python-fake-reference"]\nscenarios = ["get-small"]\n'
+                    'trials = 3\n'
+                    '[[parts]]\nname = "cold"\ndrivers = ["python-fake-reference"]\nscenarios = ["post-form"]\n'
+                    'trials = 2\nfresh_process = true\n')
+    e = spec.load_file(path)
+    options = RunOptions(warmup=0, placement="free", host_probe=False, interleave="run")
+    result = run_experiment(store, e, quick=False, options=options,
+                            extra_drivers=[test_drivers["python-fake-reference"]], on_note=lambda _n: None)
+    assert result.status == "complete"
+    cells = {c["scenario"]: c for c in store.cells(result.run_id)}
+    assert all(c["status"] == "ok" for c in cells.values()), [c["reason"] for c in cells.values()]
+    timed = sorted((t["id"], label) for label, c in cells.items()
+                   for t in store.trials(c["id"]) if t["kind"] == "timed")
+    assert [label for _, label in timed] == ["get-small[warm]", "post-form[cold]", "get-small[warm]",
+                                            "post-form[cold]", "get-small[warm]"]
+    cold = [t for t in store.trials(cells["post-form[cold]"]["id"]) if t["kind"] == "timed"]
+    assert all(t["startup_s"] is not None for t in cold)  # its part's fresh process per trial
+    assert store.run(result.run_id)["config"]["interleave"] == "run"
