@@ -62,9 +62,9 @@ FRESH_WARMUP_MIN_S = 4.0
 # (in five default runs, java and node spent 40 s of the 240 s budget warming up at 3 s a cell)
 SHARED_WARMUP_MAX_S = 1.0
 # …and then settles: one more warm-up of each of its cells in turn, until each cell's warm-ups
-# stop getting faster (_settled), for at most SETTLE_MAX_S a process. HotSpot compiles in steps: three warm-ups could agree on a
-# plateau while the process was still on its way (java-httpclient's get-small went from 269 to
-# 133 µs a request over the timed trials of one run)
+# stop getting faster (_settled), for at most SETTLE_MAX_S a process. HotSpot compiles in steps:
+# three warm-ups could agree on a plateau while the process was still on its way
+# (java-httpclient's get-small went from 269 to 133 µs a request over the timed trials of one run)
 SETTLE_FALLING = 0.05
 SETTLE_MAX_S = 20.0
 SETTLE_MAX = 40               # …and a cell's warm-ups never more than this many in all

@@ -298,6 +298,55 @@ func TestBigBodyStopsWhenTheClientGoesAway(t *testing.T) {
 	}
 }
 
+func TestAClientThatStopsReadingLosesItsConnection(t *testing.T) {
+	reset(t)
+	defer func(ms int64) { stallLimit.Store(ms) }(stallLimit.Load())
+	stallLimit.Store(300)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(plainURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// it asks for 60 MB and reads nothing: the server's socket buffer fills and its write waits
+	fmt.Fprint(conn, "GET /json/60000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for len(counters(t).Log) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the answer to a client that reads nothing was never given up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if e := counters(t).Log[0]; e.RespWriteError == "" || e.RespBodyBytes >= 60_000_000 {
+		t.Fatalf("log entry %+v", e)
+	}
+}
+
+func TestASlowReaderIsNotCutOff(t *testing.T) {
+	reset(t)
+	defer func(ms int64) { stallLimit.Store(ms) }(stallLimit.Load())
+	stallLimit.Store(200)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(plainURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /bytes/4000000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	// 64 KB every 50 ms: the whole answer takes far longer than the stall limit, but no wait does
+	buf := make([]byte, 64<<10)
+	total := 0
+	for {
+		n, err := io.ReadFull(conn, buf)
+		total += n
+		if err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if total < 4_000_000 {
+		t.Fatalf("read %d bytes of a 4,000,000-byte body", total)
+	}
+}
+
 // -- redirect targets -----------------------------------------------------------------------------
 
 // otherHostForBrowser says whether a WHATWG URL parser, resolving location against an http URL,
