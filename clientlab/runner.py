@@ -306,6 +306,7 @@ class CellRunner:
         cells: list[_Cell] = []
         most = max(group.scenario.client.concurrency for group in groups)
         lifted = limits.lift(most, self.server)  # connection-heavy cells; restored below
+        own = limits.lift_for_cells(sum(len(group.drivers) for group in groups))
         try:
             for group in groups:
                 for driver in group.drivers:
@@ -341,6 +342,7 @@ class CellRunner:
         finally:
             for cell in cells:
                 self._close(cell)
+            own.restore()
             lifted.restore()
         return [c.result for c in cells if c.result is not None]
 
