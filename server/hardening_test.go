@@ -279,20 +279,10 @@ func TestDelayEndsWhenTheClientGoesAway(t *testing.T) {
 
 func TestBigBodyStopsWhenTheClientGoesAway(t *testing.T) {
 	reset(t)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(plainURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprint(conn, "GET /json/60000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+	conn := rawRequest(t, "GET /json/60000000 HTTP/1.1\r\nHost: x\r\n\r\n")
 	io.CopyN(io.Discard, conn, 1<<20)
 	conn.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for len(counters(t).Log) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the handler did not stop after its client left")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the handler to stop after its client left", oneAnswerLogged)
 	if e := counters(t).Log[0]; e.RespWriteError == "" || e.RespBodyBytes >= 60_000_000 {
 		t.Fatalf("log entry %+v", e)
 	}
@@ -300,22 +290,10 @@ func TestBigBodyStopsWhenTheClientGoesAway(t *testing.T) {
 
 func TestAClientThatStopsReadingLosesItsConnection(t *testing.T) {
 	reset(t)
-	defer func(ms int64) { stallLimit.Store(ms) }(stallLimit.Load())
-	stallLimit.Store(300)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(plainURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	withStallLimit(t, 300)
 	// it asks for 60 MB and reads nothing: the server's socket buffer fills and its write waits
-	fmt.Fprint(conn, "GET /json/60000000 HTTP/1.1\r\nHost: x\r\n\r\n")
-	deadline := time.Now().Add(5 * time.Second)
-	for len(counters(t).Log) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the answer to a client that reads nothing was never given up")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	rawRequest(t, "GET /json/60000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitFor(t, "the answer to a client that reads nothing to be given up", oneAnswerLogged)
 	if e := counters(t).Log[0]; e.RespWriteError == "" || e.RespBodyBytes >= 60_000_000 {
 		t.Fatalf("log entry %+v", e)
 	}
@@ -323,14 +301,8 @@ func TestAClientThatStopsReadingLosesItsConnection(t *testing.T) {
 
 func TestASlowReaderIsNotCutOff(t *testing.T) {
 	reset(t)
-	defer func(ms int64) { stallLimit.Store(ms) }(stallLimit.Load())
-	stallLimit.Store(200)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(plainURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprint(conn, "GET /bytes/4000000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	withStallLimit(t, 200)
+	conn := rawRequest(t, "GET /bytes/4000000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	// 64 KB every 50 ms: the whole answer takes far longer than the stall limit, but no wait does
 	buf := make([]byte, 64<<10)
 	total := 0
@@ -397,11 +369,7 @@ func noFollow(*http.Request, []*http.Request) error { return http.ErrUseLastResp
 func TestARequestShorterThanThePrefaceIsAnswered(t *testing.T) {
 	for _, req := range []string{"GET /\r\n\r\n", "XX\r\n\r\n", "GET / HTTP/1.0\r\n\r\n", "\r\n\r\n", "G\n\n",
 		"PRI * HTTP/1.1\r\n\r\n"} {
-		conn, err := net.Dial("tcp", strings.TrimPrefix(plainURL, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.Write([]byte(req)) // and no half-close: the client waits for the answer
+		conn := rawRequest(t, req) // and no half-close: the client waits for the answer
 		conn.SetReadDeadline(time.Now().Add(3 * time.Second))
 		line, err := bufio.NewReader(conn).ReadString('\n')
 		conn.Close()
@@ -468,7 +436,7 @@ func TestIdleAndKeptConnectionsAreCounted(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	kept := &http.Client{Transport: tr}
 	get(t, kept, plainURL+"/bytes/1")
-	waitFor(t, func(s snapshotJSON) bool { return s.Connections == 3 && s.IdleConns == 2 })
+	waitFor(t, "3 connections, 2 of them idle", func(s snapshotJSON) bool { return s.Connections == 3 && s.IdleConns == 2 })
 	if s := counters(t); s.CarriedConns != 0 || s.CarriedRequests != 0 {
 		t.Fatalf("first trial: %+v", s)
 	}
@@ -498,22 +466,61 @@ func TestIdleAndKeptConnectionsAreCounted(t *testing.T) {
 		t.Fatalf("closing old connections counted: %+v", s)
 	}
 	// the three closed after the reset: open at its start, not kept (other tests' pools may be)
-	waitFor(t, func(s snapshotJSON) bool { return s.KeptOpen == s.OpenAtReset-3 })
+	waitFor(t, "the 3 closed connections to leave the kept-open count", func(s snapshotJSON) bool { return s.KeptOpen == s.OpenAtReset-3 })
 }
 
-func waitFor(t *testing.T, cond func(snapshotJSON) bool) {
+// waitFor polls the counters until cond holds, for at most 5 s.
+func waitFor(t *testing.T, what string, cond func(snapshotJSON) bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s := counters(t)
 		if cond(s) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("counters never got there: %+v", s)
+			t.Fatalf("waited in vain for %s: %+v", what, s)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func oneAnswerLogged(s snapshotJSON) bool { return len(s.Log) == 1 }
+
+// rebind moves the server to fresh ports (new listening sockets) and the tests with it.
+func rebind(t *testing.T) {
+	t.Helper()
+	resp, body := control(t, "POST", "/rebind", "")
+	var ports struct{ HTTP, HTTPS int }
+	if err := json.Unmarshal(body, &ports); err != nil || resp.StatusCode != 200 || ports.HTTP == 0 || ports.HTTPS == 0 {
+		t.Fatalf("rebind: %d %s", resp.StatusCode, body)
+	}
+	plainURL = fmt.Sprintf("http://127.0.0.1:%d", ports.HTTP)
+	secureURL = fmt.Sprintf("https://127.0.0.1:%d", ports.HTTPS)
+}
+
+// withStallLimit gives the listening sockets, and so the connections accepted from now on, a
+// stall limit of ms for the test; the next tests get the usual one back.
+func withStallLimit(t *testing.T, ms int64) {
+	t.Helper()
+	usual := stallLimit.Swap(ms)
+	rebind(t)
+	t.Cleanup(func() {
+		stallLimit.Store(usual)
+		rebind(t)
+	})
+}
+
+// rawRequest sends request as written on a new connection to the plain listener.
+func rawRequest(t *testing.T, request string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(plainURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprint(conn, request)
+	return conn
 }
 
 // -- fresh ports per trial -------------------------------------------------------------------------
@@ -528,13 +535,7 @@ func TestRebindMovesToFreshPortsAndKeepsOpenConnections(t *testing.T) {
 	get(t, &http.Client{Transport: plainTr}, oldPlain+"/bytes/1")
 	get(t, &http.Client{Transport: secureTr}, oldSecure+"/bytes/1")
 
-	resp, body := control(t, "POST", "/rebind", "")
-	var ports struct{ HTTP, HTTPS int }
-	if err := json.Unmarshal(body, &ports); err != nil || resp.StatusCode != 200 || ports.HTTP == 0 || ports.HTTPS == 0 {
-		t.Fatalf("rebind: %d %s", resp.StatusCode, body)
-	}
-	plainURL = fmt.Sprintf("http://127.0.0.1:%d", ports.HTTP)
-	secureURL = fmt.Sprintf("https://127.0.0.1:%d", ports.HTTPS)
+	rebind(t)
 	if plainURL == oldPlain || secureURL == oldSecure {
 		t.Fatalf("same ports after rebind: %s %s", plainURL, secureURL)
 	}
@@ -562,14 +563,7 @@ func TestRebindMovesToFreshPortsAndKeepsOpenConnections(t *testing.T) {
 func TestRebindReleasesTheOldListeners(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for i := 0; i < 20; i++ {
-		resp, body := control(t, "POST", "/rebind", "")
-		var ports struct{ HTTP, HTTPS int }
-		json.Unmarshal(body, &ports)
-		if resp.StatusCode != 200 {
-			t.Fatal(string(body))
-		}
-		plainURL = fmt.Sprintf("http://127.0.0.1:%d", ports.HTTP)
-		secureURL = fmt.Sprintf("https://127.0.0.1:%d", ports.HTTPS)
+		rebind(t)
 	}
 	time.Sleep(50 * time.Millisecond)
 	if after := runtime.NumGoroutine(); after > before+4 {

@@ -69,14 +69,18 @@ func listenAddr(flagName, value string) (netip.Addr, error) {
 	return addrs[0].Unmap(), nil
 }
 
+// listenOn opens a plain TCP listener (Go would make it MPTCP, which no client here asks for; its
+// sockets refuse TCP_USER_TIMEOUT, see stallLimit) on a port the kernel picks.
 func listenOn(a netip.Addr) (net.Listener, error) {
-	l, err := net.Listen("tcp", netip.AddrPortFrom(a, 0).String())
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	l, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(a, 0).String())
 	if err != nil {
 		return nil, err
 	}
 	if err := widenBacklog(l); err != nil { // the backlog somaxconn allows now, not at startup
 		l.Close()
-		return nil, fmt.Errorf("listen backlog: %w", err)
+		return nil, fmt.Errorf("listening socket: %w", err)
 	}
 	return l, nil
 }

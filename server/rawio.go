@@ -4,23 +4,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 )
-
-// stallLimit (ms): a client that takes nothing of an answer for this long — its receive window
-// stays shut — loses its connection, as one that sends nothing of its request does
-// (headerTimeout). Without it, a client that stopped reading held a goroutine, the answer's
-// buffers and (HTTP/2) its connection's lock for ever. The kernel keeps the limit
-// (TCP_USER_TIMEOUT also bounds zero-window probing): no timer on the write path, and a slow link
-// that takes a few bytes now and then reopens the window and is never cut.
-var stallLimit atomic.Int64
-
-func init() { stallLimit.Store((60 * time.Second).Milliseconds()) }
-
-const tcpUserTimeout = 0x12 // TCP_USER_TIMEOUT (linux/tcp.h; not in package syscall)
 
 // rawIO reads and writes a connection's non-blocking socket with raw system calls, waiting in the
 // runtime's netpoller only when the socket would block.
@@ -47,9 +33,6 @@ func newRawIO(c net.Conn) *rawIO {
 	if err != nil {
 		return nil
 	}
-	rc.Control(func(fd uintptr) {
-		syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout, int(stallLimit.Load()))
-	})
 	return &rawIO{rc: rc}
 }
 
