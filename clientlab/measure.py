@@ -70,6 +70,29 @@ def process_tree(root: int) -> list[int]:
     return tree
 
 
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds of `root` and all its live descendants, their reaped children included, as
+    cpu_seconds(process_tree(root)) sums them but in one pass over /proc: one stat read per
+    process, where process_tree reads a children file per thread (a tree of hundreds of
+    multi-threaded drivers took 60 ms that way)."""
+    kids: dict[int, list[int]] = {}
+    ticks: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        fields = _stat_fields(int(name))
+        if fields:
+            # fields[1] = ppid, fields[11..14] = utime stime cutime cstime (stat fields 4, 14..17)
+            kids.setdefault(int(fields[1]), []).append(int(name))
+            ticks[int(name)] = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo.extend(kids.get(pid, ()))
+    return total / CLK_TCK
+
+
 def cpu_seconds(pids: list[int]) -> tuple[float, float]:
     """(user, system) CPU seconds of these processes, their reaped children included."""
     user = system = 0

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from clientlab.measure import cpu_seconds, process_tree
+from clientlab.measure import tree_cpu_s
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TICK_S = 1 / CLK_TCK
@@ -98,8 +98,7 @@ class Noise:
 def lab_tree_cpu_s() -> float:
     """CPU seconds (ticks) of the lab's process and everything it started: drivers, the bench
     server, the network lab's services, and their children that have exited."""
-    user, system = cpu_seconds(process_tree(os.getpid()))
-    return user + system
+    return tree_cpu_s(os.getpid())
 
 
 class NoiseMeter:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
+
 from clientlab.noise import Noise, NoiseMeter
 
 
@@ -42,6 +46,24 @@ def test_a_child_of_the_lab_counts_as_the_labs_own_cpu():
     before = lab_tree_cpu_s()
     subprocess.run([sys.executable, "-c", "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass"])
     assert lab_tree_cpu_s() - before >= 0.25  # the reaped child is in this process's cutime (ticks)
+
+
+def test_a_live_grandchild_of_the_lab_counts_as_the_labs_own_cpu():
+    from clientlab.noise import lab_tree_cpu_s
+
+    burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\ntime.sleep(30)"
+    before = lab_tree_cpu_s()
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time\n"
+                               f"subprocess.Popen([sys.executable, '-c', {burn!r}])\ntime.sleep(30)"],
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while lab_tree_cpu_s() - before < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lab_tree_cpu_s() - before >= 0.3  # the burner is alive: in no one's cutime yet
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait()
 
 
 def test_the_probe_before_a_trial_counts_from_the_slow_limit_and_the_one_after_from_a_higher_one():

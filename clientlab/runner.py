@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 HELLO_TIMEOUT_S = 60.0
 REPORT_TIMEOUT_S = 120.0
-VERIFY_REQUESTS = 100         # with a trial budget, verification makes at most about this many requests
+VERIFY_REQUESTS = 100         # verification makes about this many requests at most (or one per transfer in flight)
 STALL_S = 15.0                # verification: no request reaching the server for this long = hung
 TRIAL_TIMEOUT_FACTOR = 10     # a timed trial may take this many times what verification predicts…
 TRIAL_TIMEOUT_FLOOR_S = 10.0  # …but never less than this
@@ -387,7 +387,9 @@ class CellRunner:
             return
         options = cell.options
         budget = options.trial_budget_s if scenario.label not in options.fixed_counts else None
-        check = scale(scenario, VERIFY_REQUESTS / scenario.total_requests) if budget else scenario
+        # every request verified body by body: a count the user fixed is for the timed trials
+        # (multi-socket's 10,000 transfers of 100 KB took php-curl-multi 16 s to verify, 2 s to time)
+        check = scale(scenario, max(VERIFY_REQUESTS, scenario.client.concurrency) / scenario.total_requests)
         startup_s = self._spawn(cell)
         verification = self._trial(cell, check, "verify", 0)
         verification.startup_s = startup_s + (verification.setup_s or 0.0)
@@ -415,23 +417,26 @@ class CellRunner:
             return idx < most_trials and not _steady(per_request) and elapsed < most_s
 
         while idx < warmup or (until_steady and warming()):
-            trial = self._fresh_trial(cell, "warmup", idx)
             idx += 1
-            if not trial.ok:
-                cell.finish("failed", f"warmup trial {idx - 1}: " + "; ".join(trial.problems or []))
+            if not self._warmup_trial(cell, idx - 1):
                 return
-            self._warmed(cell, trial)
         cell.next_idx = idx
         if until_steady and not _steady(per_request) and not self._shares(cell):  # shared: _settle says
             self._not_steady(cell)
 
-    def _warmed(self, cell: _Cell, trial: Trial) -> None:
+    def _warmup_trial(self, cell: _Cell, idx: int) -> bool:
+        """One warm-up trial; a failed one ends the cell (False)."""
+        trial = self._fresh_trial(cell, "warmup", idx)
+        if not trial.ok:
+            cell.finish("failed", f"warmup trial {idx}: " + "; ".join(trial.problems or []))
+            return False
         assert cell.work is not None
         cell.warm.append((trial.wall_s or 0.0) / cell.work.total_requests)
         budget = cell.options.trial_budget_s if cell.scenario.label not in cell.options.fixed_counts else None
         if budget:  # the latest warm-up is the best guess of a timed trial
             cell.per_request_s = cell.warm[-1]
             cell.work = self._fit(cell, cell.scenario, budget, trial)
+        return True
 
     def _not_steady(self, cell: _Cell) -> None:
         last = ", ".join(f"{v * 1e6:,.0f}" for v in cell.warm[-3:])
@@ -457,12 +462,8 @@ class CellRunner:
                 self._not_steady(cell)
 
     def _settling_trial(self, cell: _Cell) -> None:
-        trial = self._fresh_trial(cell, "warmup", cell.next_idx)
         cell.next_idx += 1
-        if not trial.ok:
-            cell.finish("failed", f"warmup trial {trial.idx}: " + "; ".join(trial.problems or []))
-            return
-        self._warmed(cell, trial)
+        self._warmup_trial(cell, cell.next_idx - 1)
 
     def _fit(self, cell: _Cell, scenario: Scenario, budget: float | None, measured: Trial) -> Scenario:
         """The scenario at the count whose trial lasts about `budget` (never more than written)."""

@@ -5,11 +5,21 @@ from __future__ import annotations
 import pytest
 
 from clientlab import protocol
-from clientlab.runner import Group
+from clientlab.runner import Group, RunOptions
+from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
 from clientlab.scenario import Scenario
 
 REF = "python-fake-reference"
+
+
+def over_the_run(store, driver, *, warmup: int, trials: int, min_trials: int | None = None,
+                 second: str = "post-form") -> tuple[int, RunOptions, list[Group]]:
+    """A new run of two cells of one driver (get-small, then `second`) interleaved over the run."""
+    options = RunOptions(warmup=warmup, stop=StopRule(min_trials=min_trials or trials, max_trials=trials),
+                         placement="free", host_probe=False, interleave="run")
+    groups = [Group([driver], shipped("get-small", count=10)), Group([driver], shipped(second, count=5))]
+    return store.start_run({}, {}), options, groups
 
 
 @pytest.mark.parametrize("name,params", [
@@ -120,8 +130,7 @@ def test_fresh_process_mode_measures_start_up_every_trial(cell):
 
 
 def test_failed_driver_does_not_stop_the_others(bench_server, store, test_drivers):
-    from clientlab.runner import RunOptions, run_matrix
-    from clientlab.stats import StopRule
+    from clientlab.runner import run_matrix
 
     run_id = store.start_run({}, {})
     drivers = [test_drivers["python-fake-crash"], test_drivers[REF]]
@@ -150,9 +159,15 @@ def test_counts_the_user_set_are_never_scaled(cell):
     assert all(t["work_requests"] == 30 for t in trials)
 
 
+def test_a_count_the_user_set_is_timed_whole_but_verified_on_a_hundred_requests(cell):
+    result, trials = cell(REF, shipped("get-small", count=300), fixed_counts=frozenset({"get-small"}))
+    assert result.status == "ok", result.reason
+    assert [t["work_requests"] for t in trials if t["kind"] == "verify"] == [100]
+    assert all(t["work_requests"] == 300 for t in trials if t["kind"] == "timed")
+
+
 def test_the_drivers_of_one_scenario_take_turns(bench_server, store, test_drivers):
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     run_id = store.start_run({}, {})
     drivers = [test_drivers[REF], test_drivers["python-fake-no-reuse"]]
@@ -164,8 +179,7 @@ def test_the_drivers_of_one_scenario_take_turns(bench_server, store, test_driver
 
 
 def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_so(bench_server, store, test_drivers):
-    from clientlab.runner import RunOptions, run_matrix
-    from clientlab.stats import StopRule
+    from clientlab.runner import run_matrix
 
     run_id = store.start_run({}, {})
     # precision 0 is never reached: without the budget every cell would run its ten trials
@@ -183,8 +197,7 @@ def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_s
 
 def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_server, store, test_drivers, monkeypatch):
     from clientlab import noise
-    from clientlab.runner import RunOptions, run_matrix
-    from clientlab.stats import StopRule
+    from clientlab.runner import run_matrix
 
     monkeypatch.setattr(noise, "FLOOR_TICKS", -1)
     monkeypatch.setattr(noise, "OTHER_LIMIT", -1.0)  # every trial reads as disturbed
@@ -198,8 +211,7 @@ def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_serv
 
 
 def test_without_a_time_budget_the_stop_rule_alone_ends_a_cell(bench_server, store, test_drivers):
-    from clientlab.runner import RunOptions, run_matrix
-    from clientlab.stats import StopRule
+    from clientlab.runner import run_matrix
 
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=4, target_precision=0.0),
@@ -211,8 +223,7 @@ def test_without_a_time_budget_the_stop_rule_alone_ends_a_cell(bench_server, sto
 
 def test_an_interrupted_run_keeps_the_cells_that_have_their_minimum_of_trials(bench_server, store, test_drivers,
                                                                              monkeypatch):
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     rounds = 0
     timed_round = CellRunner._timed_round
@@ -225,11 +236,7 @@ def test_an_interrupted_run_keeps_the_cells_that_have_their_minimum_of_trials(be
         timed_round(self, cell)
 
     monkeypatch.setattr(CellRunner, "_timed_round", interrupted_at_the_fourth)
-    run_id = store.start_run({}, {})
-    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=5), placement="free", host_probe=False,
-                         interleave="run")
-    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
-              Group([test_drivers[REF]], shipped("post-form", count=5))]
+    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=0, trials=5, min_trials=2)
     with pytest.raises(KeyboardInterrupt), CellRunner(bench_server, store, run_id, options) as runner:
         runner.run_groups(groups)
     cells = {c["scenario"]: c for c in store.cells(run_id)}
@@ -282,7 +289,7 @@ def test_a_driver_hung_in_verification_costs_seconds_not_the_scenario_limit(cell
 
 
 def test_a_timed_trial_limit_follows_the_verification_pass():
-    from clientlab.runner import TRIAL_TIMEOUT_FLOOR_S, CellRunner, RunOptions, _Cell
+    from clientlab.runner import TRIAL_TIMEOUT_FLOOR_S, CellRunner, _Cell
 
     runner = CellRunner.__new__(CellRunner)
     sc = shipped("get-small")
@@ -368,8 +375,7 @@ def test_timed_trials_carry_the_host_probe_of_the_drivers_core(bench_server, sto
     import os
 
     from clientlab import hostprobe, paths
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     if not paths.lab_binary(hostprobe.BINARY).exists():
         pytest.skip("set-up builds the probe")
@@ -386,8 +392,7 @@ def test_timed_trials_carry_the_host_probe_of_the_drivers_core(bench_server, sto
 
 def test_a_jit_drivers_process_serves_every_scenario_of_the_run_and_is_stopped_at_the_end(
         bench_server, store, test_drivers):
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False)
@@ -403,8 +408,7 @@ def test_a_jit_drivers_process_serves_every_scenario_of_the_run_and_is_stopped_a
 
 
 def test_drivers_without_a_jit_warm_up_get_a_new_process_per_scenario(bench_server, store, test_drivers):
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=1, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False)
@@ -415,14 +419,9 @@ def test_drivers_without_a_jit_warm_up_get_a_new_process_per_scenario(bench_serv
 
 
 def test_cells_of_a_run_take_turns_trial_by_trial_when_interleaved_over_the_run(bench_server, store, test_drivers):
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
-    run_id = store.start_run({}, {})
-    options = RunOptions(warmup=1, stop=StopRule(min_trials=3, max_trials=3), placement="free", host_probe=False,
-                         interleave="run")
-    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
-              Group([test_drivers[REF]], shipped("post-form", count=5))]
+    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=1, trials=3)
     with CellRunner(bench_server, store, run_id, options) as runner:
         results = runner.run_groups(groups)
     assert [(r.scenario, r.status) for r in results] == [("get-small", "ok"), ("post-form", "ok")]
@@ -435,15 +434,10 @@ def test_cells_of_a_run_take_turns_trial_by_trial_when_interleaved_over_the_run(
 def test_a_jit_drivers_cells_share_one_process_when_interleaved_over_the_run(bench_server, store, test_drivers,
                                                                             monkeypatch):
     from clientlab import runner as runner_mod
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
-    run_id = store.start_run({}, {})
-    options = RunOptions(warmup=2, stop=StopRule(min_trials=2, max_trials=2), placement="free", host_probe=False,
-                         interleave="run")
-    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
-              Group([test_drivers[REF]], shipped("get-json-335k", count=5))]
+    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=2, second="get-json-335k")
     with CellRunner(bench_server, store, run_id, options) as runner:
         first, second = runner.run_groups(groups)
         shared = runner._shared[REF].proc
@@ -454,16 +448,11 @@ def test_a_jit_drivers_cells_share_one_process_when_interleaved_over_the_run(ben
 
 
 def test_a_shared_jit_process_whose_cell_fails_is_not_given_to_the_next_cell(bench_server, store, test_drivers):
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
-    run_id = store.start_run({}, {})
     # warmup 2 makes any driver a JIT driver; the crashing one dies in its first job
-    options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False,
-                         interleave="run")
     crash = test_drivers["python-fake-crash"]
-    groups = [Group([crash], shipped("get-small", count=5)),
-              Group([crash], shipped("post-form", count=5))]
+    run_id, options, groups = over_the_run(store, crash, warmup=2, trials=1)
     with CellRunner(bench_server, store, run_id, options) as runner:
         results = runner.run_groups(groups)
         assert "python-fake-crash" not in runner._shared
@@ -478,8 +467,7 @@ def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_a
     import signal
 
     from clientlab import runner as runner_mod
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
     timed_round = CellRunner._timed_round
@@ -490,11 +478,7 @@ def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_a
         return timed_round(self, cell)
 
     monkeypatch.setattr(CellRunner, "_timed_round", crash_first)
-    run_id = store.start_run({}, {})
-    options = RunOptions(warmup=2, stop=StopRule(min_trials=2, max_trials=2), placement="free", host_probe=False,
-                         interleave="run")
-    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
-              Group([test_drivers[REF]], shipped("post-form", count=5))]
+    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=2)
     with CellRunner(bench_server, store, run_id, options) as runner:
         first, second = runner.run_groups(groups)
     assert (first.status, second.status) == ("failed", "failed")
@@ -504,19 +488,14 @@ def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_a
 def test_later_cells_of_a_shared_jit_process_warm_up_for_at_most_the_shared_limit(bench_server, store, test_drivers,
                                                                                  monkeypatch):
     from clientlab import runner as runner_mod
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     monkeypatch.setattr(runner_mod, "WARMUP_STEADY", -1.0)  # no three trials ever agree
     monkeypatch.setattr(runner_mod, "WARMUP_MAX", 5)
     monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
     monkeypatch.setattr(runner_mod, "SHARED_WARMUP_MAX_S", 0.0)
     monkeypatch.setattr(runner_mod, "SETTLE_MAX_S", 0.0)  # no settling rounds after
-    run_id = store.start_run({}, {})
-    options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False,
-                         interleave="run")
-    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
-              Group([test_drivers[REF]], shipped("post-form", count=5))]
+    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=1)
     with CellRunner(bench_server, store, run_id, options) as runner:
         first, second = runner.run_groups(groups)
     warmups = [[t["kind"] for t in store.trials(c["id"])].count("warmup") for c in store.cells(run_id)]
@@ -527,19 +506,14 @@ def test_later_cells_of_a_shared_jit_process_warm_up_for_at_most_the_shared_limi
 def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(bench_server, store, test_drivers,
                                                                                monkeypatch):
     from clientlab import runner as runner_mod
-    from clientlab.runner import CellRunner, RunOptions
-    from clientlab.stats import StopRule
+    from clientlab.runner import CellRunner
 
     monkeypatch.setattr(runner_mod, "WARMUP_STEADY", -1.0)  # no three trials ever agree…
     monkeypatch.setattr(runner_mod, "_settled", lambda _per_request: False)  # …nor settle
     monkeypatch.setattr(runner_mod, "WARMUP_MAX", 3)
     monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
     monkeypatch.setattr(runner_mod, "SETTLE_MAX", 6)
-    run_id = store.start_run({}, {})
-    options = RunOptions(warmup=2, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False,
-                         interleave="run")
-    groups = [Group([test_drivers[REF]], shipped("get-small", count=10)),
-              Group([test_drivers[REF]], shipped("post-form", count=5))]
+    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=1)
     with CellRunner(bench_server, store, run_id, options) as runner:
         results = runner.run_groups(groups)
     assert all(r.status == "ok" for r in results), [r.reason for r in results]
