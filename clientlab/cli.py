@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -471,15 +472,16 @@ def diagnose_cmd(run_ref: str) -> None:
               help="Where driver and server run, as for `clientlab run`.")
 @click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell (as for `clientlab run`).")
-@click.option("--interleave", type=click.Choice(INTERLEAVES), default=DEFAULT_INTERLEAVE, show_default=True,
+@click.option("--interleave", type=click.Choice(INTERLEAVES), default=None,
               help="Which cells take turns trial by trial: the drivers of one workload (workloads one after "
                    "another), or every cell on a network (so that a claim comparing two parts is not a "
-                   "comparison of two minutes of the host).")
+                   "comparison of two minutes of the host).  [default: the experiment's own `interleave`, "
+                   f"else {DEFAULT_INTERLEAVE}]")
 @driver_path_option
 @scenario_path_option
 @no_wait_option
 def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
-                   findings_path: Path, placement: str, retries: int, interleave: str,
+                   findings_path: Path, placement: str, retries: int, interleave: str | None,
                    driver_paths: tuple[Path, ...], scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
     """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
 
@@ -493,12 +495,13 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     _use_scenario_paths(scenario_paths)
     if list_only or not names:
         table = Table(title="experiments")
-        for column in ("name", "seed", "parts", "cells (full / quick)", "title"):
-            table.add_column(column, overflow="fold")
+        for column, wraps in (("name", False), ("seed", False), ("parts", True), ("cells", False),
+                              ("title", True)):
+            table.add_column(column, overflow="fold", no_wrap=not wraps)  # names stay whole
         known, broken = spec.scan()
         for e in known.values():
             try:
-                cells = f"{count_cells(e, False)} / {count_cells(e, True)}"
+                cells = f"{count_cells(e, False)} ({count_cells(e, True)} quick)"
             except LabInputError as exc:
                 cells = f"[red]cannot plan:[/] {escape(str(exc))}"
             table.add_row(escape(e.name), escape(e.seed), escape(", ".join(p.name for p in e.parts)), cells,
@@ -515,7 +518,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
         stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
     else:
         stop, warmup = StopRule(min_trials=trials or 3, max_trials=trials or 10, max_seconds=30), 1
-    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries, interleave=interleave)
+    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries)
     _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_ids = []
@@ -524,7 +527,8 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
         err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells", highlight=False)
         try:
             with stop_on_sigterm(), ProgressEvents(total, err) as events:
-                result = run_experiment(store, e, quick, options, events, extra,
+                own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE)
+                result = run_experiment(store, e, quick, own, events, extra,
                                         on_note=lambda note: err.print(note, highlight=False))
         except KeyboardInterrupt:
             err.print("[yellow]interrupted: everything measured so far is kept[/]")

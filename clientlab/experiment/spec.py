@@ -131,6 +131,12 @@ class Experiment(BaseModel):
     # request counts scaled so that a trial lasts about this long (as `clientlab run --trial-seconds`);
     # None: the counts as the parts write them
     trial_seconds: float | None = Field(default=None, gt=0, le=60)
+    # which cells take turns (`clientlab experiment --interleave` overrides): "run", every cell on a
+    # network, so that a claim comparing two parts is not a comparison of two minutes of the host;
+    # "scenario", the drivers of one workload, workloads one after another: for a survey that
+    # compares no parts, with a driver process alive per cell of the workload, not per cell of
+    # the network (hundreds, gigabytes, in clients-by-language). None: "run".
+    interleave: Literal["scenario", "run"] | None = None
 
     @model_validator(mode="after")
     def _claims_name_parts(self) -> "Experiment":
