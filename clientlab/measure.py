@@ -80,11 +80,12 @@ def tree_cpu_s(root: int) -> float:
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        fields = _stat_fields(int(name))
+        pid = int(name)
+        fields = _stat_fields(pid)
         if fields:
             # fields[1] = ppid, fields[11..14] = utime stime cutime cstime (stat fields 4, 14..17)
-            kids.setdefault(int(fields[1]), []).append(int(name))
-            ticks[int(name)] = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+            kids.setdefault(int(fields[1]), []).append(pid)
+            ticks[pid] = sum(int(f) for f in fields[11:15])
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()

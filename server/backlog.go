@@ -29,10 +29,10 @@ const tcpUserTimeout = 0x12 // TCP_USER_TIMEOUT (linux/tcp.h; not in package sys
 // maxBacklog is the largest backlog listen(2) takes; Linux clamps it to somaxconn as it is now.
 const maxBacklog = 65535
 
-// widenBacklog calls listen(2) again on a listening socket: Linux accepts that and sets the
-// accept queue's length anew from the current somaxconn. It also sets the stall limit that the
+// tuneListener calls listen(2) again on a listening socket (Linux accepts that and sets the
+// accept queue's length anew from the current somaxconn) and sets the stall limit that the
 // socket's accepted connections inherit.
-func widenBacklog(l net.Listener) error {
+func tuneListener(l net.Listener) error {
 	tl, ok := l.(*net.TCPListener)
 	if !ok {
 		return nil

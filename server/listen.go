@@ -78,7 +78,7 @@ func listenOn(a netip.Addr) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := widenBacklog(l); err != nil { // the backlog somaxconn allows now, not at startup
+	if err := tuneListener(l); err != nil { // the backlog somaxconn allows now, not at startup
 		l.Close()
 		return nil, fmt.Errorf("listening socket: %w", err)
 	}
