@@ -33,6 +33,7 @@ DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers a
 DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, docs/measurement.md)
 DEFAULT_INTERLEAVE = "run"       # the host's drift over minutes hits every cell alike (docs/measurement.md)
 DEFAULT_TIME_BUDGET_S = 240.0  # with start-up and set-up, a plain run ends within 5 minutes
+DEFAULT_FORKS = 3  # a cell's figure is not one process's state (docs/measurement.md, "Forks")
 
 driver_path_option = click.option(
     "--driver-path", "driver_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -241,6 +242,10 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
                    "scenario, each scenario gets an equal share of what is left); then a cell with --min-trials "
                    "timed trials stops there (flagged 'cut by time budget'; its ± says how precise it is). On a "
                    "noisy host this keeps the run to minutes; 0: no limit.")
+@click.option("--forks", default=DEFAULT_FORKS, show_default=True, type=click.IntRange(1, 100),
+              help="Spread each cell's timed trials over this many driver processes, each warmed up, so that "
+                   "one process's own state (its heap's place, its allocator) is not the cell's figure. "
+                   "JIT drivers (Java, Node.js) keep one process: it takes them a minute to settle.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
               help="How the result is printed: a table (drivers × scenarios), long (one line per cell), "
                    "json; auto: the table when the terminal is wide enough, else long.")
@@ -252,7 +257,7 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
 def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http, concurrency,
             keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
-            trial_seconds, trial_timeout, placement, retries, interleave, time_budget, fmt, net_name,
+            trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
             json_path) -> None:  # noqa: ANN001
     """Verify, then time every selected driver on every selected scenario.
 
@@ -300,14 +305,14 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     fixed = frozenset(s.label for s in scenarios if _counts_given(files, s.name, params))
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
                          trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
-                         retries=retries, interleave=interleave, time_budget_s=time_budget or None)
+                         retries=retries, interleave=interleave, time_budget_s=time_budget or None, forks=forks)
     profile = _network_profile(net_name, scenarios)
     config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
               "params": {s.label: s.params for s in scenarios},
               "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
               "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version(),
               "placement": Placement.of(placement).name, "trial_seconds": trial_seconds or None,
-              "retries": retries, "interleave": interleave, "time_budget_s": time_budget or None}
+              "retries": retries, "interleave": interleave, "time_budget_s": time_budget or None, "forks": forks}
     _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_id = store.start_run(machine.describe(), config)
@@ -408,6 +413,8 @@ def _print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         placement += ", trials interleaved over the run"
     elif config.get("interleave") == "scenario":
         placement += ", trials interleaved by scenario"
+    if (config.get("forks") or 1) > 1:
+        placement += f", each cell's trials over {config['forks']} processes"
     title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
              f"kernel {m.get('kernel')}, network {_network_line(config.get('net'))}{placement}")
     cells = store.cells(run_id)
@@ -477,11 +484,17 @@ def diagnose_cmd(run_ref: str) -> None:
                    "another), or every cell on a network (so that a claim comparing two parts is not a "
                    "comparison of two minutes of the host).  [default: the experiment's own `interleave`, "
                    f"else {DEFAULT_INTERLEAVE}]")
+@click.option("--time-budget", type=click.FloatRange(0), metavar="SECONDS",
+              help="Each experiment's time: once it is spent, cells stop at their minimum of trials, disturbed "
+                   "trials are kept (flagged) and no trial waits for a slow phase of the host; each network and "
+                   "workload gets a share of the time left by its cells. 0: no limit.  [default: the "
+                   "experiment's own `time_budget` (`quick_time_budget` with --quick), listed by --list]")
 @driver_path_option
 @scenario_path_option
 @no_wait_option
 def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
                    findings_path: Path, placement: str, retries: int, interleave: str | None,
+                   time_budget: float | None,
                    driver_paths: tuple[Path, ...], scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
     """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
 
@@ -496,7 +509,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     if list_only or not names:
         table = Table(title="experiments")
         for column, wraps in (("name", False), ("seed", False), ("parts", True), ("cells", False),
-                              ("title", True)):
+                              ("minutes full / quick", True), ("title", True)):
             table.add_column(column, overflow="fold", no_wrap=not wraps)  # names stay whole
         known, broken = spec.scan()
         for e in known.values():
@@ -505,7 +518,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
             except LabInputError as exc:
                 cells = f"[red]cannot plan:[/] {escape(str(exc))}"
             table.add_row(escape(e.name), escape(e.seed), escape(", ".join(p.name for p in e.parts)), cells,
-                          escape(e.title))
+                          f"{_minutes(e.time_budget)} / {_minutes(e.quick_time_budget)}", escape(e.title))
         out.print(table)
         for problem in broken.values():
             err.print(f"[red]invalid experiment:[/] {escape(problem)}", highlight=False)
@@ -518,13 +531,15 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
         stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
     else:
         stop, warmup = StopRule(min_trials=trials or 3, max_trials=trials or 10, max_seconds=30), 1
-    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries)
+    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries, time_budget_s=time_budget)
     _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_ids = []
     for e in chosen:
         total = count_cells(e, quick)
-        err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells", highlight=False)
+        budget = time_budget if time_budget is not None else e.budget_for(quick)
+        err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells, "
+                  f"time budget {_budget(budget or None)}", highlight=False)
         try:
             with stop_on_sigterm(), ProgressEvents(total, err) as events:
                 own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE)
@@ -542,6 +557,14 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
         err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
         run_ids.append(result.run_id)
     _exit_if_cells_failed(store, run_ids)
+
+
+def _budget(seconds: float | None) -> str:
+    return "none" if seconds is None else f"{seconds / 60:g} min" if seconds % 60 == 0 else f"{seconds:g} s"
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.3g}"
 
 
 @main.command("findings")
@@ -628,10 +651,20 @@ def net_check_cmd(profile_name: str, size: str) -> None:
 
 @net_group.command("clean")
 def net_clean_cmd() -> None:
-    """Remove what a killed run left behind (namespaces, links, processes inside)."""
+    """Remove what a killed run left behind (namespaces, links, processes inside). A network lab
+    that a live run holds is not touched: this says which run."""
     from clientlab.netlab import hosts
+    from clientlab.runlock import LabBusy
 
-    removed = hosts.remove_all()
+    try:
+        claim = hosts.claim(wait=False)
+    except LabBusy as exc:
+        err.print(f"[red]busy:[/] {escape(str(exc))}; nothing removed", highlight=False)
+        raise SystemExit(EXIT_BUSY) from None
+    try:
+        removed = hosts.remove_all()
+    finally:
+        claim.release()
     err.print(f"removed: {', '.join(removed)}" if removed else "nothing to remove", highlight=False)
 
 

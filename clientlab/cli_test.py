@@ -78,16 +78,18 @@ def test_run_writes_json_cells_and_show_export_read_them(lab_home, tmp_path):
     assert len(rows) == 4 and {r["status"] for r in rows} == {"ok", "failed", "unsupported"}
 
 
-def test_run_interleaved_over_the_run_is_stored_and_shown_with_its_title(lab_home, tmp_path):
+def test_run_interleaved_over_the_run_and_its_forks_are_stored_and_shown_with_its_title(lab_home, tmp_path):
     out = tmp_path / "run.json"
     proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference",
                      "-s", "get-small,post-form", "-p", "count=20", "--trials", "2", "--warmup", "0", "--retries", "0",
-                     "--interleave", "run", "--format", "table", "--json", str(out), home=lab_home)
+                     "--interleave", "run", "--forks", "2", "--format", "table", "--json", str(out), home=lab_home)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
-    assert doc["run"]["config"]["interleave"] == "run"
+    assert (doc["run"]["config"]["interleave"], doc["run"]["config"]["forks"]) == ("run", 2)
     assert {c["status"] for c in doc["cells"]} == {"ok"}
-    assert "trials interleaved over the run" in " ".join(proc.stdout.split())  # the title may wrap
+    assert {c["figures"]["processes"] for c in doc["cells"]} == {2}
+    title = " ".join(proc.stdout.split())  # the title may wrap
+    assert "trials interleaved over the run" in title and "each cell's trials over 2 processes" in title
 
 
 def test_run_cut_by_its_time_budget_says_so_per_cell_and_stores_the_budget(lab_home, tmp_path):

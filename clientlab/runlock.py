@@ -32,14 +32,15 @@ class LabBusy(LabError):
     """Another measuring run holds the lab (and the caller would not wait)."""
 
 
-def lock_path() -> Path:
-    """The machine's lock file: $CLIENTLAB_LOCK, else /run/lock/clientlab.lock, else /tmp's."""
-    if os.environ.get(LOCK_ENV):
-        return Path(os.environ[LOCK_ENV])
+def lock_path(name: str = LOCK_NAME, env: str | None = LOCK_ENV) -> Path:
+    """The machine's lock file: $CLIENTLAB_LOCK, else /run/lock/clientlab.lock, else /tmp's.
+    Another `name` with no `env` is a lock of the machine's own, never moved (the network lab's)."""
+    if env and os.environ.get(env):
+        return Path(os.environ[env])
     for folder in SYSTEM_DIRS:
         if folder.is_dir() and os.access(folder, os.W_OK | os.X_OK):
-            return folder / LOCK_NAME
-    return SYSTEM_DIRS[-1] / LOCK_NAME
+            return folder / name
+    return SYSTEM_DIRS[-1] / name
 
 
 def _open(path: Path) -> tuple[int, bool]:
@@ -96,8 +97,9 @@ def describe(info: dict | None) -> str:
 class RunLock:
     """The machine's run lock, taken for one command's life (released on close or exit)."""
 
-    def __init__(self, command: str | None = None, path: Path | None = None):
+    def __init__(self, command: str | None = None, path: Path | None = None, what: str = "the lab"):
         self.path = path or lock_path()
+        self.what = what   # what the lock guards, as its messages name it
         self.command = command or " ".join(["clientlab", *sys.argv[1:]])
         self.fd: int | None = None
 
@@ -110,10 +112,10 @@ class RunLock:
             if not self._try(fd):
                 info = holder(self.path)
                 if not wait:
-                    raise LabBusy(f"another measuring run holds the lab: {describe(info)}; "
+                    raise LabBusy(f"another measuring run holds {self.what}: {describe(info)}; "
                                   f"lock {shown(self.path)}")
                 if on_wait:
-                    on_wait(f"waiting for the lab: another measuring run holds it, {describe(info)} "
+                    on_wait(f"waiting for {self.what}: another measuring run holds it, {describe(info)} "
                             f"(lock {shown(self.path)}; Ctrl-C to give up)")
                 while not self._try(fd):
                     time.sleep(poll_s)

@@ -97,6 +97,7 @@ class RunOptions:
     keep_warm: bool = True        # a JIT driver's process serves every scenario of the run (see _Kept)
     interleave: str = "scenario"  # scenario / run: see INTERLEAVES and run_groups
     time_budget_s: float | None = None  # the whole run's time (interleave = scenario: a share each, run_matrix)
+    forks: int = 1                # processes a cell's timed trials are spread over (_next_fork); JIT drivers: 1
 
     def __post_init__(self) -> None:
         if self.interleave not in INTERLEAVES:
@@ -224,6 +225,9 @@ class _Cell:
     kept_warm: bool = False          # its process came warm from an earlier scenario (_Kept)
     warm: list[float] = field(default_factory=list)  # its warm-ups' seconds per request, in order
     budget_stopped: bool = False     # its trials ended with the run's time budget (_stop_for_time)
+    slow_skips: int = 0              # turns it let pass: the host still in a slow phase (_timed_round)
+    processes: int = 1               # driver processes its timed trials ran in (_next_fork)
+    forked_at: int = 0               # its timed trials when its current process took over
     notes: list[str] = field(default_factory=list)
     result: CellResult | None = None
     next_idx: int = 0
@@ -424,8 +428,9 @@ class CellRunner:
         if until_steady and not _steady(per_request) and not self._shares(cell):  # shared: _settle says
             self._not_steady(cell)
 
-    def _warmup_trial(self, cell: _Cell, idx: int) -> bool:
-        """One warm-up trial; a failed one ends the cell (False)."""
+    def _warmup_trial(self, cell: _Cell, idx: int, refit: bool = True) -> bool:
+        """One warm-up trial; a failed one ends the cell (False). Before the timed trials (refit)
+        it also sets their count; a later process's warm-up keeps it (_next_fork)."""
         trial = self._fresh_trial(cell, "warmup", idx)
         if not trial.ok:
             cell.finish("failed", f"warmup trial {idx}: " + "; ".join(trial.problems or []))
@@ -433,7 +438,7 @@ class CellRunner:
         assert cell.work is not None
         cell.warm.append((trial.wall_s or 0.0) / cell.work.total_requests)
         budget = cell.options.trial_budget_s if cell.scenario.label not in cell.options.fixed_counts else None
-        if budget:  # the latest warm-up is the best guess of a timed trial
+        if budget and refit:  # the latest warm-up is the best guess of a timed trial
             cell.per_request_s = cell.warm[-1]
             cell.work = self._fit(cell, cell.scenario, budget, trial)
         return True
@@ -483,7 +488,18 @@ class CellRunner:
         trial is kept (flagged), so that the budget holds."""
         assert cell.work is not None
         started = time.monotonic()
-        trial = self._probed_trial(cell)
+        if self._fork_due(cell) and not self._next_fork(cell):
+            return
+        before = self._host_before(cell)
+        if (before is not None and before > hostprobe.SLOW_LIMIT and cell.retries_left > 0
+                and not self._past_deadline()):
+            # still in a slow phase after the wait: the trial would be disturbed, so it waits for
+            # the cell's next turn instead of being run and thrown away (it counts as a retry)
+            cell.retries_left -= 1
+            cell.slow_skips += 1
+            cell.timed_spent_s += time.monotonic() - started
+            return
+        trial = self._probed_trial(cell, before)
         reason = Noise.of(trial.noise, trial.wall_s or 0.0).disturbed() if trial.ok and trial.noise else None
         if reason and cell.retries_left > 0 and not self._past_deadline():
             cell.retries_left -= 1
@@ -505,6 +521,31 @@ class CellRunner:
                               f"over {STALLED_FACTOR}× the {budget:g} s budget")
         if stalled or cell.options.stop.done(cell.timed_walls, cell.timed_spent_s):
             self._finish_ok(cell)
+
+    def _fork_due(self, cell: _Cell) -> bool:
+        """Whether the cell's next timed trial starts in a new process: its timed trials are spread
+        over `forks` processes, a new one after each ceil(min_trials / forks) of them. A process
+        keeps a state of its own for life (where its heap and buffers landed, what its allocator
+        did): cells whose trials agreed within 2 % moved by 25-37 % from one run to the next
+        (ruby-net-http and perl-lwp on the 335 KB JSON), so a median over one process is that
+        process's figure. JIT drivers keep their one process (a new JVM needs its minute)."""
+        forks, done = cell.options.forks, len(cell.timed_walls)
+        if forks <= 1 or cell.options.fresh_process or done == 0 or done == cell.forked_at:
+            return False
+        if max(cell.options.warmup, cell.driver.manifest.warmup) > 1:
+            return False
+        return done % math.ceil(cell.options.stop.min_trials / forks) == 0
+
+    def _next_fork(self, cell: _Cell) -> bool:
+        """A new process for the cell, warmed up as its first was (no verification: the program is
+        the same, and every timed trial is checked); False when it failed (the cell ends)."""
+        cell.forked_at = len(cell.timed_walls)
+        self._spawn(cell)
+        cell.processes += 1
+        if cell.options.warmup:
+            cell.next_idx += 1
+            return self._warmup_trial(cell, cell.next_idx - 1, refit=False)
+        return True
 
     def _past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
@@ -533,6 +574,11 @@ class CellRunner:
         if kept:
             cell.notes.append(f"{len(kept)} timed trial(s) disturbed and kept (no retries left)")
         figs["disturbed_kept"] = len(kept)
+        figs["slow_host_skips"] = cell.slow_skips
+        figs["processes"] = cell.processes
+        if cell.slow_skips:
+            cell.notes.append(f"{cell.slow_skips} turn(s) let pass: the host was in a slow phase on the "
+                              f"driver's core right before (over {hostprobe.SLOW_LIMIT:g}× after the wait)")
         figs["budget_stopped"] = cell.budget_stopped
         if cell.group is not None:
             figs["measured_by"] = f"cgroup v{cell.group.version}"
@@ -623,18 +669,22 @@ class CellRunner:
         for path in Path(self.scratch).glob(f"sink-{cell.tag}-*"):
             path.unlink(missing_ok=True)
 
-    def _probed_trial(self, cell: _Cell) -> Trial:
-        """A timed trial between two readings of the host probe on the driver's core, taken with
-        the driver stopped; before it, a slow phase of the host is waited out (a few seconds at most)."""
-        before = after = None
-        groups = [cell.proc.pid] if cell.proc is not None else []
-        if self.probe is not None:
-            with _stopped(groups):
-                before = self.probe.wait_fast(self._wait_limit())
+    def _host_before(self, cell: _Cell) -> float | None:
+        """The host probe on the driver's core, with the driver stopped, once a slow phase has
+        been waited out (a second at most); None without a probe."""
+        if self.probe is None:
+            return None
+        with _stopped([cell.proc.pid] if cell.proc is not None else []):
+            return self.probe.wait_fast(self._wait_limit())
+
+    def _probed_trial(self, cell: _Cell, before: float | None) -> Trial:
+        """A timed trial between two readings of the host probe on the driver's core (`before`,
+        from _host_before), the one after taken with the driver stopped."""
+        after = None
         trial = self._fresh_trial(cell, "timed", cell.next_idx, record=False)
         cell.next_idx += 1
         if self.probe is not None:
-            with _stopped(groups):
+            with _stopped([cell.proc.pid] if cell.proc is not None else []):
                 after = self.probe.slowdown()
         if trial.noise is not None and before is not None:
             trial.noise = {**trial.noise, "host_before": round(before, 3), "host_after": round(after or 0.0, 3)}
@@ -842,12 +892,13 @@ def stop_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _share(end: float | None, parts_left: int) -> float | None:
-    """The deadline of the next of `parts_left` equal parts of the time left before `end`."""
+def share(end: float | None, weight: float, weight_left: float) -> float | None:
+    """The deadline of the next part of the time left before `end`, in proportion to its weight
+    (its cells) among those still to run: a part that ends early leaves its rest to the others."""
     if end is None:
         return None
     now = time.monotonic()
-    return now + max(0.0, end - now) / parts_left
+    return now + max(0.0, end - now) * weight / max(weight_left, weight, 1e-9)
 
 
 def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list[Scenario],
@@ -868,7 +919,7 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
         else:
             # each scenario gets an equal share of the time left (one that ends early leaves its
             # rest to the others)
-            batches = (runner.run_groups([Group(drivers, scenario)], _share(end, len(scenarios) - i))
+            batches = (runner.run_groups([Group(drivers, scenario)], share(end, 1, len(scenarios) - i))
                        for i, scenario in enumerate(scenarios))
         for batch in batches:
             for result in batch:

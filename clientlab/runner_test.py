@@ -245,13 +245,15 @@ def test_an_interrupted_run_keeps_the_cells_that_have_their_minimum_of_trials(be
     assert (cells["post-form"]["status"], cells["post-form"]["reason"]) == ("failed", "interrupted")
 
 
-def test_each_scenario_gets_an_equal_share_of_the_time_left(monkeypatch):
+def test_each_part_gets_its_share_of_the_time_left_by_its_weight(monkeypatch):
     from clientlab import runner
 
     monkeypatch.setattr(runner.time, "monotonic", lambda: 100.0)
-    assert runner._share(160.0, 3) == 120.0   # 60 s left, three parts: the next ends 20 s from now
-    assert runner._share(90.0, 2) == 100.0    # already past the end: no time left
-    assert runner._share(None, 2) is None
+    assert runner.share(160.0, 1, 3) == 120.0    # 60 s left, three equal parts: the next ends 20 s from now
+    assert runner.share(160.0, 10, 40) == 115.0  # 10 of the 40 cells still to run: a quarter of it
+    assert runner.share(160.0, 5, 5) == 160.0    # the last part takes what is left
+    assert runner.share(90.0, 1, 2) == 100.0     # already past the end: no time left
+    assert runner.share(None, 1, 2) is None
 
 
 def test_a_disturbed_trial_is_run_again_and_kept_apart(cell, monkeypatch):
@@ -533,3 +535,83 @@ def test_warm_ups_on_a_plateau_are_not_settled_while_still_falling_from_the_ones
     assert not _settled([300.0, 290.0, 295.0, 220.0, 215.0, 218.0])  # a step down: still on its way
     assert _settled([220.0, 215.0, 218.0, 216.0, 219.0, 214.0])
     assert _settled([400.0, 330.0, 1000.0, 430.0, 350.0, 900.0])   # scattered, but no longer falling
+
+
+class _HostReadings:
+    """A host probe that reads as told before each timed trial, and fast after it."""
+
+    def __init__(self, *before: float):
+        self.before = list(before)
+
+    def wait_fast(self, limit_s: float) -> float:
+        return self.before.pop(0) if self.before else 1.0
+
+    def slowdown(self) -> float:
+        return 1.0
+
+
+def _probed_cell(bench_server, store, driver, probe, retries: int):
+    from clientlab.runner import CellRunner
+
+    run_id = store.start_run({}, {})
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=2), placement="free", retries=retries)
+    with CellRunner(bench_server, store, run_id, options) as runner:
+        runner.probe = probe
+        result = runner.run_cell(driver, shipped("get-small", count=5))
+    return result, [t["kind"] for t in store.trials(store.cells(run_id)[0]["id"])]
+
+
+def test_a_turn_that_meets_a_slow_phase_after_the_wait_is_let_pass_not_run_and_thrown_away(
+        bench_server, store, test_drivers):
+    result, kinds = _probed_cell(bench_server, store, test_drivers[REF], _HostReadings(1.6, 1.0, 1.7), retries=3)
+    assert result.status == "ok", result.reason
+    assert kinds == ["verify", "timed", "timed"]  # no trial ran in a slow phase
+    assert result.figures["slow_host_skips"] == 2 and result.figures["disturbed_kept"] == 0
+    assert any(n.startswith("2 turn(s) let pass: the host was in a slow phase") for n in result.figures["notes"])
+
+
+def test_with_no_retries_left_a_turn_in_a_slow_phase_is_run_and_kept_flagged(bench_server, store, test_drivers):
+    result, kinds = _probed_cell(bench_server, store, test_drivers[REF], _HostReadings(1.6), retries=0)
+    assert kinds == ["verify", "timed", "timed"]
+    assert result.figures["slow_host_skips"] == 0 and result.figures["disturbed_kept"] == 1
+
+
+def _pids_of_timed_trials(monkeypatch):
+    """The driver's pid at each timed trial, as the runner ran them."""
+    from clientlab.runner import CellRunner
+
+    pids = []
+    fresh_trial = CellRunner._fresh_trial
+
+    def noting_the_pid(self, cell, kind, idx, record=True):  # noqa: ANN001, ANN202
+        trial = fresh_trial(self, cell, kind, idx, record)
+        if kind == "timed":
+            pids.append(cell.proc.pid)
+        return trial
+
+    monkeypatch.setattr(CellRunner, "_fresh_trial", noting_the_pid)
+    return pids
+
+
+def test_a_cells_timed_trials_are_spread_over_its_forks_each_warmed_up_at_one_count(cell, monkeypatch):
+    pids = _pids_of_timed_trials(monkeypatch)
+    result, trials = cell(REF, shipped("get-small", count=10), trials=3, warmup=1, forks=3)
+    assert result.status == "ok", result.reason
+    assert [t["kind"] for t in trials] == ["verify", "warmup", "timed", "warmup", "timed", "warmup", "timed"]
+    assert len(set(pids)) == 3 and result.figures["processes"] == 3
+    assert {t["work_requests"] for t in trials if t["kind"] == "timed"} == {10}
+
+
+def test_two_forks_of_four_trials_take_two_trials_each(cell, monkeypatch):
+    pids = _pids_of_timed_trials(monkeypatch)
+    result, _ = cell(REF, shipped("get-small", count=10), trials=4, warmup=0, forks=2)
+    assert pids[0] == pids[1] != pids[2] == pids[3] and result.figures["processes"] == 2
+
+
+def test_a_jit_driver_keeps_its_one_process_whatever_the_forks(cell, monkeypatch):
+    from clientlab import runner
+
+    monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.0)
+    pids = _pids_of_timed_trials(monkeypatch)
+    result, _ = cell(REF, shipped("get-small", count=10), trials=3, warmup=2, forks=3)
+    assert len(set(pids)) == 1 and result.figures["processes"] == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import time
 from dataclasses import dataclass
 
 from clientlab import machine, manifest
@@ -13,7 +14,7 @@ from clientlab.experiment.spec import Experiment, Part
 from clientlab.netlab import hosts
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import CellResult, CellRunner, Events, Group, Placement, RunOptions, SilentEvents
+from clientlab.runner import CellResult, CellRunner, Events, Group, Placement, RunOptions, SilentEvents, share
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -32,26 +33,36 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
     cells = plan(experiment, quick)
     if experiment.trial_seconds:
         options = dataclasses.replace(options, trial_budget_s=experiment.trial_seconds)
+    # the experiment's time budget (the caller's, else its file's), shared out by cells below
+    budget = options.time_budget_s if options.time_budget_s is not None else experiment.budget_for(quick)
+    options = dataclasses.replace(options, time_budget_s=budget or None)
+    end = time.monotonic() + budget if budget else None
     drivers = {d.id: d for d in manifest.discover()[0] + (extra_drivers or [])}
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
               "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells),
-              "placement": options.placement, "retries": options.retries, "interleave": options.interleave}
+              "placement": options.placement, "retries": options.retries, "interleave": options.interleave,
+              "time_budget_s": options.time_budget_s}
     run_id = store.start_run(machine.describe(), config)
     events = events or SilentEvents()
     status = "failed"
     networks: dict[str, dict] = {}
     placement = Placement.of(options.placement)
     placement.apply_to_lab()
+    by_net = [(net, list(group)) for net, group in
+              itertools.groupby(sorted(cells, key=lambda c: c.net != "loopback"), key=lambda c: c.net)]
+    available = {net: None if not netprofile.get(net).namespaces else hosts.why_unavailable() for net, _ in by_net}
+    cells_left = sum(len(group) for net, group in by_net if not available[net])
     try:
-        for net, group in itertools.groupby(sorted(cells, key=lambda c: c.net != "loopback"), key=lambda c: c.net):
-            group = list(group)
+        for net, group in by_net:
             profile = netprofile.get(net)
-            reason = hosts.why_unavailable() if profile.namespaces else None
+            reason = available[net]
             if reason:
                 for c in group:
                     _record_unrun(store, run_id, c, "unsupported", f"needs network profile '{net}': {reason}", events)
                 networks[net] = {"profile": net, "unavailable": reason}
                 continue
+            net_end = share(end, len(group), cells_left)  # this network's share of the time left
+            cells_left -= len(group)
             with (open_server_side(profile, placement.server) as server,
                   CellRunner(server, store, run_id, options, events, placement.driver) as runner):
                 if hasattr(server, "describe"):
@@ -72,10 +83,12 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                                         options=part_options(options, parts[part], quick)))
                 groups = [g for g in groups if g.drivers]
                 if options.interleave == "run":  # every cell's trials spread over the network's whole time
-                    runner.run_groups(groups)
+                    runner.run_groups(groups, net_end)
                 else:  # the groups one after another, the drivers of each taking turns
+                    left = sum(len(g.drivers) for g in groups)
                     for g in groups:
-                        runner.run_groups([g])
+                        runner.run_groups([g], share(net_end, len(g.drivers), left))
+                        left -= len(g.drivers)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -200,3 +200,45 @@ def test_interleaved_over_a_network_the_parts_take_turns_each_with_its_own_optio
     cold = [t for t in store.trials(cells["post-form[cold]"]["id"]) if t["kind"] == "timed"]
     assert all(t["startup_s"] is not None for t in cold)  # its part's fresh process per trial
     assert store.run(result.run_id)["config"]["interleave"] == "run"
+
+
+def _budgeted(tmp_path, budget: str):
+    path = tmp_path / "budget.toml"
+    path.write_text('title = "t"\nseed = "000"\narticle = "a"\n' + budget +
+                    '[[parts]]\nname = "get"\ndrivers = ["python-fake-reference"]\nscenarios = ["get-small"]\n'
+                    'params = { count = 5 }\n')
+    return spec.load_file(path)
+
+
+def test_a_spent_time_budget_of_the_experiments_file_stops_its_cells_at_their_minimum(store, tmp_path, test_drivers):
+    e = _budgeted(tmp_path, "time_budget = 0.001\nquick_time_budget = 600\n")
+    assert e.budget_for(quick=False) == 0.001 and e.budget_for(quick=True) == 600
+    # precision 0 is never reached: without the budget the cell would run its six trials
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=6, target_precision=0.0),
+                         placement="free", host_probe=False)
+    result = run_experiment(store, e, quick=False, options=options,
+                            extra_drivers=[test_drivers["python-fake-reference"]], on_note=lambda _n: None)
+    [c] = store.cells(result.run_id)
+    assert c["status"] == "ok" and c["figures"]["budget_stopped"] is True
+    assert "stopped after 2 timed trials: the run's time budget (0.001 s) was spent" in c["figures"]["notes"]
+    assert store.run(result.run_id)["config"]["time_budget_s"] == 0.001
+
+
+def test_a_time_budget_of_zero_given_to_the_experiment_overrides_its_files(store, tmp_path, test_drivers):
+    e = _budgeted(tmp_path, "time_budget = 0.001\n")
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=4, target_precision=0.0),
+                         placement="free", host_probe=False, time_budget_s=0)
+    result = run_experiment(store, e, quick=False, options=options,
+                            extra_drivers=[test_drivers["python-fake-reference"]], on_note=lambda _n: None)
+    [c] = store.cells(result.run_id)
+    assert c["figures"]["budget_stopped"] is False
+    assert [t["kind"] for t in store.trials(c["id"])].count("timed") == 4
+    assert store.run(result.run_id)["config"]["time_budget_s"] is None
+
+
+def test_every_shipped_experiment_has_a_time_budget_for_both_forms():
+    for e in EXPERIMENTS.values():
+        assert e.time_budget and e.quick_time_budget, e.name
+    # the two forms of `experiment all` within the 45 and 5 minutes, budgets alone
+    assert sum(e.time_budget for e in EXPERIMENTS.values()) <= 45 * 60
+    assert sum(e.quick_time_budget for e in EXPERIMENTS.values()) <= 5 * 60

@@ -137,6 +137,16 @@ class Experiment(BaseModel):
     # compares no parts, with a driver process alive per cell of the workload, not per cell of
     # the network (hundreds, gigabytes, in clients-by-language). None: "run".
     interleave: Literal["scenario", "run"] | None = None
+    # seconds for the whole experiment, full form and quick form (`clientlab experiment
+    # --time-budget` overrides): once spent, cells stop at their minimum of trials, a disturbed
+    # trial is kept (flagged) instead of run again, and no trial waits for a slow phase of the
+    # host, as in `clientlab run`. Each network, and each workload of a survey, gets a share of
+    # the time left by its number of cells. None: no budget (every cell runs its stop rule out).
+    time_budget: float | None = Field(default=None, gt=0, le=86_400)
+    quick_time_budget: float | None = Field(default=None, gt=0, le=86_400)
+
+    def budget_for(self, quick: bool) -> float | None:
+        return self.quick_time_budget if quick else self.time_budget
 
     @model_validator(mode="after")
     def _claims_name_parts(self) -> "Experiment":

@@ -14,10 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from clientlab.errors import LabError
+from clientlab.runlock import RunLock, lock_path
 
 PREFIX = "clab-"
 CLIENT_NS, SERVER_NS = "clab-client", "clab-server"
@@ -26,6 +28,7 @@ LAB_IP, CONTROL_IP = "10.77.9.1", "10.77.9.2"
 CLIENT_DEV, SERVER_DEV = "clab-c0", "clab-s0"
 LAB_DEV, CONTROL_DEV = "clab-l0", "clab-s9"
 NETNS_ETC = Path("/etc/netns")
+NETLAB_LOCK = "clientlab-netlab.lock"   # one network lab per machine (claim)
 
 
 def in_ns(ns: str) -> list[str]:
@@ -48,6 +51,15 @@ def why_unavailable() -> str | None:
         if shutil.which(tool) is None:
             return f"the network lab needs `{tool}` (Debian package iproute2)"
     return None
+
+
+def claim(wait: bool = True) -> RunLock:
+    """The machine's network lab, for one NetLab's life: its namespaces and links have fixed
+    names, so a second lab (a test run beside a measuring one, `net clean`) would tear down the
+    first's. Held by another process: wait for it, saying who holds it (or raise LabBusy)."""
+    lock = RunLock(path=lock_path(NETLAB_LOCK, env=None), what="the network lab")
+    lock.acquire(wait, on_wait=lambda text: print(text, file=sys.stderr, flush=True))
+    return lock
 
 
 def namespaces() -> list[str]:

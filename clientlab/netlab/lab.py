@@ -27,9 +27,10 @@ class NetLab:
             raise LabError(f"network profile '{profile.name}': {reason}")
         self.profile = profile
         self.notes: list[str] = []
-        self.leftovers = hosts.remove_all()   # a killed run's namespaces and processes
         self._parts: list[Any] = []
+        self._claim = hosts.claim()           # no other lab's namespaces are torn down below
         try:
+            self.leftovers = hosts.remove_all()   # a killed run's namespaces and processes
             self._start(cpu, check_rtt)
         except BaseException:
             self.stop()
@@ -100,7 +101,9 @@ class NetLab:
             except LabError:
                 pass
         self._parts.clear()
-        hosts.remove_all()
+        if self._claim.fd is not None:
+            hosts.remove_all()
+            self._claim.release()
 
     def __enter__(self) -> "NetLab":
         return self

@@ -110,6 +110,16 @@ def test_nothing_is_left_after_a_run():
     assert nothing_left() == []
 
 
+def test_net_clean_leaves_a_live_network_lab_alone_and_names_who_holds_it():
+    with NetLab(profile()):
+        proc = _cli("net", "clean")
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 75, err
+        assert "another measuring run holds the network lab: pid" in err and "nothing removed" in err
+        assert hosts.CLIENT_NS in hosts.namespaces()   # the live lab's hosts are still there
+    assert nothing_left() == []
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_nothing_is_left_after_an_interrupted_run(sig):
     proc = _cli("run", "--net", "dns-slow-cached", "--driver-path", "clientlab/testdrivers", "-d",
