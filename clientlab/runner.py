@@ -485,7 +485,8 @@ class CellRunner:
         run again at the cell's next turn, while retries remain: the other cells' trials come
         between, and a slow phase of the host rarely outlasts them (run again at once, three
         retries in a row could all fall in one long phase). Past the time budget a disturbed
-        trial is kept (flagged), so that the budget holds."""
+        trial is kept (flagged), so that the budget holds. The turn may first start the cell's
+        next process (_fork_due), and is let pass when the host is still slow after the wait."""
         assert cell.work is not None
         started = time.monotonic()
         if self._fork_due(cell) and not self._next_fork(cell):
