@@ -15,23 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from clientlab import paths
 from clientlab.clisupport import sigint_as_ctrl_c
 
 TESTDRIVERS = Path(__file__).parent / "testdrivers"
 CLI = [sys.executable, "-m", "clientlab"]
-
-
-@pytest.fixture
-def lab_home(tmp_path, monkeypatch):
-    """A fresh data directory that shares the built server and certificates."""
-    home = tmp_path / "lab"
-    home.mkdir()
-    # a private run lock: these runs must not wait for a measuring run elsewhere on the machine
-    monkeypatch.setenv("CLIENTLAB_LOCK", str(tmp_path / "run.lock"))
-    (home / "bin").symlink_to(paths.lab_home() / "bin")
-    (home / "tls").symlink_to(paths.lab_home() / "tls")
-    return home
 
 
 def clientlab(*args: str, home: Path, **kwargs) -> subprocess.CompletedProcess:

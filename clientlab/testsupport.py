@@ -38,6 +38,19 @@ def test_drivers() -> dict[str, manifest.Driver]:
     return {d.id: d for d in drivers}
 
 
+@pytest.fixture
+def lab_home(tmp_path, monkeypatch):
+    """A fresh data directory for a `clientlab` command the test runs (its runs stay out of the
+    machine's store), sharing the built binaries and certificates."""
+    home = tmp_path / "lab"
+    home.mkdir()
+    # a private run lock: these runs must not wait for a measuring run elsewhere on the machine
+    monkeypatch.setenv("CLIENTLAB_LOCK", str(tmp_path / "run.lock"))
+    (home / "bin").symlink_to(paths.lab_home() / "bin")
+    (home / "tls").symlink_to(paths.lab_home() / "tls")
+    return home
+
+
 def shipped(name: str, **params) -> Scenario:
     files, _ = scenario.discover()
     return next(f for f in files if f.name == name).expand(params)

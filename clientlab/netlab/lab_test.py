@@ -10,10 +10,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from clientlab import paths
 from clientlab.clisupport import sigint_as_ctrl_c
 from clientlab.netlab import hosts, probe
 from clientlab.netlab import profile as netprofile
@@ -93,26 +93,25 @@ def test_a_driver_runs_in_the_client_namespace_by_host_name(store, test_drivers)
     assert nothing_left() == []
 
 
-def _cli(*args: str) -> subprocess.Popen:
-    # a private run lock: the test's run must not wait for a measuring run elsewhere on the machine
-    env = {**os.environ, "CLIENTLAB_HOME": str(paths.lab_home()),
-           "CLIENTLAB_LOCK": str(paths.lab_home() / f"test-{os.getpid()}.lock")}
+def _cli(*args: str, home: Path) -> subprocess.Popen:
+    """`clientlab ARGS` with a data directory of the test's (lab_home: its own store, a private run lock)."""
+    env = {**os.environ, "CLIENTLAB_HOME": str(home)}
     return subprocess.Popen([sys.executable, "-m", "clientlab", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_ctrl_c)
 
 
-def test_nothing_is_left_after_a_run():
+def test_nothing_is_left_after_a_run(lab_home):
     proc = _cli("run", "--net", "netns", "--driver-path", "clientlab/testdrivers", "-d", "python-fake-reference",
-                "-s", "get-small", "-p", "count=10", "--trials", "1", "--warmup", "0")
+                "-s", "get-small", "-p", "count=10", "--trials", "1", "--warmup", "0", home=lab_home)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "measured RTT" in err
     assert nothing_left() == []
 
 
-def test_net_clean_leaves_a_live_network_lab_alone_and_names_who_holds_it():
+def test_net_clean_leaves_a_live_network_lab_alone_and_names_who_holds_it(lab_home):
     with NetLab(profile()):
-        proc = _cli("net", "clean")
+        proc = _cli("net", "clean", home=lab_home)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 75, err
         assert "another measuring run holds the network lab: pid" in err and "nothing removed" in err
@@ -121,9 +120,10 @@ def test_net_clean_leaves_a_live_network_lab_alone_and_names_who_holds_it():
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_nothing_is_left_after_an_interrupted_run(sig):
+def test_nothing_is_left_after_an_interrupted_run(sig, lab_home):
     proc = _cli("run", "--net", "dns-slow-cached", "--driver-path", "clientlab/testdrivers", "-d",
-                "python-fake-sleep", "-s", "get-small", "-p", "count=10", "--trials", "5", "--warmup", "0")
+                "python-fake-sleep", "-s", "get-small", "-p", "count=10", "--trials", "5", "--warmup", "0",
+                home=lab_home)
     deadline = time.monotonic() + 60
     while hosts.CLIENT_NS not in hosts.namespaces() or not lab_processes():
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
@@ -135,9 +135,9 @@ def test_nothing_is_left_after_an_interrupted_run(sig):
     assert nothing_left() == []
 
 
-def test_a_killed_runs_leftovers_are_removed_when_the_next_starts():
+def test_a_killed_runs_leftovers_are_removed_when_the_next_starts(lab_home):
     proc = _cli("run", "--net", "netns", "--driver-path", "clientlab/testdrivers", "-d", "python-fake-sleep",
-                "-s", "get-small", "-p", "count=10", "--trials", "5", "--warmup", "0")
+                "-s", "get-small", "-p", "count=10", "--trials", "5", "--warmup", "0", home=lab_home)
     deadline = time.monotonic() + 60
     while not lab_processes():
         assert time.monotonic() < deadline and proc.poll() is None
