@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clientlab import spread
-from clientlab.cli_test import TESTDRIVERS, clientlab, lab_home  # noqa: F401 (a fixture)
+from clientlab.cli_test import TESTDRIVERS, clientlab
 from clientlab.errors import LabInputError
 from clientlab.store import Store
 
