@@ -154,7 +154,8 @@ class V1Group(Group):
             out[key] = int(value)
         file = out.get("total_cache", out.get("cache", 0))
         mapped = out.get("total_mapped_file", out.get("mapped_file", 0))
-        return {"anon": out.get("total_rss", out.get("rss", 0)), "file": file, "unmapped_file": max(0, file - mapped)}
+        return {"anon": out.get("total_rss", out.get("rss", 0)), "file": file, "unmapped_file": max(0, file - mapped),
+                "faults": out.get("total_pgfault", out.get("pgfault", 0))}
 
 
 class V2Group(Group):
@@ -179,7 +180,8 @@ class V2Group(Group):
     def memory_stat(self) -> dict[str, int]:
         fields = dict(line.split() for line in (self.dirs["unified"] / "memory.stat").read_text().splitlines())
         file, mapped = int(fields.get("file", 0)), int(fields.get("file_mapped", 0))
-        return {"anon": int(fields.get("anon", 0)), "file": file, "unmapped_file": max(0, file - mapped)}
+        return {"anon": int(fields.get("anon", 0)), "file": file, "unmapped_file": max(0, file - mapped),
+                "faults": int(fields.get("pgfault", 0))}
 
 
 def _v1_dirs(name: str) -> dict[str, Path] | None:

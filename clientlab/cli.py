@@ -710,7 +710,14 @@ def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
 @click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True)
 @click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell.")
-def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries) -> None:  # noqa: ANN001
+@click.option("--bare", is_flag=True,
+              help="Instead of nginx, check the lab against the same client in a plain loop: each cell's "
+                   "timed trials beside the driver's calibration loop (default scenarios: "
+                   "get-small, get-json-335k).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --bare: also write every pair of lab trial and plain-loop round here.")
+def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries, bare,  # noqa: ANN001
+                   json_path) -> None:
     """Is the bench server part of the answer? Each driver on static workloads against the bench
     server and against Debian's nginx (one worker, the same core), in one run, the two servers'
     trials of a scenario taking turns: each driver's
@@ -718,19 +725,27 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     The bench ÷ nginx column says which server gave a driver more: where ratios disagree, the
     server that is slower for the fastest drivers is the one in the answer.
 
+    With --bare: is the lab part of the answer? Right after each timed trial of a cell, the same
+    driver program, started as a plain program (same core, outside the cell's control group, one
+    client kept), runs the same requests in a plain loop timed by its own clock; lab ÷ bare is the
+    cell's time per request over the loop's, trial by trial. It must be within 10 %.
+
     Exit code 0 when every ratio agrees, 1 when one does not."""
-    from clientlab import crosscheck
+    from clientlab import calibrate, crosscheck
 
     drivers = [d for d in manifest.select(_drivers(driver_paths), _split(driver_names)) if d.missing() is None]
     _take_lab_lock(False)
     if not drivers:
         raise LabInputError("no installed driver to check (see: clientlab drivers)")
     files, _ = scenario.discover()
-    names = _split(scenario_names) or list(crosscheck.STATIC_SCENARIOS)
+    names = _split(scenario_names) or list(calibrate.SCENARIOS if bare else crosscheck.STATIC_SCENARIOS)
     scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
     stop = StopRule(min_trials=trials or 3, max_trials=trials or 10)
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
     store = Store(paths.results_db())
+    if bare:
+        _calibrate(store, drivers, scenarios, options, json_path)
+        return
     cells = len(drivers) * len(scenarios) * 2
     with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
         run_id, rows = crosscheck.run(store, drivers, scenarios, options, events)
@@ -760,6 +775,26 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
                  ": where ratios disagree, nginx held the faster drivers back"
                  if failing else ""), highlight=False)
     if failing:
+        raise SystemExit(1)
+
+
+def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions, json_path: Path | None) -> None:
+    """crosscheck --bare: the cells beside their calibration loops, a table, exit 1 past the target."""
+    from clientlab import calibrate
+    from clientlab.output.calibration import calibration_table
+
+    with stop_on_sigterm(), ProgressEvents(len(drivers) * len(scenarios), err, len(drivers)) as events:
+        run_id, cells = calibrate.run(store, drivers, scenarios, options, events)
+    out.print(calibration_table(cells, f"crosscheck --bare (run {run_id}, placement {options.placement}): "
+                                       "the lab's figure beside the same client in a plain loop"))
+    if json_path:
+        json_path.write_text(json.dumps([c.to_dict() for c in cells], indent=1))
+    judged = [c for c in cells if c.within_target is not None]
+    missed = [c for c in judged if not c.within_target]
+    out.print(f"{len(judged) - len(missed)} of {len(judged)} cells within {calibrate.TARGET:.0%} of the plain loop"
+              + (f"; not: {', '.join(f'{c.driver} × {c.scenario}' for c in missed)}" if missed else ""),
+              highlight=False)
+    if missed:
         raise SystemExit(1)
 
 

@@ -8,13 +8,12 @@ must agree within AGREEMENT.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
-from clientlab import machine, nginx
+from clientlab import nginx
 from clientlab.errors import LabError
 from clientlab.manifest import Driver
-from clientlab.runner import CellResult, CellRunner, Events, Group, Placement, RunOptions
+from clientlab.runner import CellResult, CellRunner, Events, Group, RunOptions, loopback_run
 from clientlab.scenario import Scenario
 from clientlab.server import BenchServer
 from clientlab.store import Store
@@ -70,31 +69,18 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
         if any(r.method != "GET" or r.follow_redirects for r in s.requests) or s.client.cookies:
             raise LabError(f"scenario {s.label}: crosscheck takes static GET workloads only "
                            f"({', '.join(STATIC_SCENARIOS)})")
-    placement = Placement.of(options.placement)
-    placement.apply_to_lab()
-    config = {"kind": "crosscheck", "drivers": [d.id for d in drivers], "scenarios": [s.label for s in scenarios],
-              "placement": placement.name, "net": {"profile": "loopback"}}
-    run_id = store.start_run(machine.describe(), config)
-    status = "failed"
     results: list[tuple[str, CellResult]] = []
-    try:
-        with BenchServer(cpu=placement.server) as bench, \
-                nginx.StaticServer(bench, _served_paths(scenarios), cpu=placement.server) as static, \
-                contextlib.ExitStack() as stack:
-            store.update_config(run_id, nginx=nginx.version())
-            runner = stack.enter_context(CellRunner(bench, store, run_id, options, events, placement.driver))
-            for s in scenarios:
-                marked = s.model_copy(update={"variant": ",".join(v for v in (s.variant, NGINX_MARK) if v)})
-                # both servers' cells take turns trial by trial: a drift of the host over the
-                # minutes of a scenario hits both alike, not the server that ran in the slow minute
-                for r in runner.run_groups([Group(drivers, s), Group(drivers, marked, static)]):
-                    results.append(("nginx" if r.scenario == marked.label else "bench", r))
-        status = "complete"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        store.finish_run(run_id, status)
+    with loopback_run(store, "crosscheck", drivers, scenarios, options.placement) as (run_id, placement), \
+            BenchServer(cpu=placement.server) as bench, \
+            nginx.StaticServer(bench, _served_paths(scenarios), cpu=placement.server) as static, \
+            CellRunner(bench, store, run_id, options, events, placement.driver) as runner:
+        store.update_config(run_id, nginx=nginx.version())
+        for s in scenarios:
+            marked = s.model_copy(update={"variant": ",".join(v for v in (s.variant, NGINX_MARK) if v)})
+            # both servers' cells take turns trial by trial: a drift of the host over the
+            # minutes of a scenario hits both alike, not the server that ran in the slow minute
+            for r in runner.run_groups([Group(drivers, s), Group(drivers, marked, static)]):
+                results.append(("nginx" if r.scenario == marked.label else "bench", r))
     return run_id, rows_of(scenarios, results)
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable
 
+from clientlab.figures import FRESH_BODY, FRESH_SHARE, PAGE
+
 MIN_REQUESTS = 10          # below this, ratios of connections to requests say little
 BIG_BODY = 8_000_000       # bodies from this size on are worth watching in memory
+MMAP_THRESHOLD_MAX = 32 * 1024 * 1024   # glibc's dynamic mmap threshold rises no higher (64-bit)
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,34 @@ def whole_body_in_memory(cell: CellView) -> Finding | None:
         return Finding("whole-body-in-memory", "warn", f"About {copies:.0f} copies of each body in memory",
                        evidence, "Read the body once into one buffer (or stream it); avoid joins and re-decodes.")
     return Finding("whole-body-in-memory", "info", "The whole body is held in memory", evidence, fix)
+
+
+@rule
+def body_memory_from_the_kernel(cell: CellView) -> Finding | None:
+    """A process that maps each large body afresh pays a page fault per 4 KB of it, every request.
+    glibc serves blocks over its mmap threshold with mmap and raises the threshold only when such
+    a block is freed: a buffer that grows past the size it was last freed at (grown, then shrunk
+    to the body) is mapped anew every time. Whether a process is in that mode is settled early in
+    its life (what it imported, how its first bodies arrived) and lasts it."""
+    s, f = cell.server, cell.figures
+    requests, faults = s.get("requests", 0), f.get("page_faults")
+    if not requests or faults is None:
+        return None
+    body = s.get("resp_body_bytes", 0) / requests
+    per_request = faults / requests
+    # past glibc's largest mmap threshold (32 MiB) every such body is mapped: no mode to be in
+    if requests < MIN_REQUESTS or not FRESH_BODY <= body < MMAP_THRESHOLD_MAX or per_request * PAGE < FRESH_SHARE * body:
+        return None
+    system_us = f.get("cpu_sys_s", 0.0) / requests * 1e6
+    return Finding(
+        "body-memory-from-the-kernel", "warn", "Each body's memory is taken anew from the kernel",
+        f"{per_request:.0f} page faults a request ({per_request * PAGE / 1024:.0f} KB of fresh pages for a "
+        f"{body / 1024:.0f} KB body), {system_us:.0f} µs of system CPU a request: the allocator maps the body's "
+        "buffer and unmaps it again every time. Another process of the same program may keep its bodies on "
+        "the heap (no faults, a fraction of the CPU): the mode is a process's, set early in its life.",
+        "Reuse one buffer for bodies, or stream them; with glibc, a fixed MALLOC_MMAP_THRESHOLD_ and "
+        "MALLOC_TRIM_THRESHOLD_ above the body size keep bodies on the heap.",
+    )
 
 
 def diagnose(cell: CellView) -> list[Finding]:

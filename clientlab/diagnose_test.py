@@ -106,3 +106,9 @@ def test_more_connections_than_the_server_takes(bench_server, diagnosed, concurr
     finally:
         bench_server.configure(max_conns=0)
     assert list(found.values()) == [expected]
+
+
+def test_bodies_mapped_anew_every_request_are_found_by_their_page_faults(diagnosed):
+    # a 335 KB body copied into freshly mapped memory each time: a page fault per 4 KB of it
+    found = diagnosed([("python-fake-fresh-body", shipped("get-json-335k", count=20))])
+    assert found[("python-fake-fresh-body", "get-json-335k")] == ["body-memory-from-the-kernel"]

@@ -61,20 +61,42 @@ def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]
     return summary
 
 
+PAGE = 4096
+FRESH_BODY = 128 * 1024   # bodies from this size on may be mapped afresh by the allocator (diagnose.py)
+FRESH_SHARE = 0.5         # ... when the faults of a request cover this share of its body's pages
+
+
+def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
+    """Two modes when some trials took each large body's memory anew from the kernel (a page
+    fault per 4 KB of it) and others kept bodies on the heap: two processes' allocator states,
+    whatever their wall times say. Fastest mode first, as stats.modes gives them."""
+    if not requests:
+        return None
+    fresh, heap = [], []
+    for t in timed:
+        body = (t.work_bytes or 0) / requests
+        if t.page_faults is None or body < FRESH_BODY:
+            return None
+        (fresh if t.page_faults / requests * PAGE >= FRESH_SHARE * body else heap).append(t.wall_s or 0.0)
+    if min(len(fresh), len(heap)) < stats.MODE_MIN_TRIALS:
+        return None
+    return sorted([stats.Mode(stats.median(fresh), len(fresh)), stats.Mode(stats.median(heap), len(heap))],
+                  key=lambda m: m.median)
+
+
 def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startup_s: float | None) -> dict:
     """Throughput, CPU, memory and their statistics over the cell's timed trials."""
     timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s]
     walls = [t.wall_s for t in timed]
     summary = stats.summarize(walls)
     work_bytes = stats.median([float(t.work_bytes or 0) for t in timed])
-    if metric == "bytes":
-        throughput, unit = work_bytes / summary.median / 1e6, "MB/s"
-    else:
-        throughput, unit = logical_requests / summary.median, "req/s"
+    unit = "MB/s" if metric == "bytes" else "req/s"
     # the trial whose wall time is the median carries the per-request figures
     middle = min(timed, key=lambda t: abs(t.wall_s - summary.median))
+    rate = (lambda wall: work_bytes / wall / 1e6) if metric == "bytes" else (lambda wall: logical_requests / wall)
+    groups = _fault_modes(timed, logical_requests) or stats.modes(walls)
     return {
-        "throughput": throughput,
+        "throughput": rate(summary.median),
         "unit": unit,
         "requests": logical_requests,
         "work_bytes": work_bytes,
@@ -87,9 +109,13 @@ def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startu
         "relative_spread": summary.relative_spread,
         "noisy": summary.noisy,
         "outliers": summary.outliers,
+        # fastest mode first: its throughput and how many trials fell in it
+        "modes": [{"throughput": rate(m.median), "trials": m.trials} for m in groups] if groups else None,
         "trials": summary.n,
         "cpu_user_s": stats.median([t.user_s or 0.0 for t in timed]),
         "cpu_sys_s": stats.median([t.sys_s or 0.0 for t in timed]),
+        "page_faults": (stats.median([float(t.page_faults) for t in timed if t.page_faults is not None])
+                        if any(t.page_faults is not None for t in timed) else None),
         "peak_rss_kb": int(stats.median([float(t.peak_rss_kb or 0) for t in timed])),
         "setup_s": stats.median([t.setup_s or 0.0 for t in timed]),
         "startup_s": startup_s,

@@ -106,6 +106,35 @@ def cpu_seconds(pids: list[int]) -> tuple[float, float]:
     return user / CLK_TCK, system / CLK_TCK
 
 
+def page_faults(pids: list[int]) -> int:
+    """Minor and major page faults of these processes, their reaped children included."""
+    total = 0
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields:
+            # fields[7..10] = minflt cminflt majflt cmajflt (stat fields 10..13)
+            total += sum(int(f) for f in fields[7:11])
+    return total
+
+
+def wakeups(pids: list[int]) -> int:
+    """Voluntary context switches of these processes' live threads: each is a wait for the
+    network (or a lock) that ended in a wake-up. An answer read in one go costs one; an answer
+    that trickles in costs one per piece."""
+    total = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            for line in (_read(f"/proc/{pid}/task/{tid}/status") or "").splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+                    break
+    return total
+
+
 def _status_kb(pid: int, key: str) -> int:
     text = _read(f"/proc/{pid}/status") or ""
     for line in text.splitlines():
@@ -132,6 +161,8 @@ class Usage:
     sys_s: float
     peak_rss_kb: int
     source: str = "proc"   # "cgroup" (ns CPU, the tree's simultaneous peak) or "proc" (ticks, sum of peaks)
+    page_faults: int | None = None  # the tree's page faults: a body's memory taken anew from the kernel shows here
+    wakeups: int | None = None      # voluntary context switches of the tree's live threads (see wakeups())
 
 
 class TreeMeter:
@@ -150,9 +181,12 @@ class TreeMeter:
         """Snapshot and reset; returns the start instant (call right before sending go)."""
         pids = process_tree(self.root)
         self._cpu0 = cpu_seconds(pids)
+        self._faults0 = page_faults(pids)
+        self._wakeups0 = wakeups(pids)
         reset_peak_rss(pids)
         if self.group:
             self._group_cpu0 = self.group.cpu()
+            self._group_faults0 = self.group.memory_stat()["faults"]
             self.group.reset_peak()
         if self.sample and not self.group:
             self._thread = threading.Thread(target=self._sampler, daemon=True)
@@ -165,9 +199,11 @@ class TreeMeter:
         if self.group:
             cpu1 = self.group.cpu()
             peak = self.group.peak_bytes()
-            cache = self.group.memory_stat()["file"]
+            memory = self.group.memory_stat()
         pids = process_tree(self.root)
         user1, sys1 = cpu_seconds(pids)
+        faults = page_faults(pids) - self._faults0
+        woken = max(0, wakeups(pids) - self._wakeups0)
         hwm = sum(_status_kb(pid, "VmHWM:") for pid in pids)
         self._stop.set()
         if self._thread:
@@ -177,14 +213,18 @@ class TreeMeter:
                 wall_s=t1 - self._t0,
                 user_s=max(0, cpu1.user_ns - self._group_cpu0.user_ns) / 1e9,
                 sys_s=max(0, cpu1.sys_ns - self._group_cpu0.sys_ns) / 1e9,
-                peak_rss_kb=max(0, peak - cache) // 1024,
+                peak_rss_kb=max(0, peak - memory["file"]) // 1024,
                 source="cgroup",
+                page_faults=max(0, memory["faults"] - self._group_faults0),
+                wakeups=woken,
             )
         return Usage(
             wall_s=t1 - self._t0,
             user_s=max(0.0, user1 - self._cpu0[0]),
             sys_s=max(0.0, sys1 - self._cpu0[1]),
             peak_rss_kb=max(hwm, self._peak_sampled),
+            page_faults=max(0, faults),
+            wakeups=woken,
         )
 
     def _sampler(self) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
-from clientlab import cgroup, figures, hostprobe, limits, paths, stats
+from clientlab import cgroup, figures, hostprobe, limits, machine, paths, stats
 from clientlab.errors import LabError
 from clientlab.job import PlannedJob, plan, required_capabilities
 from clientlab.manifest import Driver
@@ -62,7 +62,7 @@ FRESH_WARMUP_MIN_S = 4.0
 # (in five default runs, java and node spent 40 s of the 240 s budget warming up at 3 s a cell)
 SHARED_WARMUP_MAX_S = 1.0
 # …and then settles: one more warm-up of each of its cells in turn, until each cell's warm-ups
-# stop getting faster (_settled), for at most SETTLE_MAX_S a process. HotSpot compiles in steps:
+# stop getting faster (settled), for at most SETTLE_MAX_S a process. HotSpot compiles in steps:
 # three warm-ups could agree on a plateau while the process was still on its way
 # (java-httpclient's get-small went from 269 to 133 µs a request over the timed trials of one run)
 SETTLE_FALLING = 0.05
@@ -135,6 +135,27 @@ class Placement:
             os.sched_setaffinity(0, {self.lab})  # the lab's own threads stay off the driver's core
 
 
+@contextlib.contextmanager
+def loopback_run(store: Store, kind: str, drivers: Sequence[Driver], scenarios: Sequence[Scenario],
+                 placement_name: str) -> Iterator[tuple[int, Placement]]:
+    """A stored run on loopback (crosscheck, calibration): the placement applied to the lab, the
+    run stored as started, and marked complete, interrupted or failed when the block ends."""
+    placement = Placement.of(placement_name)
+    placement.apply_to_lab()
+    config = {"kind": kind, "drivers": [d.id for d in drivers], "scenarios": [s.label for s in scenarios],
+              "placement": placement.name, "net": {"profile": "loopback"}}
+    run_id = store.start_run(machine.describe(), config)
+    status = "failed"
+    try:
+        yield run_id, placement
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_run(run_id, status)
+
+
 def pick_cpus() -> tuple[int | None, int | None]:
     """(server CPU, driver CPU) of the split placement."""
     p = Placement.of("split")
@@ -159,6 +180,13 @@ class Events(Protocol):
     def cell_started(self, driver: str, scenario: str) -> None: ...
     def trial_done(self, driver: str, scenario: str, trial: Trial) -> None: ...
     def cell_done(self, result: CellResult) -> None: ...
+
+
+class Beside(Protocol):
+    """Work that takes its turn right after each timed trial of a cell, with every driver process
+    of the run stopped: the calibration loop of the same client (clientlab/calibrate.py)."""
+
+    def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any, trial: Trial) -> None: ...
 
 
 class SilentEvents:
@@ -276,6 +304,7 @@ class CellRunner:
         self._shared: dict[str, _Kept] = {}
         self._ended: dict[int, str] = {}  # pid of a shared process ended by a cell's failure -> why
         self.deadline: float | None = None  # the running group's share of the time budget ends
+        self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)
 
     def __enter__(self) -> "CellRunner":
         return self
@@ -326,8 +355,14 @@ class CellRunner:
                     if self._out_of_time(cell):
                         self._guard(cell, self._stop_for_time)
                         continue
+                    timed = len(cell.timed_walls)
                     with _others_paused(cells, cell):
                         self._guard(cell, self._timed_round)
+                    if self.beside is not None and len(cell.timed_walls) > timed:
+                        # every cell's process stopped: the calibration loop has the core to itself
+                        with _stopped(sorted({c.proc.pid for c in cells if c.proc is not None})):
+                            self.beside.after_trial(cell.driver, cell.scenario, cell.work, cell.server,
+                                                    cell.trials[-1])
         except BaseException as exc:  # the lab broke (or Ctrl-C): open cells say so, the run stops
             interrupted = isinstance(exc, KeyboardInterrupt)
             reason = "interrupted" if interrupted else f"lab error: {type(exc).__name__}: {exc}"
@@ -452,7 +487,7 @@ class CellRunner:
         (SETTLE_FALLING), each process for at most SETTLE_MAX_S, never past the deadline."""
         jit = [c for c in cells if c.result is None and self._shares(c) and len(c.warm) > 1]
         spent: dict[int, float] = {}
-        while pending := [c for c in jit if c.result is None and not _settled(c.warm) and len(c.warm) < SETTLE_MAX
+        while pending := [c for c in jit if c.result is None and not settled(c.warm) and len(c.warm) < SETTLE_MAX
                           and c.proc is not None and spent.get(c.proc.pid, 0.0) < SETTLE_MAX_S]:
             if self._past_deadline():
                 break
@@ -463,7 +498,7 @@ class CellRunner:
                     self._guard(cell, self._settling_trial)
                 spent[pid] = spent.get(pid, 0.0) + time.monotonic() - started
         for cell in jit:
-            if cell.result is None and not _settled(cell.warm):
+            if cell.result is None and not settled(cell.warm):
                 self._not_steady(cell)
 
     def _settling_trial(self, cell: _Cell) -> None:
@@ -740,6 +775,7 @@ class CellRunner:
             setup_s=phase.setup_s, work_requests=phase.snapshot.get("requests"),
             work_bytes=summary["resp_body_bytes"] + summary["req_body_bytes"],
             server=summary, problems=problems or None, noise=phase.noise.to_dict(),
+            page_faults=usage.page_faults, wakeups=usage.wakeups,
         )
 
     def _timed_limit(self, cell: _Cell, scenario: Scenario) -> float:
@@ -768,7 +804,7 @@ def _steady(per_request: list[float]) -> bool:
     return max(last) / min(last) - 1 <= WARMUP_STEADY and not falling
 
 
-def _settled(per_request: list[float]) -> bool:
+def settled(per_request: list[float]) -> bool:
     """No longer getting faster: the median of the last three warm-ups is no lower than that of
     the three before them (within SETTLE_FALLING). Medians, not _steady's agreement: a runtime
     whose trials scatter (a GC now and then) has settled when the scatter stops moving down."""

@@ -511,7 +511,7 @@ def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(
     from clientlab.runner import CellRunner
 
     monkeypatch.setattr(runner_mod, "WARMUP_STEADY", -1.0)  # no three trials ever agree…
-    monkeypatch.setattr(runner_mod, "_settled", lambda _per_request: False)  # …nor settle
+    monkeypatch.setattr(runner_mod, "settled", lambda _per_request: False)  # …nor settle
     monkeypatch.setattr(runner_mod, "WARMUP_MAX", 3)
     monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
     monkeypatch.setattr(runner_mod, "SETTLE_MAX", 6)
@@ -529,12 +529,12 @@ def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(
 
 
 def test_warm_ups_on_a_plateau_are_not_settled_while_still_falling_from_the_ones_before():
-    from clientlab.runner import _settled
+    from clientlab.runner import settled
 
-    assert not _settled([300.0, 290.0, 295.0])                      # too few to tell
-    assert not _settled([300.0, 290.0, 295.0, 220.0, 215.0, 218.0])  # a step down: still on its way
-    assert _settled([220.0, 215.0, 218.0, 216.0, 219.0, 214.0])
-    assert _settled([400.0, 330.0, 1000.0, 430.0, 350.0, 900.0])   # scattered, but no longer falling
+    assert not settled([300.0, 290.0, 295.0])                      # too few to tell
+    assert not settled([300.0, 290.0, 295.0, 220.0, 215.0, 218.0])  # a step down: still on its way
+    assert settled([220.0, 215.0, 218.0, 216.0, 219.0, 214.0])
+    assert settled([400.0, 330.0, 1000.0, 430.0, 350.0, 900.0])   # scattered, but no longer falling
 
 
 class _HostReadings:

@@ -139,6 +139,31 @@ class StopRule:
         return summary.ci_confidence >= 0.9 and summary.precision <= self.target_precision
 
 
+MODE_GAP = 1.5     # trials this far apart (slowest of the fast group to fastest of the slow) are two modes
+MODE_MIN_TRIALS = 2
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One group of a cell's trials that agree among themselves."""
+
+    median: float
+    trials: int
+
+
+def modes(values: list[float], gap: float = MODE_GAP) -> list[Mode] | None:
+    """Two modes when the sorted values break at their widest ratio by more than `gap` with at
+    least MODE_MIN_TRIALS on each side (a lone far trial is an outlier, not a mode); else None.
+    A median of two modes is a figure no run of the client has: each mode is one the client meets."""
+    s = sorted(v for v in values if v > 0)
+    if len(s) < 2 * MODE_MIN_TRIALS:
+        return None
+    cut = max(range(MODE_MIN_TRIALS, len(s) - MODE_MIN_TRIALS + 1), key=lambda i: s[i] / s[i - 1])
+    if s[cut] / s[cut - 1] <= gap:
+        return None
+    return [Mode(median(s[:cut]), cut), Mode(median(s[cut:]), len(s) - cut)]
+
+
 def percentiles(values: list[float], points: tuple[float, ...] = (50, 90, 99)) -> dict[str, float]:
     """Nearest-rank percentiles (p50, p90, p99 by default) and the maximum."""
     if not values:

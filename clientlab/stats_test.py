@@ -57,3 +57,21 @@ def test_stop_rule_time_budget_applies_after_minimum():
 def test_percentiles_nearest_rank():
     p = stats.percentiles([float(i) for i in range(1, 101)])
     assert p["p50"] == 50 and p["p90"] == 90 and p["p99"] == 99 and p["max"] == 100
+
+
+def test_trials_that_break_by_more_than_one_and_a_half_times_are_two_modes_with_their_counts():
+    from clientlab.stats import modes
+
+    found = modes([0.070, 0.072, 0.071, 0.190, 0.200, 0.185, 0.069])
+    assert found is not None
+    fast, slow = found
+    assert (fast.trials, slow.trials) == (4, 3)
+    assert fast.median == pytest.approx(0.0705) and slow.median == pytest.approx(0.190)
+
+
+def test_a_lone_far_trial_is_an_outlier_not_a_mode_and_a_spread_without_a_gap_is_one_mode():
+    from clientlab.stats import modes
+
+    assert modes([0.070, 0.071, 0.072, 0.073, 0.200]) is None        # one far trial
+    assert modes([0.10, 0.12, 0.14, 0.16, 0.18, 0.20]) is None        # wide, but no gap of 1.5×
+    assert modes([0.10, 0.30, 0.11]) is None                          # too few to tell two groups

@@ -65,7 +65,9 @@ CREATE TABLE IF NOT EXISTS trials (
     work_bytes INTEGER,
     server TEXT,
     problems TEXT,
-    noise TEXT
+    noise TEXT,
+    page_faults INTEGER,
+    wakeups INTEGER
 );
 CREATE INDEX IF NOT EXISTS cells_run ON cells(run_id);
 CREATE INDEX IF NOT EXISTS trials_cell ON trials(cell_id);
@@ -90,9 +92,12 @@ class Trial:
     server: dict | None = None
     problems: list[str] | None = None
     noise: dict | None = None     # steal and other processes' CPU during the trial (clientlab/noise.py)
+    page_faults: int | None = None  # minor + major faults of the driver's tree in the timed phase
+    wakeups: int | None = None      # voluntary context switches of the tree's threads in the timed phase
 
 
 RUN_PROCESS_COLUMNS = {"boot_id": "TEXT", "pid_start": "INTEGER", "host": "TEXT"}
+TRIAL_COLUMNS = {"noise": "TEXT", "page_faults": "INTEGER", "wakeups": "INTEGER"}
 KILLED_CELL = "killed: the lab was killed while this cell ran (its finished trials are kept)"
 
 
@@ -155,9 +160,9 @@ class Store:
         self.db.executescript(SCHEMA)
         # stores made before a column existed get it added (older rows read it as NULL)
         have = {row["name"] for row in self.db.execute("PRAGMA table_info(trials)")}
-        if "noise" not in have:
-            self.db.execute("ALTER TABLE trials ADD COLUMN noise TEXT")
-            self.db.commit()
+        for column, kind in TRIAL_COLUMNS.items():
+            if column not in have:
+                self.db.execute(f"ALTER TABLE trials ADD COLUMN {column} {kind}")
         have = {row["name"] for row in self.db.execute("PRAGMA table_info(runs)")}
         for column, kind in RUN_PROCESS_COLUMNS.items():
             if column not in have:
@@ -238,12 +243,14 @@ class Store:
     def add_trial(self, cell_id: int, trial: Trial) -> None:
         self.db.execute(
             "INSERT INTO trials (cell_id, kind, idx, ok, wall_s, user_s, sys_s, peak_rss_kb, startup_s, "
-            "setup_s, work_requests, work_bytes, server, problems, noise) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "setup_s, work_requests, work_bytes, server, problems, noise, page_faults, wakeups) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (cell_id, trial.kind, trial.idx, int(trial.ok), trial.wall_s, trial.user_s, trial.sys_s,
              trial.peak_rss_kb, trial.startup_s, trial.setup_s, trial.work_requests, trial.work_bytes,
              json.dumps(trial.server) if trial.server is not None else None,
              json.dumps(trial.problems) if trial.problems else None,
-             json.dumps(trial.noise) if trial.noise is not None else None),
+             json.dumps(trial.noise) if trial.noise is not None else None, trial.page_faults,
+             trial.wakeups),
         )
         self.db.commit()
 

@@ -55,3 +55,27 @@ def test_driver_passes_verification_on_what_it_claims(bench_server, store, drive
         assert result.versions, "hello carried no versions"
     else:
         assert result.status == "unsupported" and result.reason.startswith("manifest does not claim")
+
+
+@pytest.mark.parametrize("driver", DRIVERS, ids=[d.id for d in DRIVERS])
+def test_driver_runs_the_calibration_loop_on_one_kept_client(bench_server, store, driver):
+    """crosscheck --bare's loop (docs/driver-protocol.md §5): rounds on a kept client, counted,
+    timed by the driver's clock within the lab's own view, across a change of server port."""
+    if driver.missing():
+        pytest.fail(f"{driver.id} is not installed: {driver.missing()} (run ./setup.sh)")
+    from clientlab.calibrate import BareLoop
+    from clientlab.protocol import DriverFault
+
+    sc = _scenario("get-small")
+    loop = BareLoop(driver, None)
+    try:
+        for _ in range(2):
+            bench_server.rebind()  # as every timed trial does: the kept client meets a new port
+            job = plan(sc, bench_server.endpoint, store.path.parent, verify=False, tag="bare").job
+            try:
+                got = loop.round(job, 60)
+            except DriverFault as exc:
+                pytest.fail(f"{driver.id}: {exc}")
+            assert got.requests == 20 and 0 < got.wall_s
+    finally:
+        loop.close()

@@ -6,13 +6,22 @@ STATUS_LABEL = {"failed": "FAILED"}
 STATUS_STYLE = {"failed": "bold red", "unsupported": "yellow", "not-installed": "dim", "running": "cyan"}
 
 
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def throughput(f: dict) -> str:
-    value = f"{f['throughput']:,.0f}" if f["throughput"] >= 100 else f"{f['throughput']:.3g}"
-    return f"{value} {f['unit']}"
+    """The median throughput, or both modes when the trials fell into two (fastest first, with
+    their trial counts): a median between two modes is no figure the client ever had."""
+    if f.get("modes"):
+        fast, slow = f["modes"]
+        return f"two modes: {_number(fast['throughput'])} ({fast['trials']}) / {_number(slow['throughput'])} " \
+               f"({slow['trials']}) {f['unit']}"
+    return f"{_number(f['throughput'])} {f['unit']}"
 
 
 def precision(f: dict) -> str:
-    return f"±{f['precision'] * 100:.1f}%"
+    return "" if f.get("modes") else f"±{f['precision'] * 100:.1f}%"
 
 
 def count(f: dict) -> str:

@@ -68,6 +68,10 @@ def _cell(cell: dict | None) -> str:
     throughput = _metric("throughput", f["throughput"], f"{_number(f['throughput'])} {f['unit']}")
     precision = _metric("precision", f["precision"], f"{f['precision'] * 100:.1f}%", "dim")
     noisy = ' <span class="noisy">noisy</span>' if f.get("noisy") else ""
+    if f.get("modes"):  # two modes: each one's rate, not a median that no trial had
+        fast, slow = f["modes"]
+        noisy = (f' <span class="noisy">two modes: {_number(fast["throughput"])} ({fast["trials"]}) / '
+                 f'{_number(slow["throughput"])} ({slow["trials"]})</span>')
     user = _metric("cpu_user_s", f["cpu_user_s"], f"{f['cpu_user_s']:.2f}")
     system = _metric("cpu_sys_s", f["cpu_sys_s"], f"{f['cpu_sys_s']:.2f}")
     rss = _metric("peak_rss_kb", f["peak_rss_kb"], f"{f['peak_rss_kb'] / 1024:.1f}")

@@ -3,11 +3,12 @@ plus deliberate faults for the lab's own tests.
 
     fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
                            | spin | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
-                           | idle-conn
+                           | idle-conn | fresh-body
 
 keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
 six are slow in the ways the diagnosis rules must recognise (idle-conn opens a connection it
-never uses in every job).
+never uses in every job; fresh-body copies every body into memory mapped anew for it, as an
+allocator whose mmap threshold lies below the body does).
 
 It is written for clarity, not speed, and is never run unless a test or a user asks for it.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import mmap
 import os
 import socket
 import ssl
@@ -122,6 +124,9 @@ class Client:
         else:
             data = response.read()
             size = len(data)
+            if MODE == "fresh-body" and size:
+                with mmap.mmap(-1, size) as fresh:  # a page fault for every 4 KB, every request
+                    fresh.write(data)
         if response.will_close or not self.job.get("keep_alive", True) or MODE == "no-reuse":
             conn.close()
             self.conns.pop((parts.scheme, parts.hostname, parts.port), None)

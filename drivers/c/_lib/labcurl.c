@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 static size_t on_body(char *data, size_t size, size_t n, void *user)
@@ -233,4 +234,17 @@ int lab_curl_h2c_fix(const lab_job *job, char *why, size_t why_len)
 long lab_curl_h2c_version(int reuse)
 {
     return reuse ? (long)CURL_HTTP_VERSION_2_0 : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+}
+
+/* the length of "scheme://host:port" at the start of an absolute URL */
+static size_t origin_len(const char *url)
+{
+    const char *p = strstr(url, "://");
+    return p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/?#") : strlen(url);
+}
+
+int lab_curl_h2c_same_origin(const char *was, const char *url)
+{
+    size_t n = was && url ? origin_len(was) : 0;
+    return n && n == origin_len(url) && !strncasecmp(was, url, n);
 }

@@ -57,4 +57,11 @@ int lab_curl_h2c_fix(const lab_job *job, char *why, size_t why_len);
 /* the CURLOPT_HTTP_VERSION for an h2c transfer under the work-around */
 long lab_curl_h2c_version(int reuse);
 
+/* whether a transfer to `url` would reuse the h2c connection the work-around counts on, the one
+   opened for `was` (a URL of the round before): the same scheme, host and port. A calibration
+   round on a kept client may go to another port, where it must open its connection with prior
+   knowledge as a job's first transfer does. Only the round before is known: a round back on an
+   older port that libcurl still has a connection to fails as curl#10634 */
+int lab_curl_h2c_same_origin(const char *was, const char *url);
+
 #endif

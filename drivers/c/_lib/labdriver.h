@@ -1,7 +1,8 @@
 /* labdriver: the clientlab driver protocol (docs/driver-protocol.md) for C drivers.
  *
  * A driver fills a lab_driver with its capabilities, the options it honours and three
- * callbacks, then calls lab_main(). The library does hello / job / ready / go / done / report;
+ * callbacks, then calls lab_main(). The library does hello / job / ready / go / done / report
+ * and the calibration loop (bare rounds on one kept client, timed by the driver's own clock);
  * the driver only builds its client (prepare), does the requests (run) and closes it (finish).
  */
 #ifndef LABDRIVER_H
@@ -70,9 +71,14 @@ typedef struct {
 
 typedef struct { int r; char *message; } lab_error;
 
+/* where run() puts each request's outcome: a timed trial's report, or a bare round's tally.
+   A tally keeps what fits in the room it is given (no response, the first error) and only
+   counts the rest (n_responses, n_errors), so the calibration loop runs the timed trial's very
+   code without building a report that a plain program would not build */
 typedef struct {
     lab_response *responses; size_t n_responses, cap_responses;
     lab_error *errors; size_t n_errors, cap_errors;
+    int tally;
 } lab_report;
 
 typedef enum { LAB_READY, LAB_UNSUPPORTED, LAB_ERROR } lab_status;
@@ -86,10 +92,16 @@ typedef struct {
     void (*versions)(json_t *versions);
     /* build the client for `job` (no connection, no request); on refusal write why */
     lab_status (*prepare)(const lab_job *job, void **state, char *why, size_t why_len);
-    /* the timed phase: every request of the job, results into `report` */
+    /* the timed phase: every request of the job, results into `report` (also a bare round's
+       tally: the same code is what the calibration loop measures) */
     void (*run)(const lab_job *job, void *state, lab_report *report);
     /* close the client (after the report); also called when prepare failed half-way */
     void (*finish)(const lab_job *job, void *state);
+    /* optional, for the calibration loop: the client prepared for an earlier bare round takes
+       `job` for the next one (the same scenario; the server's port may differ). Untimed. The
+       earlier round's job is freed only after this returns; a client that points into it must
+       point at `job` from now on. On refusal the library closes the client (finish) */
+    lab_status (*reuse)(const lab_job *job, void *state, char *why, size_t why_len);
 } lab_driver;
 
 int lab_main(const lab_driver *driver);

@@ -214,6 +214,23 @@ static void run(const lab_job *job, void *state, lab_report *rep)
     m->loop->run(m);
 }
 
+/* the next calibration round on the kept pool: its options stand (the same scenario); start()
+   feeds `job` from its first request, and the curl#10634 work-around must know whether the
+   round's port still has the h2c connection */
+static lab_status reuse(const lab_job *job, void *state, char *why, size_t why_len)
+{
+    lab_multi *m = state;
+    (void)why;
+    (void)why_len;
+    if (m->h2c_live && !(job->n_requests && m->job->n_requests
+                         && lab_curl_h2c_same_origin(m->job->requests[0].url, job->requests[0].url)))
+        m->h2c_live = 0;
+    m->job = job;
+    m->next_entry = 0;
+    m->next_repeat = 0;
+    return LAB_READY;
+}
+
 static void finish(const lab_job *job, void *state)
 {
     (void)job;
@@ -235,6 +252,7 @@ int lab_multi_main(const lab_multi_loop *loop)
         .prepare = prepare,
         .run = run,
         .finish = finish,
+        .reuse = reuse,
     };
     int rc;
     the_loop = loop;

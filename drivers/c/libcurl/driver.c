@@ -65,6 +65,20 @@ static void run(const lab_job *job, void *state, lab_report *rep)
     }
 }
 
+/* the next calibration round on the kept handle: its options stand (the same scenario), only the
+   curl#10634 work-around must know whether the round's port still has the h2c connection */
+static lab_status reuse(const lab_job *job, void *state, char *why, size_t why_len)
+{
+    client *c = state;
+    char *last = NULL;
+    (void)why;
+    (void)why_len;
+    curl_easy_getinfo(c->easy, CURLINFO_EFFECTIVE_URL, &last);
+    if (c->h2c_live && !(job->n_requests && lab_curl_h2c_same_origin(last, job->requests[0].url)))
+        c->h2c_live = 0;
+    return LAB_READY;
+}
+
 static void finish(const lab_job *job, void *state)
 {
     client *c = state;
@@ -87,6 +101,7 @@ int main(void)
         .prepare = prepare,
         .run = run,
         .finish = finish,
+        .reuse = reuse,
     };
     int rc;
     if (curl_global_init(CURL_GLOBAL_DEFAULT)) {

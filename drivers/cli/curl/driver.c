@@ -226,18 +226,50 @@ static void command(const cli *c, const lab_job *job, const lab_request *q, argv
     add(a, "%s", q->url);
 }
 
-static lab_status prepare(const lab_job *job, void **state, char *why, size_t why_len)
+static void free_commands(cli *c)
 {
-    cli *c = calloc(1, sizeof *c);
-    const char *tmp = getenv("TMPDIR");
-    *state = c;
+    for (size_t i = 0; c->argv && i < c->n_argv; i++) {
+        for (size_t k = 0; k < c->argv[i].n; k++)
+            free(c->argv[i].v[k]);
+        free(c->argv[i].v);
+    }
+    free(c->argv);
+    c->argv = NULL;
+    c->n_argv = 0;
+}
+
+/* the command lines of `job`'s entries, in place of an earlier job's */
+static lab_status commands(cli *c, const lab_job *job, char *why, size_t why_len)
+{
+    free_commands(c);
     for (size_t i = 0; job->http == LAB_HTTP_H2C && curl_version_num < 0x080000 && i < job->n_requests; i++)
         if (job->requests[i].follow_redirects) {
             /* curl < 8.0.0 fails a redirect that reuses its h2c connection (curl#10634) */
             snprintf(why, why_len, "curl before 8.0.0 fails redirects over h2c (curl#10634)");
             return LAB_UNSUPPORTED;
         }
-    if (!c || !(c->argv = calloc(job->n_requests + 1, sizeof *c->argv))) {
+    for (size_t i = 0; i < job->n_requests; i++)
+        if (job->requests[i].body_file && access(job->requests[i].body_file, R_OK)) {
+            /* curl would warn and send an empty body */
+            snprintf(why, why_len, "cannot read body_file %s", job->requests[i].body_file);
+            return LAB_ERROR;
+        }
+    if (!(c->argv = calloc(job->n_requests + 1, sizeof *c->argv))) {
+        snprintf(why, why_len, "out of memory");
+        return LAB_ERROR;
+    }
+    c->n_argv = job->n_requests;
+    for (size_t i = 0; i < job->n_requests; i++)
+        command(c, job, &job->requests[i], &c->argv[i]);
+    return LAB_READY;
+}
+
+static lab_status prepare(const lab_job *job, void **state, char *why, size_t why_len)
+{
+    cli *c = calloc(1, sizeof *c);
+    const char *tmp = getenv("TMPDIR");
+    *state = c;
+    if (!c) {
         snprintf(why, why_len, "out of memory");
         return LAB_ERROR;
     }
@@ -249,16 +281,13 @@ static lab_status prepare(const lab_job *job, void **state, char *why, size_t wh
     }
     snprintf(c->err_path, sizeof c->err_path, "%s/stderr", c->dir);
     snprintf(c->jar_path, sizeof c->jar_path, "%s/cookies.txt", c->dir);
-    for (size_t i = 0; i < job->n_requests; i++)
-        if (job->requests[i].body_file && access(job->requests[i].body_file, R_OK)) {
-            /* curl would warn and send an empty body */
-            snprintf(why, why_len, "cannot read body_file %s", job->requests[i].body_file);
-            return LAB_ERROR;
-        }
-    c->n_argv = job->n_requests;
-    for (size_t i = 0; i < job->n_requests; i++)
-        command(c, job, &job->requests[i], &c->argv[i]);
-    return LAB_READY;
+    return commands(c, job, why, why_len);
+}
+
+/* the next calibration round: the same scratch folder and cookie jar, the new job's URLs */
+static lab_status reuse(const lab_job *job, void *state, char *why, size_t why_len)
+{
+    return commands(state, job, why, why_len);
 }
 
 /* "clientlab-w: 200 2" from curl's stderr; the rest of it is curl's error message, if any */
@@ -327,12 +356,7 @@ static void finish(const lab_job *job, void *state)
     (void)job;
     if (!c)
         return;
-    for (size_t i = 0; c->argv && i < c->n_argv; i++) {
-        for (size_t k = 0; k < c->argv[i].n; k++)
-            free(c->argv[i].v[k]);
-        free(c->argv[i].v);
-    }
-    free(c->argv);
+    free_commands(c);
     if (c->dir[0]) {            /* the cookie jar goes too: the next job starts with none */
         unlink(c->err_path);
         unlink(c->jar_path);
@@ -354,6 +378,7 @@ int main(void)
         .prepare = prepare,
         .run = run,
         .finish = finish,
+        .reuse = reuse,
     };
     return lab_main(&d);
 }

@@ -5,6 +5,8 @@
 // the rest: hello / job / ready / go / done / report, refusing jobs that need a capability the
 // driver's driver.toml does not claim or an option the driver does not honour, and running the
 // job's requests in order, or from `concurrency` goroutines when the job asks for more than one.
+// It also answers the calibration loop (`bare`): the same requests on one client kept from round
+// to round, counted rather than reported, timed by the driver's own clock.
 //
 // Main also moves the real stdout aside: protocol lines go to a private copy of it and fd 1
 // points at stderr, so that nothing a library prints can corrupt the protocol.
@@ -25,6 +27,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Protocol is the protocol version this package speaks.
@@ -112,6 +115,7 @@ type loop struct {
 	out    *bufio.Writer
 	job    *Job
 	client Client
+	bare   Client // the calibration loop's client, kept from one bare round to the next
 }
 
 func (l *loop) send(message any) {
@@ -134,7 +138,9 @@ type simple struct {
 	Message string `json:"message,omitempty"`
 }
 
+// run answers messages until end of input, then closes the calibration loop's client.
 func (l *loop) run(in *bufio.Reader) {
+	defer l.endBare()
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -169,6 +175,8 @@ func (l *loop) handle(line []byte) {
 		l.onJob(message.Job)
 	case "go":
 		l.onGo()
+	case "bare":
+		l.onBare(message.Job)
 	default:
 		l.send(simple{Type: "error", Message: fmt.Sprintf("unknown message type %q", message.Type)})
 	}
@@ -179,18 +187,25 @@ func (l *loop) onJob(data json.RawMessage) {
 		l.client.Close()
 	}
 	l.job, l.client = nil, nil
+	l.endBare()
 	job, client, err := l.prepare(data)
-	var unsupported *UnsupportedError
-	switch {
-	case errors.As(err, &unsupported):
-		l.send(simple{Type: "unsupported", Reason: unsupported.Reason})
-	case err != nil:
-		Logf("%v", err)
-		l.send(simple{Type: "error", Message: err.Error()})
-	default:
-		l.job, l.client = job, client
-		l.send(simple{Type: "ready"})
+	if err != nil {
+		l.refuse(err)
+		return
 	}
+	l.job, l.client = job, client
+	l.send(simple{Type: "ready"})
+}
+
+// refuse answers a job that cannot be done: unsupported, or an error.
+func (l *loop) refuse(err error) {
+	var unsupported *UnsupportedError
+	if errors.As(err, &unsupported) {
+		l.send(simple{Type: "unsupported", Reason: unsupported.Reason})
+		return
+	}
+	Logf("%v", err)
+	l.send(simple{Type: "error", Message: err.Error()})
 }
 
 // prepare parses a job, refuses what the driver cannot do exactly, and builds the client.
@@ -216,22 +231,70 @@ func (l *loop) onGo() {
 		l.send(simple{Type: "error", Message: "go without a ready job"})
 		return
 	}
-	rep := runAll(job, client)
+	rep := newReport(job)
+	runAll(job, client, rep)
 	l.send(simple{Type: "done"}) // before the report: serialising it is not timed
 	l.send(rep)
 	client.Close() // no connection survives the job
 }
 
-// runAll is the timed phase: every request in order, or from up to `concurrency` goroutines.
-func runAll(job *Job, client Client) *report {
-	rep := &report{Type: "report", Responses: make([]responseItem, 0, job.Total), Errors: []errorItem{}}
+// bareAnswer is one calibration round's outcome.
+type bareAnswer struct {
+	Type     string  `json:"type"`
+	WallS    float64 `json:"wall_s"`
+	Requests int     `json:"requests"`
+	Errors   int     `json:"errors"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// onBare is one round of the calibration loop: the first round builds the client as a job
+// would (the same refusals), later rounds reuse it; the job's requests run through runAll, as
+// in a timed trial, into a tally instead of a report.
+func (l *loop) onBare(data json.RawMessage) {
+	var job *Job
+	var err error
+	if l.bare != nil {
+		if job, err = parseJob(data); err != nil {
+			err = fmt.Errorf("bad job: %w", err)
+		}
+	} else {
+		job, l.bare, err = l.prepare(data)
+	}
+	if err != nil {
+		l.refuse(err)
+		return
+	}
+	var t tally
+	start := time.Now()
+	runAll(job, l.bare, &t)
+	wall := time.Since(start)
+	l.send(bareAnswer{Type: "bare", WallS: wall.Seconds(), Requests: t.responses, Errors: t.errors, Error: t.firstError})
+}
+
+// endBare closes the calibration loop's client, if one is open.
+func (l *loop) endBare() {
+	if l.bare != nil {
+		l.bare.Close()
+		l.bare = nil
+	}
+}
+
+// recorder takes each request's outcome: a report in a timed trial, a tally in a bare round.
+// runAll serialises the calls.
+type recorder interface {
+	add(req *Request, resp Response, err error)
+}
+
+// runAll is the timed phase: every request in order, or from up to `concurrency` goroutines,
+// each one's outcome into rec.
+func runAll(job *Job, client Client, rec recorder) {
 	work := job.Work()
 	if job.Concurrency <= 1 {
 		for _, req := range work {
 			resp, err := client.Do(req)
-			rep.add(job, req, resp, err)
+			rec.add(req, resp, err)
 		}
-		return rep
+		return
 	}
 	var next atomic.Int64
 	var mu sync.Mutex
@@ -247,13 +310,12 @@ func runAll(job *Job, client Client) *report {
 				}
 				resp, err := client.Do(work[i])
 				mu.Lock()
-				rep.add(job, work[i], resp, err)
+				rec.add(work[i], resp, err)
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	return rep
 }
 
 type responseItem struct {
@@ -273,22 +335,51 @@ type report struct {
 	Type      string         `json:"type"`
 	Responses []responseItem `json:"responses"`
 	Errors    []errorItem    `json:"errors"`
+	verify    bool
 }
 
-func (rep *report) add(job *Job, req *Request, resp Response, err error) {
+func newReport(job *Job) *report {
+	return &report{Type: "report", Responses: make([]responseItem, 0, job.Total), Errors: []errorItem{},
+		verify: job.Verify}
+}
+
+func (rep *report) add(req *Request, resp Response, err error) {
 	if err != nil {
-		message := err.Error()
-		if len(message) > 500 {
-			message = message[:500]
-		}
-		rep.Errors = append(rep.Errors, errorItem{R: req.R, Message: message})
+		rep.Errors = append(rep.Errors, errorItem{R: req.R, Message: errorMessage(err)})
 		return
 	}
 	item := responseItem{R: req.R, Status: resp.Status, Bytes: resp.Bytes, HTTP: resp.HTTP}
-	if job.Verify {
+	if rep.verify {
 		item.SHA256 = resp.SHA256
 	}
 	rep.Responses = append(rep.Responses, item)
+}
+
+// tally counts responses and failures and keeps nothing else: a bare round pays for no report
+// that a plain program would not build.
+type tally struct {
+	responses, errors int
+	firstError        string
+}
+
+func (t *tally) add(req *Request, resp Response, err error) {
+	if err == nil {
+		t.responses++
+		return
+	}
+	if t.errors == 0 {
+		t.firstError = errorMessage(err)
+	}
+	t.errors++
+}
+
+// errorMessage is a failed request's message as the lab takes it (at most 500 bytes).
+func errorMessage(err error) string {
+	message := err.Error()
+	if len(message) > 500 {
+		message = message[:500]
+	}
+	return message
 }
 
 func (l *loop) versions() map[string]string {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -130,7 +131,8 @@ func (f *fakeClient) Close() { f.closed.Store(true) }
 func TestRunAllKeepsConcurrency(t *testing.T) {
 	j := job(t, `{"concurrency":3,"verify":true,"requests":[{"method":"GET","url":"u","repeat":20},{"method":"GET","url":"v","repeat":2}]}`)
 	f := &fakeClient{}
-	rep := runAll(j, f)
+	rep := newReport(j)
+	runAll(j, f, rep)
 	if len(rep.Responses) != 20 || len(rep.Errors) != 2 || f.most.Load() != 3 {
 		t.Fatalf("%d responses, %d errors, %d in flight at most", len(rep.Responses), len(rep.Errors), f.most.Load())
 	}
@@ -139,7 +141,8 @@ func TestRunAllKeepsConcurrency(t *testing.T) {
 	}
 	j.Concurrency, j.Verify = 1, false
 	f = &fakeClient{}
-	if rep = runAll(j, f); f.most.Load() != 1 || rep.Responses[0].SHA256 != "" || rep.Errors[0].R != 1 {
+	rep = newReport(j)
+	if runAll(j, f, rep); f.most.Load() != 1 || rep.Responses[0].SHA256 != "" || rep.Errors[0].R != 1 {
 		t.Fatalf("sequential: %d in flight, %+v", f.most.Load(), rep.Responses[0])
 	}
 }
@@ -207,5 +210,151 @@ func TestSetNoDelay(t *testing.T) {
 		if (got != 0) != on {
 			t.Errorf("tcp_nodelay=%v: socket says %d", on, got)
 		}
+	}
+}
+
+// bareLoop is a loop whose Open hands out a new fakeClient per call, kept in *opened.
+func bareLoop(t *testing.T, out *bytes.Buffer) (*loop, *[]*fakeClient) {
+	t.Helper()
+	caps, _ := manifestCapabilities([]byte(manifest))
+	opened := &[]*fakeClient{}
+	return &loop{caps: caps, out: bufio.NewWriter(out), driver: Driver{
+		Options: map[string][]any{},
+		Open: func(j *Job) (Client, error) {
+			if j.Scenario == "refuse" {
+				return nil, Unsupported("not today")
+			}
+			for _, f := range *opened {
+				if !f.closed.Load() {
+					t.Errorf("a client was opened while another one was still open")
+				}
+			}
+			f := &fakeClient{}
+			*opened = append(*opened, f)
+			return f, nil
+		},
+	}}, opened
+}
+
+// answers decodes every line the loop wrote.
+func answers(t *testing.T, out *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var got []map[string]any
+	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		got = append(got, m)
+	}
+	out.Reset()
+	return got
+}
+
+// feed gives the loop some lines without ending its input (run would close the bare client).
+func feed(l *loop, lines ...string) {
+	for _, line := range lines {
+		l.handle([]byte(line))
+	}
+}
+
+const bareJob = `{"type":"bare","job":{"requests":[{"method":"GET","url":"http://h:%d/u","repeat":5},{"method":"GET","url":"http://h:%d/v","repeat":2}]}}`
+
+func bareRound(port int) string { return fmt.Sprintf(bareJob, port, port) }
+
+func TestBareRoundsReuseTheFirstRoundsClient(t *testing.T) {
+	var out bytes.Buffer
+	l, opened := bareLoop(t, &out)
+	feed(l, bareRound(1), bareRound(2), bareRound(3))
+	got := answers(t, &out)
+	if len(*opened) != 1 || (*opened)[0].closed.Load() {
+		t.Fatalf("%d clients opened for three rounds (the first closed: %v)", len(*opened), (*opened)[0].closed.Load())
+	}
+	for i, a := range got {
+		wall, _ := a["wall_s"].(float64)
+		if a["type"] != "bare" || a["requests"] != 5.0 || a["errors"] != 2.0 || a["error"] != "refused" || wall < 0.007 {
+			t.Errorf("round %d: %v", i, a)
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d answers for three rounds: %v", len(got), got)
+	}
+}
+
+func TestBareRoundKeepsConcurrencyAndCountsEveryStatus(t *testing.T) {
+	var out bytes.Buffer
+	l, opened := bareLoop(t, &out)
+	feed(l, `{"type":"bare","job":{"concurrency":3,"requests":[{"method":"GET","url":"u","repeat":30}]}}`)
+	got := answers(t, &out)
+	if f := (*opened)[0]; f.most.Load() != 3 {
+		t.Errorf("%d in flight at most, want 3", f.most.Load())
+	}
+	if len(got) != 1 || got[0]["requests"] != 30.0 || got[0]["errors"] != 0.0 || got[0]["error"] != nil {
+		t.Fatalf("answers %v", got)
+	}
+}
+
+func TestBareRefusesAsAJobWouldAndKeepsNoClient(t *testing.T) {
+	var out bytes.Buffer
+	l, opened := bareLoop(t, &out)
+	feed(l,
+		`{"type":"bare","job":{"cookies":true,"requests":[]}}`,
+		`{"type":"bare","job":{"scenario":"refuse","requests":[]}}`,
+		`{"type":"bare","job":{}}`,
+		bareRound(1),
+		`{"type":"bare","job":{"concurrency":0,"requests":[]}}`, // a bad later round keeps the client
+		bareRound(2))
+	got := answers(t, &out)
+	want := []string{"unsupported", "unsupported", "error", "bare", "error", "bare"}
+	if len(got) != len(want) {
+		t.Fatalf("answers %v", got)
+	}
+	for i, w := range want {
+		if got[i]["type"] != w {
+			t.Errorf("answer %d: %v, want %s", i, got[i], w)
+		}
+	}
+	if got[0]["reason"] != "needs capabilities not claimed: cookies" || got[1]["reason"] != "not today" {
+		t.Errorf("reasons: %v, %v", got[0], got[1])
+	}
+	if len(*opened) != 1 || (*opened)[0].closed.Load() {
+		t.Errorf("%d clients opened", len(*opened))
+	}
+}
+
+func TestJobAfterBareClosesTheBareClient(t *testing.T) {
+	var out bytes.Buffer
+	l, opened := bareLoop(t, &out)
+	feed(l, bareRound(1), bareRound(1),
+		`{"type":"job","job":{"verify":true,"requests":[{"method":"GET","url":"u","repeat":2}]}}`)
+	if len(*opened) != 2 || !(*opened)[0].closed.Load() || (*opened)[1].closed.Load() {
+		t.Fatalf("%d clients opened; the bare one must be closed, the job's open", len(*opened))
+	}
+	feed(l, `{"type":"go"}`, bareRound(2))
+	got := answers(t, &out)
+	types := []string{}
+	for _, a := range got {
+		types = append(types, a["type"].(string))
+	}
+	if strings.Join(types, " ") != "bare bare ready done report bare" {
+		t.Fatalf("answers %v", types)
+	}
+	if rep := got[4]; len(rep["responses"].([]any)) != 2 || len(rep["errors"].([]any)) != 0 {
+		t.Errorf("report %v", rep)
+	}
+	if len(*opened) != 3 || !(*opened)[1].closed.Load() || (*opened)[2].closed.Load() {
+		t.Errorf("%d clients opened; a bare round after a job must build a new one", len(*opened))
+	}
+}
+
+func TestEndOfInputClosesTheBareClient(t *testing.T) {
+	var out bytes.Buffer
+	l, opened := bareLoop(t, &out)
+	l.run(bufio.NewReader(strings.NewReader(bareRound(1) + "\n")))
+	if got := answers(t, &out); len(got) != 1 || got[0]["type"] != "bare" {
+		t.Fatalf("answers %v", got)
+	}
+	if len(*opened) != 1 || !(*opened)[0].closed.Load() || l.bare != nil {
+		t.Fatalf("the bare client is still open at end of input")
 	}
 }

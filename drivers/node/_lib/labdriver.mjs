@@ -6,7 +6,8 @@
  * `close()` closes the client. `main(driver, import.meta.url)` does the rest: hello / job /
  * ready / go / done / report, refusing jobs that need a capability the driver's `driver.toml`
  * does not claim or an option the driver does not honour. Up to `job.concurrency` requests run
- * at once (one after another, in order, when it is 1).
+ * at once (one after another, in order, when it is 1). It also answers `bare`, the calibration
+ * loop: the same requests on one client kept from round to round, timed by the driver's own clock.
  *
  * Importing this module moves the real stdout aside: protocol lines are written to fd 1 with
  * fs.writeSync, while `process.stdout` (and so console.log) becomes stderr, so a library's stray
@@ -283,6 +284,17 @@ export async function fileResponse(req, source, status, http, verify) {
   return new Response(status, size, http, digest ? digest.digest('hex') : null);
 }
 
+/** What a failed request's error says, with its cause chain (fetch says only "fetch failed"
+ * and keeps the reason in `cause`). */
+function failureMessage(err) {
+  const parts = [];
+  for (let e = err, depth = 0; e && depth < 4; e = e.cause, depth++) {
+    const text = e instanceof Error ? `${e.name}${e.code ? ` ${e.code}` : ''}: ${e.message}` : String(e);
+    if (text !== parts.at(-1)) parts.push(text);
+  }
+  return parts.join(' <- ').slice(0, 500);
+}
+
 /** Collects responses and errors in the report's wire format. */
 export class Report {
   constructor(verify) {
@@ -298,15 +310,26 @@ export class Report {
     this.responses.push(item);
   }
 
-  /** Record one request that got no response; the message names the cause chain
-   * (fetch says only "fetch failed" and keeps the reason in `cause`). */
+  /** Record one request that got no response. */
   fail(req, err) {
-    const parts = [];
-    for (let e = err, depth = 0; e && depth < 4; e = e.cause, depth++) {
-      const text = e instanceof Error ? `${e.name}${e.code ? ` ${e.code}` : ''}: ${e.message}` : String(e);
-      if (text !== parts.at(-1)) parts.push(text);
-    }
-    this.errors.push({ r: req.r, message: parts.join(' <- ').slice(0, 500) });
+    this.errors.push({ r: req.r, message: failureMessage(err) });
+  }
+}
+
+/** Counts responses and errors and keeps nothing else: the bare loop's stand-in for a Report,
+ * so that the calibration loop pays for no report a plain program would not build. */
+export class Tally {
+  responses = 0;
+  errors = 0;
+  firstError = null;
+
+  add(_req, _resp) {
+    this.responses++;
+  }
+
+  fail(_req, err) {
+    this.errors++;
+    this.firstError ??= failureMessage(err);
   }
 }
 
@@ -325,9 +348,9 @@ export function packageVersion(driverUrl, name) {
 
 /**
  * A driver: one client per job. Subclasses set `options` and override `versions`, `open`,
- * `request` and `close`; `refuse` may add per-job refusals. `options` maps each option the
- * driver honours to the values it honours exactly, or to null for every valid value; any other
- * non-null option is refused.
+ * `request` and `close`; `refuse` may add per-job refusals, and `reuse` readies the bare loop's
+ * kept client for a later round. `options` maps each option the driver honours to the values it
+ * honours exactly, or to null for every valid value; any other non-null option is refused.
  */
 export class Driver {
   options = {};
@@ -355,9 +378,13 @@ export class Driver {
   /** Close the client and every connection it holds. */
   async close() {}
 
-  /** The timed phase: every request, up to `concurrency` at once (in order when it is 1). */
-  async runAll(job) {
-    const report = new Report(job.verify);
+  /** A later bare round's job for the client `open` built from the first round's: only the
+   * server's port may differ. A client that takes any origin needs nothing. */
+  async reuse(_job) {}
+
+  /** Every request, up to `concurrency` at once (in order when it is 1), each one's outcome into
+   * `report`: a Report in the timed phase, a Tally in the bare loop. */
+  async runAll(job, report) {
     const work = job.work(); // shared by the workers: they take the next entry between awaits
     const worker = async () => {
       for (const req of work) {
@@ -369,7 +396,6 @@ export class Driver {
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(job.concurrency, job.total)) }, worker));
-    return report;
   }
 }
 
@@ -416,6 +442,7 @@ class Loop {
     this.driver = driver;
     this.capabilities = capabilities;
     this.job = null; // the job that is ready, waiting for go
+    this.bare = false; // the bare loop's client is built and kept for the next bare round
   }
 
   async closeClient() {
@@ -426,21 +453,33 @@ class Loop {
     }
   }
 
-  async onJob(data) {
-    if (this.job) await this.closeClient(); // a new job instead of go: drop the ready one
+  /** Close the client of a job waiting for go or of the bare loop, if there is one. */
+  async release() {
+    if (!this.job && !this.bare) return;
     this.job = null;
-    let job;
+    this.bare = false;
+    await this.closeClient();
+  }
+
+  /** The job, or null after answering why it is malformed or cannot be done. */
+  parse(data) {
     try {
-      job = new Job(data);
+      return new Job(data);
     } catch (err) {
       if (err instanceof Unsupported) send({ type: 'unsupported', reason: err.message });
       else send({ type: 'error', message: `bad job: ${err.message}` });
-      return;
+      return null;
     }
+  }
+
+  /** Parse a job and build the client for it; null (after answering why) when it cannot be done. */
+  async prepare(data) {
+    const job = this.parse(data);
+    if (!job) return null;
     const reason = refusal(job, this.capabilities, this.driver.options) ?? this.driver.refuse(job);
     if (reason) {
       send({ type: 'unsupported', reason });
-      return;
+      return null;
     }
     try {
       await this.driver.open(job);
@@ -449,10 +488,15 @@ class Loop {
       await this.closeClient();
       if (err instanceof Unsupported) send({ type: 'unsupported', reason: err.message });
       else send({ type: 'error', message: `building the client failed: ${err?.name}: ${err?.message}` });
-      return;
+      return null;
     }
-    this.job = job;
-    send({ type: 'ready' });
+    return job;
+  }
+
+  async onJob(data) {
+    await this.release(); // a new job instead of go, or after bare rounds: drop that client
+    this.job = await this.prepare(data);
+    if (this.job) send({ type: 'ready' });
   }
 
   async onGo() {
@@ -462,10 +506,40 @@ class Loop {
       send({ type: 'error', message: 'go without a ready job' });
       return;
     }
-    const report = await this.driver.runAll(job);
+    const report = new Report(job.verify);
+    await this.driver.runAll(job, report);
     send({ type: 'done' }); // before the report: serialising it is not timed
     send({ type: 'report', responses: report.responses, errors: report.errors });
     await this.closeClient();
+  }
+
+  /** One round of the calibration loop: the job's requests on the kept client (built by the
+   * first round), timed by the driver's own clock, nothing kept but counts. */
+  async onBare(data) {
+    let job;
+    if (this.bare) {
+      job = this.parse(data);
+      if (!job) return;
+      try {
+        await this.driver.reuse(job);
+      } catch (err) {
+        log(err?.stack ?? String(err));
+        send({ type: 'error', message: `reusing the client failed: ${err?.name}: ${err?.message}` });
+        return;
+      }
+    } else {
+      await this.release(); // a job waiting for go: its client is not the bare loop's
+      job = await this.prepare(data);
+      if (!job) return;
+      this.bare = true;
+    }
+    const tally = new Tally();
+    const start = process.hrtime.bigint();
+    await this.driver.runAll(job, tally);
+    const wallS = Number(process.hrtime.bigint() - start) / 1e9;
+    const answer = { type: 'bare', wall_s: wallS, requests: tally.responses, errors: tally.errors };
+    if (tally.firstError !== null) answer.error = tally.firstError;
+    send(answer);
   }
 
   async onLine(line) {
@@ -484,6 +558,8 @@ class Loop {
       await this.onJob(message.job ?? {});
     } else if (message.type === 'go') {
       await this.onGo();
+    } else if (message.type === 'bare') {
+      await this.onBare(message.job ?? {});
     } else {
       send({ type: 'error', message: `unknown message type ${JSON.stringify(message.type)}` });
     }
@@ -500,6 +576,6 @@ export async function main(driver, driverUrl) {
   for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
     await loop.onLine(line);
   }
-  if (loop.job) await loop.closeClient();
+  await loop.release();
   process.exit(0);
 }

@@ -21,9 +21,16 @@ class UndiciPoolDriver extends UndiciDriver {
     // (maxRedirections per request); gzip bodies are decoded by its decompress interceptor
     const layers = [interceptors.redirect()];
     if (job.acceptGzip) layers.push(interceptors.decompress());
-    this.pools = new Map(job.origins.map((origin) => [origin, new Pool(origin, options).compose(...layers)]));
+    this.newPool = (origin) => new Pool(origin, options).compose(...layers);
+    this.pools = new Map(job.origins.map((origin) => [origin, this.newPool(origin)]));
     // undici sends no Accept-Encoding of its own
     this.encoding = job.acceptGzip ? { 'accept-encoding': 'gzip' } : {};
+  }
+
+  /** A later bare round may go to the server on another port: a Pool for each new origin, built
+   * as `open` built the others (looked up beforehand, so that `request` stays a plain get). */
+  async reuse(job) {
+    for (const origin of job.origins) if (!this.pools.has(origin)) this.pools.set(origin, this.newPool(origin));
   }
 
   async request(req) {

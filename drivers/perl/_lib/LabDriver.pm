@@ -6,7 +6,8 @@ package LabDriver;
 # versions (hello), prepare (build the client, no connection), run (the timed phase) and
 # finish (close the client). main() does hello / job / ready / go / done / report and
 # refuses jobs that need a capability its driver.toml does not claim or an option it does
-# not honour. Core modules only (JSON::PP, Digest::SHA).
+# not honour, and the calibration loop (bare: the same run on one kept client, timed by the
+# driver's own clock). Core modules only (JSON::PP, Digest::SHA, Time::HiRes).
 
 use strict;
 use warnings;
@@ -215,12 +216,37 @@ sub file {
 # One request that got no response.
 sub fail {
     my ($self, $r, $message) = @_;
-    $message = "$message";
-    $message =~ s/\s+$//;
-    push @{$self->{errors}}, {r => 0 + $r, message => substr($message, 0, 500)};
+    push @{$self->{errors}}, {r => 0 + $r, message => LabDriver::_error_text($message)};
+}
+
+# The bare loop's stand-in for a Report: the same calls, but it only counts, so that the
+# calibration loop pays for no report (no digest, no stat of a sink file) a plain program
+# would not build.
+package LabDriver::Tally;
+
+sub new {
+    my ($class) = @_;
+    return bless {responses => 0, errors => 0, first_error => undef}, $class;
+}
+
+sub body { $_[0]{responses}++ }
+sub file { $_[0]{responses}++ }
+
+sub fail {
+    my ($self, $r, $message) = @_;
+    $self->{errors}++;
+    $self->{first_error} //= LabDriver::_error_text($message);
 }
 
 package LabDriver;
+
+# A failure as the report gives it: one line, at most 500 characters.
+sub _error_text {
+    my ($message) = @_;
+    $message = "$message";
+    $message =~ s/\s+$//;
+    return substr($message, 0, 500);
+}
 
 # --- the message loop ---------------------------------------------------------------------
 
@@ -233,6 +259,77 @@ sub _send {
     print {$OUT} $JSON->encode($message), "\n";
 }
 
+# The job of a job or bare message if it has the shape of one, else undef (after saying why).
+sub _parse_job {
+    my ($candidate) = @_;
+    return $candidate if ref $candidate eq 'HASH' && ref $candidate->{requests} eq 'ARRAY';
+    _send({type => 'error', message => 'bad job: no requests'});
+    return undef;
+}
+
+# Check a job and build its client: ($job, $client), or () after answering unsupported or error.
+sub _open {
+    my ($driver, $capabilities, $candidate) = @_;
+    my $job = _parse_job($candidate) // return;
+    my $reason = refusal($job, $capabilities, $driver->{options} || {});
+    if (defined $reason) {
+        _send({type => 'unsupported', reason => $reason});
+        return;
+    }
+    my ($built, $why);
+    if (!eval { ($built, $why) = $driver->{prepare}->($job); 1 }) {
+        my $err = $@;
+        log_line($err);
+        $err =~ s/\s+$//;
+        _send({type => 'error', message => "building the client failed: $err"});
+        return;
+    }
+    if (!defined $built) {
+        _send({type => 'unsupported', reason => $why // 'the client cannot do this job'});
+        return;
+    }
+    return ($job, $built);
+}
+
+# Every request of the job on $client, each outcome into $collector (a Report for a timed
+# trial, a Tally for a bare round): one loop for both, so the bare loop measures the same code.
+sub _run {
+    my ($driver, $job, $client, $collector) = @_;
+    return if eval { $driver->{run}->($job, $client, $collector); 1 };
+    log_line($@);
+    $collector->fail(0, $@);
+}
+
+sub _close {
+    my ($driver, $job, $client) = @_;
+    eval { $driver->{finish}->($job, $client) if $driver->{finish}; 1 } or log_line("finish: $@");
+}
+
+# One round of the calibration loop: the job's requests on the kept client ($bare, built by
+# the first round and reused after, as a long-lived program would), timed by the driver's own
+# monotonic clock, nothing kept but counts. Returns the kept [job, client], or undef when the
+# first round could not build one.
+sub _bare_round {
+    my ($driver, $capabilities, $bare, $candidate) = @_;
+    my ($job, $client);
+    if ($bare) {
+        $job = _parse_job($candidate) // return $bare;
+        $client = $bare->[1];
+    }
+    else {
+        ($job, $client) = _open($driver, $capabilities, $candidate) or return undef;
+        # loaded here, not at start-up: a process that never calibrates carries none of it
+        require Time::HiRes;
+    }
+    my $tally = LabDriver::Tally->new;
+    my $t0 = Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC());
+    _run($driver, $job, $client, $tally);
+    my $wall = Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC()) - $t0;
+    _send({type => 'bare', wall_s => $wall, requests => $tally->{responses}, errors => $tally->{errors},
+        defined $tally->{first_error} ? (error => $tally->{first_error}) : ()});
+    return [$job, $client];
+}
+
 # Run the driver on stdin/stdout. Arguments (a hash):
 #   versions => sub { {name => version, ...} }      library versions (perl is added)
 #   options  => {name => [values] | undef}           job options honoured
@@ -240,11 +337,13 @@ sub _send {
 #   run      => sub ($job, $client, $report)         the timed phase
 #   finish   => sub ($job, $client)                  close the client (after the report)
 # The driver's folder (holding driver.toml) is that of the script ($0).
+# A bare round calls run with a LabDriver::Tally in place of the report; its client is built
+# by prepare on the first round, kept for the next ones and closed by finish at the next job
+# or at end of input.
 sub main {
     my (%driver) = @_;
     my $folder = File::Basename::dirname($0);
     my $capabilities = manifest_capabilities("$folder/driver.toml");
-    my $honoured = $driver{options} || {};
 
     # the real stdout becomes the protocol channel; STDOUT points at stderr, so a library's
     # stray output cannot corrupt the protocol
@@ -256,6 +355,7 @@ sub main {
     $SIG{PIPE} = 'IGNORE';    # a peer that goes away is a request error, not the end
 
     my ($job, $client);
+    my $bare;    # [job, client] of the calibration loop, while one is open
     while (defined(my $line = <STDIN>)) {
         next unless $line =~ /\S/;
         my $msg = eval { $JSON->decode($line) };
@@ -267,29 +367,9 @@ sub main {
         }
         elsif ($type eq 'job') {
             ($job, $client) = ();
-            my $candidate = $msg->{job};
-            if (ref $candidate ne 'HASH' || ref $candidate->{requests} ne 'ARRAY') {
-                _send({type => 'error', message => 'bad job: no requests'});
-                next;
-            }
-            my $reason = refusal($candidate, $capabilities, $honoured);
-            if (defined $reason) {
-                _send({type => 'unsupported', reason => $reason});
-                next;
-            }
-            my ($built, $why);
-            if (!eval { ($built, $why) = $driver{prepare}->($candidate); 1 }) {
-                my $err = $@;
-                log_line($err);
-                $err =~ s/\s+$//;
-                _send({type => 'error', message => "building the client failed: $err"});
-                next;
-            }
-            if (!defined $built) {
-                _send({type => 'unsupported', reason => $why // 'the client cannot do this job'});
-                next;
-            }
-            ($job, $client) = ($candidate, $built);
+            _close(\%driver, @{$bare}) if $bare;
+            $bare = undef;
+            ($job, $client) = _open(\%driver, $capabilities, $msg->{job}) or next;
             _send({type => 'ready'});
         }
         elsif ($type eq 'go') {
@@ -298,19 +378,20 @@ sub main {
                 next;
             }
             my $report = LabDriver::Report->new($job->{verify} ? 1 : 0);
-            if (!eval { $driver{run}->($job, $client, $report); 1 }) {
-                log_line($@);
-                $report->fail(0, $@);
-            }
+            _run(\%driver, $job, $client, $report);
             _send({type => 'done'});    # before the report: serialising it is not timed
             _send({type => 'report', responses => $report->{responses}, errors => $report->{errors}});
-            eval { $driver{finish}->($job, $client) if $driver{finish}; 1 } or log_line("finish: $@");
+            _close(\%driver, $job, $client);    # no connection survives the job
             ($job, $client) = ();
+        }
+        elsif ($type eq 'bare') {
+            $bare = _bare_round(\%driver, $capabilities, $bare, $msg->{job});
         }
         else {
             _send({type => 'error', message => 'unknown message: ' . substr($line =~ s/\s+$//r, 0, 200)});
         }
     }
+    _close(\%driver, @{$bare}) if $bare;
     return 0;
 }
 

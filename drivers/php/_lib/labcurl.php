@@ -156,7 +156,7 @@ function http_label(\CurlHandle $ch): string
 }
 
 /** after a transfer: the response (or the error) into the report, the files closed */
-function finish(\CurlHandle $ch, Transfer $t, int $errno, ?string $body, Lab\Report $report): void
+function finish(\CurlHandle $ch, Transfer $t, int $errno, ?string $body, Lab\Collector $report): void
 {
     $sinkClosed = $t->sink === null || fclose($t->sink);
     close($t->upload);

@@ -3,9 +3,11 @@
 //
 // A driver extends Lab\Driver: it names the options it honours and supplies versions(),
 // prepare(job) (build the client, no connection: its state, or an Unsupported), run(job, state,
-// report) (the timed phase) and finish(state) (close the client). Lab\main() does hello / job /
-// ready / go / done / report and refuses jobs that need a capability its driver.toml does not
-// claim or an option it does not honour. Standard extensions only (json, hash).
+// collector) (the timed phase) and finish(state) (close the client). Lab\main() does hello / job /
+// ready / go / done / report, refuses jobs that need a capability its driver.toml does not claim
+// or an option it does not honour, and runs the calibration loop (bare: the same run() on one
+// kept client, into a Tally instead of a Report, timed by the driver's own clock). Standard
+// extensions only (json, hash).
 
 declare(strict_types=1);
 
@@ -38,8 +40,21 @@ abstract class Driver
      */
     abstract public function prepare(array $job): mixed;
 
-    /** the timed phase: every request of the job, each result into $report */
-    abstract public function run(array $job, mixed $state, Report $report): void;
+    /**
+     * The timed phase: every request of the job, each outcome into $report (a Report in a trial,
+     * a Tally in a bare round: the same code either way). A bare round after the first runs a new
+     * job (only the server's port may differ) on the state an earlier prepare() returned.
+     */
+    abstract public function run(array $job, mixed $state, Collector $report): void;
+
+    /**
+     * Before a bare round after the first, untimed: the kept client is about to run $job, whose
+     * server may be on another port, and whose connections the server may have closed while the
+     * lab paused the driver. Only a client that must know which connections it holds needs this.
+     */
+    public function resume(array $job, mixed $state): void
+    {
+    }
 
     /** close the client and every connection it holds (called after the report) */
     public function finish(mixed $state): void
@@ -47,7 +62,26 @@ abstract class Driver
     }
 }
 
-final class Report
+/** where run() puts each request's outcome: a Report (a trial) or a Tally (a bare round) */
+abstract class Collector
+{
+    /** one response held in memory: $body is the whole decoded body */
+    abstract public function add(int $r, int $status, string $http, string $body): void;
+
+    /** one response streamed to $file (sink "file") */
+    abstract public function addFile(int $r, int $status, string $http, string $file): void;
+
+    /** one request that got no response */
+    abstract public function fail(int $r, string $message): void;
+
+    /** one request that got no response, from an exception */
+    final public function failWith(int $r, \Throwable $e): void
+    {
+        $this->fail($r, get_class($e) . ': ' . $e->getMessage());
+    }
+}
+
+final class Report extends Collector
 {
     public array $responses = [];
     public array $errors = [];
@@ -56,7 +90,6 @@ final class Report
     {
     }
 
-    /** one response held in memory: $body is the whole decoded body */
     public function add(int $r, int $status, string $http, string $body): void
     {
         $item = ['r' => $r, 'status' => $status, 'bytes' => strlen($body), 'http' => $http];
@@ -66,7 +99,7 @@ final class Report
         $this->responses[] = $item;
     }
 
-    /** one response streamed to $file (sink "file"): its size, and digest when verifying */
+    /** the file's size, and its digest when verifying */
     public function addFile(int $r, int $status, string $http, string $file): void
     {
         clearstatcache(true, $file);
@@ -77,16 +110,36 @@ final class Report
         $this->responses[] = $item;
     }
 
-    /** one request that got no response */
     public function fail(int $r, string $message): void
     {
         $this->errors[] = ['r' => $r, 'message' => substr($message, 0, 500)];
     }
+}
 
-    /** one request that got no response, from an exception */
-    public function failWith(int $r, \Throwable $e): void
+/**
+ * Counts responses and failures and keeps nothing else: the bare round's stand-in for a Report,
+ * so that the calibration loop pays for no report a plain program would not build.
+ */
+final class Tally extends Collector
+{
+    public int $responses = 0;
+    public int $errors = 0;
+    public ?string $firstError = null;
+
+    public function add(int $r, int $status, string $http, string $body): void
     {
-        $this->fail($r, get_class($e) . ': ' . $e->getMessage());
+        $this->responses++;
+    }
+
+    public function addFile(int $r, int $status, string $http, string $file): void
+    {
+        $this->responses++;
+    }
+
+    public function fail(int $r, string $message): void
+    {
+        $this->errors++;
+        $this->firstError ??= substr($message, 0, 500);
     }
 }
 
@@ -204,6 +257,155 @@ function log(string $line): void
     fwrite(STDERR, rtrim($line) . "\n");
 }
 
+/** the message loop: the job being readied for its go, and the bare rounds' kept client */
+final class Loop
+{
+    private ?array $ready = null; // [job, state] between ready and go
+    private mixed $bare = null; // the client state the first bare round built, kept for the next
+    private bool $bareOpen = false;
+
+    public function __construct(private Driver $driver, private array $capabilities)
+    {
+    }
+
+    /** the message's job, or null (after saying so) when it is not one */
+    private static function parse(array $msg): ?array
+    {
+        $job = is_array($msg['job'] ?? null) ? $msg['job'] : [];
+        if (!is_array($job['requests'] ?? null) || !isset($job['http'])) {
+            send(['type' => 'error', 'message' => 'bad job: no requests or http']);
+            return null;
+        }
+        return $job;
+    }
+
+    /** the message's job and the client built for it, or null (after saying why) */
+    private function open(array $msg): ?array
+    {
+        if (($job = self::parse($msg)) === null) {
+            return null;
+        }
+        if (($reason = refusal($job, $this->capabilities, $this->driver->options)) !== null) {
+            send(['type' => 'unsupported', 'reason' => $reason]);
+            return null;
+        }
+        try {
+            $state = $this->driver->prepare($job);
+        } catch (\Throwable $e) {
+            log((string)$e);
+            send(['type' => 'error', 'message' => 'building the client failed: ' . get_class($e) . ': ' . $e->getMessage()]);
+            return null;
+        }
+        if ($state instanceof Unsupported) {
+            send(['type' => 'unsupported', 'reason' => $state->reason]);
+            return null;
+        }
+        return [$job, $state];
+    }
+
+    /** every request of the job into $collector; a throw from run() counts as one failure */
+    private function perform(array $job, mixed $state, Collector $collector): void
+    {
+        try {
+            $this->driver->run($job, $state, $collector);
+        } catch (\Throwable $e) {
+            log((string)$e);
+            $collector->failWith(0, $e);
+        }
+    }
+
+    /**
+     * Close a client and drop the caller's reference to its state (the last one), collecting
+     * cycles too, so that its connections go now and not at some later collection.
+     */
+    private function close(mixed &$state): void
+    {
+        try {
+            $this->driver->finish($state);
+        } catch (\Throwable $e) {
+            log((string)$e);
+        }
+        $state = null;
+        gc_collect_cycles();
+    }
+
+    public function onJob(array $msg): void
+    {
+        if ($this->ready !== null) {
+            $state = $this->ready[1]; // a job that never got its go
+            $this->ready = null;
+            $this->close($state);
+        }
+        $this->endBare();
+        $this->ready = $this->open($msg);
+        if ($this->ready !== null) {
+            send(['type' => 'ready']);
+        }
+    }
+
+    public function onGo(): void
+    {
+        if ($this->ready === null) {
+            send(['type' => 'error', 'message' => 'go without a ready job']);
+            return;
+        }
+        [$job, $state] = $this->ready;
+        $this->ready = null;
+        $report = new Report((bool)($job['verify'] ?? false));
+        $this->perform($job, $state, $report);
+        send(['type' => 'done']); // before the report: serialising it is not timed
+        send(['type' => 'report', 'responses' => $report->responses, 'errors' => $report->errors]);
+        unset($report);
+        $this->close($state); // no connection survives the job
+    }
+
+    /**
+     * One round of the calibration loop: the job's requests through run() on the kept client
+     * (built by the first round, as a job message would), timed by the driver's own clock, nothing
+     * kept but counts.
+     */
+    public function onBare(array $msg): void
+    {
+        if ($this->bareOpen) {
+            if (($job = self::parse($msg)) === null) {
+                return;
+            }
+            try {
+                $this->driver->resume($job, $this->bare);
+            } catch (\Throwable $e) {
+                log((string)$e);
+                send(['type' => 'error', 'message' => 'resuming the client failed: ' . get_class($e) . ': ' . $e->getMessage()]);
+                return;
+            }
+        } else {
+            if (($opened = $this->open($msg)) === null) {
+                return;
+            }
+            [$job, $this->bare] = $opened;
+            unset($opened);
+            $this->bareOpen = true;
+        }
+        $tally = new Tally();
+        $t0 = hrtime(true);
+        $this->perform($job, $this->bare, $tally);
+        $wall = (hrtime(true) - $t0) / 1e9;
+        $answer = ['type' => 'bare', 'wall_s' => $wall, 'requests' => $tally->responses, 'errors' => $tally->errors];
+        if ($tally->firstError !== null) {
+            $answer['error'] = $tally->firstError;
+        }
+        send($answer);
+    }
+
+    /** close the calibration loop's client, if one is open */
+    public function endBare(): void
+    {
+        if ($this->bareOpen) {
+            $this->bareOpen = false;
+            $this->close($this->bare);
+        }
+    }
+}
+
 /** answer the lab's messages on stdin until it closes it */
 function main(Driver $driver, string $folder): void
 {
@@ -213,8 +415,7 @@ function main(Driver $driver, string $folder): void
         fwrite(STDERR, $buffer);
         return '';
     }, 1);
-    $capabilities = manifest_capabilities($folder . '/driver.toml');
-    $ready = null; // [job, state] between ready and go
+    $loop = new Loop($driver, manifest_capabilities($folder . '/driver.toml'));
     while (($line = fgets(STDIN)) !== false) {
         if (trim($line) === '') continue;
         $msg = json_decode($line, true);
@@ -222,57 +423,14 @@ function main(Driver $driver, string $folder): void
         if ($type === 'hello') {
             send(['type' => 'hello', 'protocol' => PROTOCOL, 'versions' => ['php' => PHP_VERSION] + $driver->versions()]);
         } elseif ($type === 'job') {
-            if ($ready !== null) {
-                $driver->finish($ready[1]); // a job that never got its go
-                $ready = null;
-            }
-            $job = is_array($msg['job'] ?? null) ? $msg['job'] : [];
-            if (!is_array($job['requests'] ?? null) || !isset($job['http'])) {
-                send(['type' => 'error', 'message' => 'bad job: no requests or http']);
-                continue;
-            }
-            if (($reason = refusal($job, $capabilities, $driver->options)) !== null) {
-                send(['type' => 'unsupported', 'reason' => $reason]);
-                continue;
-            }
-            try {
-                $state = $driver->prepare($job);
-            } catch (\Throwable $e) {
-                log((string)$e);
-                send(['type' => 'error', 'message' => 'building the client failed: ' . get_class($e) . ': ' . $e->getMessage()]);
-                continue;
-            }
-            if ($state instanceof Unsupported) {
-                send(['type' => 'unsupported', 'reason' => $state->reason]);
-                continue;
-            }
-            $ready = [$job, $state];
-            send(['type' => 'ready']);
+            $loop->onJob($msg);
         } elseif ($type === 'go') {
-            if ($ready === null) {
-                send(['type' => 'error', 'message' => 'go without a ready job']);
-                continue;
-            }
-            [$job, $state] = $ready;
-            $ready = null;
-            $report = new Report((bool)($job['verify'] ?? false));
-            try {
-                $driver->run($job, $state, $report);
-            } catch (\Throwable $e) {
-                log((string)$e);
-                $report->failWith(0, $e);
-            }
-            send(['type' => 'done']); // before the report: serialising it is not timed
-            send(['type' => 'report', 'responses' => $report->responses, 'errors' => $report->errors]);
-            try {
-                $driver->finish($state); // no connection survives the job
-            } catch (\Throwable $e) {
-                log((string)$e);
-            }
-            unset($state, $report);
-            gc_collect_cycles();
+            $loop->onGo();
+        } elseif ($type === 'bare') {
+            $loop->onBare($msg);
         } else {
             send(['type' => 'error', 'message' => 'unknown message: ' . substr($line, 0, 200)]);
         }
     }
+    $loop->endBare();
 }

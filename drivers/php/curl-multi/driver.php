@@ -104,7 +104,7 @@ final class CurlMultiDriver extends Lab\Driver
         return $client;
     }
 
-    public function run(array $job, mixed $state, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Collector $report): void
     {
         $multi = $state->multi;
         $pending = Lab\work($job);

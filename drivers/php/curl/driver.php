@@ -52,7 +52,7 @@ final class CurlDriver extends Lab\Driver
         return $client;
     }
 
-    public function run(array $job, mixed $state, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Collector $report): void
     {
         $ch = $state->ch;
         foreach (Lab\work($job) as [$r, $req]) {
@@ -70,6 +70,21 @@ final class CurlDriver extends Lab\Driver
             $state->h2cLive = $state->h2cFix && $errno === 0
                 && curl_getinfo($ch, CURLINFO_HTTP_VERSION) === CURL_HTTP_VERSION_2_0;
             Lab\Curl\finish($ch, $t, $errno, is_string($body) ? $body : null, $report);
+        }
+    }
+
+    /**
+     * h2cLive cannot be trusted across bare rounds (a new server port, or a connection the server
+     * closed while the driver was paused): plain HTTP/2 on a new connection is an Upgrade, answered
+     * in HTTP/1.1, and prior knowledge on a live h2c connection fails. A copy of the handle keeps
+     * every option but no connection (nor the cookies received), so the round starts with prior
+     * knowledge on a new connection.
+     */
+    public function resume(array $job, mixed $state): void
+    {
+        if ($state->h2cFix) {
+            $state->ch = curl_copy_handle($state->ch);
+            $state->h2cLive = false;
         }
     }
 

@@ -72,7 +72,7 @@ final class GuzzleDriver extends Lab\Driver
         return $o;
     }
 
-    private static function record(Lab\Report $report, int $r, array $req, ResponseInterface $response): void
+    private static function record(Lab\Collector $report, int $r, array $req, ResponseInterface $response): void
     {
         $http = $response->getProtocolVersion() === '2.0' ? '2' : $response->getProtocolVersion();
         if (Lab\to_file($req)) {
@@ -83,7 +83,7 @@ final class GuzzleDriver extends Lab\Driver
         }
     }
 
-    public function run(array $job, mixed $state, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Collector $report): void
     {
         /** @var Client $client */
         $client = $state;

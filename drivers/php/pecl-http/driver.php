@@ -64,7 +64,7 @@ final class PeclHttpDriver extends Lab\Driver
         return $request;
     }
 
-    public function run(array $job, mixed $state, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Collector $report): void
     {
         /** @var http\Client $client */
         $client = $state;

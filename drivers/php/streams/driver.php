@@ -77,7 +77,7 @@ final class StreamsDriver extends Lab\Driver
         return [(int)explode(' ', $line)[1], Lab\status_line_version($line)];
     }
 
-    public function run(array $job, mixed $state, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Collector $report): void
     {
         foreach (Lab\work($job) as [$r, $req]) {
             $ctx = $this->context($job, $req);

@@ -94,7 +94,7 @@ final class SymfonyDriver extends Lab\Driver
         };
     }
 
-    public function run(array $job, mixed $state, Lab\Report $report): void
+    public function run(array $job, mixed $state, Lab\Collector $report): void
     {
         /** @var HttpClientInterface $client */
         $client = $state;

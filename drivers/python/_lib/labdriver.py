@@ -4,7 +4,8 @@ A driver subclasses `Driver` (or `AsyncDriver` for asyncio clients), says which 
 it honours, and supplies three steps: `open(job)` builds the client, `request(req)` does one
 request and returns a `Response`, `close()` closes the client. `main()` does the rest:
 hello / job / ready / go / done / report, refusing jobs that need a capability the driver's
-`driver.toml` does not claim or an option the driver does not honour.
+`driver.toml` does not claim or an option the driver does not honour, and the calibration loop
+(`bare`: the same requests in a plain loop on one kept client, timed by the driver's own clock).
 
 Standard library only: the lab's own test run imports this module without the drivers' venvs.
 """
@@ -19,6 +20,7 @@ import os
 import platform
 import ssl
 import sys
+import time
 import tomllib
 import traceback
 from contextlib import contextmanager
@@ -364,15 +366,13 @@ class Driver:
     def close(self) -> None:
         """Close the client and every connection it holds."""
 
-    def run_all(self, job: Job) -> tuple[list[dict], list[dict]]:
-        """The timed phase: every request, in order."""
-        report = Report(job.verify)
+    def run_all(self, job: Job, report: "Report | Tally") -> None:
+        """The timed phase: every request, in order, each one's outcome into `report`."""
         for req in job.work():
             try:
                 report.add(req, self.request(req))
             except Exception as exc:  # a failed request is reported, never fatal
                 report.fail(req, exc)
-        return report.responses, report.errors
 
 
 class AsyncDriver(Driver):
@@ -393,8 +393,7 @@ class AsyncDriver(Driver):
     async def close(self) -> None:  # type: ignore[override]
         """Close the client."""
 
-    async def _run_all(self, job: Job) -> tuple[list[dict], list[dict]]:
-        report = Report(job.verify)
+    async def _run_all(self, job: Job, report: "Report | Tally") -> None:
         work = job.work()  # shared by the workers: asyncio switches only at awaits
 
         async def worker() -> None:
@@ -405,10 +404,27 @@ class AsyncDriver(Driver):
                     report.fail(req, exc)
 
         await asyncio.gather(*(worker() for _ in range(max(1, job.concurrency))))
-        return report.responses, report.errors
 
-    def run_all(self, job: Job) -> tuple[list[dict], list[dict]]:
-        return self.loop.run(self._run_all(job))
+    def run_all(self, job: Job, report: "Report | Tally") -> None:
+        self.loop.run(self._run_all(job, report))
+
+
+class Tally:
+    """Counts responses and errors and keeps nothing else: the bare loop's stand-in for a Report,
+    so that the calibration loop pays for no report a plain program would not build."""
+
+    def __init__(self) -> None:
+        self.responses = 0
+        self.errors = 0
+        self.first_error: str | None = None
+
+    def add(self, req: Request, resp: Response) -> None:
+        self.responses += 1
+
+    def fail(self, req: Request, exc: BaseException) -> None:
+        self.errors += 1
+        if self.first_error is None:
+            self.first_error = f"{type(exc).__name__}: {exc}"[:500]
 
 
 class Report:
@@ -463,6 +479,7 @@ class Loop:
     def __init__(self, driver: Driver, capabilities: set[str], inp: IO[bytes], out: IO[str]):
         self.driver, self.capabilities, self.inp, self.out = driver, capabilities, inp, out
         self.job: Job | None = None
+        self.bare_open = False  # a bare loop's client is built and kept for the next bare round
 
     def send(self, message: dict) -> None:
         """Write one protocol line."""
@@ -476,38 +493,79 @@ class Loop:
             return self.driver.loop.run(result)  # type: ignore[attr-defined]
         return result
 
-    def on_job(self, data: dict) -> None:
-        self.job = None
+    def _open(self, data: dict) -> Job | None:
+        """Parse a job and build the client for it; None (after saying why) when it cannot be done."""
         try:
             job = Job.parse(data)
         except (KeyError, TypeError, ValueError) as exc:
             self.send({"type": "error", "message": f"bad job: {exc!r}"})
-            return
+            return None
         reason = refusal(job, self.capabilities, self.driver.options) or self.driver.refuse(job)
         if reason:
             self.send({"type": "unsupported", "reason": reason})
-            return
+            return None
         try:
             self._call(self.driver.open, job)
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
             self.send({"type": "error", "message": f"building the client failed: {type(exc).__name__}: {exc}"})
-            return
-        self.job = job
-        self.send({"type": "ready"})
+            return None
+        return job
+
+    def _close(self) -> None:
+        try:
+            self._call(self.driver.close)
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+
+    def on_job(self, data: dict) -> None:
+        self.job = None
+        self.end_bare()
+        self.job = self._open(data)
+        if self.job is not None:
+            self.send({"type": "ready"})
 
     def on_go(self) -> None:
         job, self.job = self.job, None
         if job is None:
             self.send({"type": "error", "message": "go without a ready job"})
             return
-        responses, errors = self.driver.run_all(job)
+        report = Report(job.verify)
+        self.driver.run_all(job, report)
         self.send({"type": "done"})  # before the report: serialising it is not timed
-        self.send({"type": "report", "responses": responses, "errors": errors})
-        try:
-            self._call(self.driver.close)  # no connection survives the job
-        except Exception:
-            traceback.print_exc(file=sys.stderr)
+        self.send({"type": "report", "responses": report.responses, "errors": report.errors})
+        self._close()  # no connection survives the job
+
+    def on_bare(self, data: dict) -> None:
+        """One round of the calibration loop: the job's requests on the kept client (built by the
+        first round), timed by the driver's own clock, nothing kept but counts."""
+        if self.bare_open:
+            try:
+                job: Job | None = Job.parse(data)
+            except (KeyError, TypeError, ValueError) as exc:
+                self.send({"type": "error", "message": f"bad job: {exc!r}"})
+                return
+        else:
+            job = self._open(data)
+            if job is None:
+                return
+            self.bare_open = True
+        assert job is not None
+        tally = Tally()
+        t0 = time.perf_counter()
+        self.driver.run_all(job, tally)
+        wall_s = time.perf_counter() - t0
+        answer: dict[str, Any] = {"type": "bare", "wall_s": wall_s, "requests": tally.responses,
+                                  "errors": tally.errors}
+        if tally.first_error:
+            answer["error"] = tally.first_error
+        self.send(answer)
+
+    def end_bare(self) -> None:
+        """Close the calibration loop's client, if one is open."""
+        if self.bare_open:
+            self.bare_open = False
+            self._close()
 
     def run(self) -> None:
         """Answer messages until end of input."""
@@ -526,8 +584,11 @@ class Loop:
                 self.on_job(message.get("job") or {})
             elif kind == "go":
                 self.on_go()
+            elif kind == "bare":
+                self.on_bare(message.get("job") or {})
             else:
                 self.send({"type": "error", "message": f"unknown message type {kind!r}"})
+        self.end_bare()
 
 
 def main(driver: Driver, driver_file: str) -> None:

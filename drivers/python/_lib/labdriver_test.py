@@ -309,3 +309,40 @@ def test_main_reads_capabilities_from_manifest(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.stdout", out)
     labdriver.main(FakeDriver(), str(tmp_path / "driver.py"))
     assert json.loads(out.getvalue()) == {"type": "unsupported", "reason": "needs capabilities not claimed: cookies"}
+
+
+# --- the calibration loop (bare) ---------------------------------------------------------------
+
+def test_bare_rounds_reuse_the_client_built_by_the_first_and_count_every_outcome():
+    driver = FakeDriver()
+    work = [{"method": "GET", "url": "http://h/a", "repeat": 3}, {"method": "GET", "url": "http://fail/"}]
+    replies = converse(driver, [{"type": "bare", "job": job_dict(verify=False, requests=work)}] * 2)
+    assert [r["type"] for r in replies] == ["bare", "bare"]
+    for r in replies:
+        assert (r["requests"], r["errors"], r["error"]) == (3, 1, "ConnectionRefusedError: refused")
+        assert r["wall_s"] > 0
+    assert driver.events == ["open", "close"]  # one client for both rounds, closed at end of input
+
+
+def test_a_job_after_bare_rounds_closes_the_bare_client_first():
+    driver = FakeDriver()
+    replies = converse(driver, [{"type": "bare", "job": job_dict(verify=False)},
+                                {"type": "job", "job": job_dict()}, {"type": "go"}])
+    assert [r["type"] for r in replies] == ["bare", "ready", "done", "report"]
+    assert "error" not in replies[0]
+    assert driver.events == ["open", "close", "open", "close"]
+
+
+def test_the_first_bare_round_is_refused_as_a_job_would_be_and_builds_no_client():
+    driver = FakeDriver()
+    replies = converse(driver, [{"type": "bare", "job": job_dict(http="2")},
+                                {"type": "bare", "job": job_dict(options={"share": ["dns"]})}])
+    assert [(r["type"], r["reason"]) for r in replies] == [
+        ("unsupported", "no h2 here"), ("unsupported", "option share is not supported")]
+    assert driver.events == []
+
+
+def test_async_bare_rounds_keep_every_request_in_flight_counted():
+    replies = converse(FakeAsyncDriver(), [{"type": "bare", "job": job_dict(verify=False, concurrency=3, requests=[
+        {"method": "GET", "url": "http://h/a", "repeat": 7}])}], caps=ALL_CAPS)
+    assert (replies[0]["type"], replies[0]["requests"], replies[0]["errors"]) == ("bare", 7, 0)

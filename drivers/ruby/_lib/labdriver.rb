@@ -7,7 +7,8 @@
 # one request and returns a LabDriver::Response, `close` closes the client. A parallel client
 # overrides `run_all(job, report)` instead of `request`. `LabDriver.main` does the rest:
 # hello / job / ready / go / done / report, refusing jobs that need a capability the driver's
-# driver.toml does not claim or an option the driver does not honour.
+# driver.toml does not claim or an option the driver does not honour, and the calibration loop
+# (bare: the same requests on one kept client, timed by the driver's own clock).
 #
 # Standard library only (json, digest, securerandom, uri, openssl).
 
@@ -249,8 +250,29 @@ module LabDriver
     end
   end
 
+  # What `run_all` writes each request's outcome into: a Report (timed trials) or a Tally (the
+  # bare loop), so that both run the driver's one loop. An includer defines `add(req, resp)` for
+  # a response and `fail(req, error)` for a request that got none.
+  module Collector
+    # The block's value, or nil when it raised: the exception becomes the request's error.
+    def guard(req)
+      yield
+    rescue StandardError => e
+      fail(req, e)
+      nil
+    end
+
+    # Run the block as one request: its Response is recorded, an exception becomes an error.
+    def record(req)
+      add(req, yield)
+    rescue StandardError => e # a failed request is reported, never fatal
+      fail(req, e)
+    end
+  end
+
   # Collects responses and errors in the report's wire format.
   class Report
+    include Collector
     attr_reader :responses, :errors
 
     def initialize(verify)
@@ -270,20 +292,29 @@ module LabDriver
     def fail(req, error)
       @errors << { "r" => req.r, "message" => LabDriver.describe(error)[0, 500] }
     end
+  end
 
-    # The block's value, or nil when it raised: the exception becomes the request's error.
-    def guard(req)
-      yield
-    rescue StandardError => e
-      fail(req, e)
-      nil
+  # Counts responses and errors and keeps nothing else (but the first error's message): the
+  # bare loop pays for no report that a plain program would not build.
+  class Tally
+    include Collector
+    attr_reader :responses, :errors, :first_error
+
+    def initialize
+      @responses = 0
+      @errors = 0
+      @first_error = nil
     end
 
-    # Run the block as one request: its Response is recorded, an exception becomes an error.
-    def record(req)
-      add(req, yield)
-    rescue StandardError => e # a failed request is reported, never fatal
-      fail(req, e)
+    # Count one response, whatever its status.
+    def add(_req, _resp)
+      @responses += 1
+    end
+
+    # Count one request that got no response.
+    def fail(_req, error)
+      @errors += 1
+      @first_error ||= LabDriver.describe(error)[0, 500]
     end
   end
 
@@ -437,7 +468,8 @@ module LabDriver
       @capabilities = capabilities
       @input = input
       @out = out
-      @job = nil
+      @job = nil # the job that is ready, waiting for go
+      @bare = false # true while the bare loop's client is built and kept for the next round
     end
 
     # Write one protocol line.
@@ -448,23 +480,8 @@ module LabDriver
 
     def on_job(data)
       @job = nil
-      begin
-        job = Job.parse(data)
-      rescue KeyError, TypeError, ArgumentError => e
-        return send_message({ "type" => "error", "message" => "bad job: #{LabDriver.describe(e)}" })
-      end
-      driver_class = @driver.class
-      reason = LabDriver.refusal(job, @capabilities, driver_class::OPTIONS, driver_class::OPTION_NOTES) ||
-               @driver.refuse(job)
-      return send_message({ "type" => "unsupported", "reason" => reason }) if reason
-
-      begin
-        @driver.open(job)
-      rescue StandardError, ScriptError => e
-        warn_exception(e)
-        return send_message({ "type" => "error",
-                              "message" => "building the client failed: #{LabDriver.describe(e)}" })
-      end
+      close_bare
+      job = open_client(data) or return
       @job = job
       send_message({ "type" => "ready" })
     end
@@ -475,19 +492,41 @@ module LabDriver
       return send_message({ "type" => "error", "message" => "go without a ready job" }) unless job
 
       report = Report.new(job.verify)
-      begin
-        @driver.run_all(job, report)
-      rescue StandardError => e # run_all records per-request errors; this is the last resort
-        warn_exception(e)
-        report.fail(job.requests.first || Request.new(r: 0), e)
-      end
+      run_all(job, report)
       send_message({ "type" => "done" }) # before the report: serialising it is not timed
       send_message({ "type" => "report", "responses" => report.responses, "errors" => report.errors })
-      begin
-        @driver.close # no connection survives the job
-      rescue StandardError => e
-        warn_exception(e)
+      close_client # no connection survives the job
+    end
+
+    # One round of the calibration loop: the job's requests on the kept client (built by the
+    # first round, as a job message would build it), timed by the driver's own clock; nothing is
+    # kept but counts. Later rounds bring their own job only for its URLs and sink paths.
+    def on_bare(data)
+      if @job # its client is open: a bare round would replace it behind the lab's back
+        return send_message({ "type" => "error", "message" => "bare while a job is ready (go first)" })
       end
+
+      if @bare
+        job = parse_job(data) or return
+      else
+        job = open_client(data) or return
+        @bare = true
+      end
+      tally = Tally.new
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      run_all(job, tally)
+      wall_s = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+      answer = { "type" => "bare", "wall_s" => wall_s, "requests" => tally.responses, "errors" => tally.errors }
+      answer["error"] = tally.first_error if tally.first_error
+      send_message(answer)
+    end
+
+    # Close the calibration loop's client, if one is kept.
+    def close_bare
+      return unless @bare
+
+      @bare = false
+      close_client
     end
 
     # Answer messages until end of input.
@@ -507,12 +546,56 @@ module LabDriver
           send_message({ "type" => "hello", "protocol" => PROTOCOL, "versions" => versions })
         when "job" then on_job(message["job"])
         when "go" then on_go
+        when "bare" then on_bare(message["job"])
         else send_message({ "type" => "error", "message" => "unknown message type #{kind.inspect}" })
         end
       end
+      close_bare
     end
 
     private
+
+    # The job of a job or bare message, or nil after answering why it is not one.
+    def parse_job(data)
+      Job.parse(data)
+    rescue KeyError, TypeError, ArgumentError => e
+      send_message({ "type" => "error", "message" => "bad job: #{LabDriver.describe(e)}" })
+      nil
+    end
+
+    # Parse a job and build the driver's client for it; nil after answering unsupported or error.
+    def open_client(data)
+      job = parse_job(data) or return
+      driver_class = @driver.class
+      reason = LabDriver.refusal(job, @capabilities, driver_class::OPTIONS, driver_class::OPTION_NOTES) ||
+               @driver.refuse(job)
+      if reason
+        send_message({ "type" => "unsupported", "reason" => reason })
+        return nil
+      end
+      begin
+        @driver.open(job)
+      rescue StandardError, ScriptError => e
+        warn_exception(e)
+        send_message({ "type" => "error", "message" => "building the client failed: #{LabDriver.describe(e)}" })
+        return nil
+      end
+      job
+    end
+
+    # Every request of `job` into `collector` (a Report or a Tally): the timed phase's one loop.
+    def run_all(job, collector)
+      @driver.run_all(job, collector)
+    rescue StandardError => e # run_all records per-request errors; this is the last resort
+      warn_exception(e)
+      collector.fail(job.requests.first || Request.new(r: 0), e)
+    end
+
+    def close_client
+      @driver.close
+    rescue StandardError => e
+      warn_exception(e)
+    end
 
     def versions
       @driver.versions.compact.to_h { |k, v| [k.to_s, v.to_s] }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::runtime::Runtime;
 
-use crate::{Driver, Error, Job, Opt, Report, Response, Versions};
+use crate::{Driver, Error, Job, Opt, Outcomes, Response, Versions};
 
 /// A client library driven from async code on tokio.
 pub trait AsyncDriver: 'static {
@@ -69,10 +69,9 @@ impl<A: AsyncDriver> Driver for Parallel<A> {
         Ok(())
     }
 
-    fn run_all(&mut self, job: &Arc<Job>) -> Report {
-        match &self.client {
-            Some(client) => run_all(&self.rt, job, client, A::request),
-            None => Report::default(),
+    fn run_all<O: Outcomes>(&mut self, job: &Arc<Job>, into: &mut O) {
+        if let Some(client) = &self.client {
+            run_all(&self.rt, job, client, A::request, into);
         }
     }
 
@@ -83,9 +82,11 @@ impl<A: AsyncDriver> Driver for Parallel<A> {
 }
 
 /// Run every request of `job`: `request(client, job, r)` does one request of entry `r`.
-/// With `concurrency` 1 the requests go one after another, in order.
-fn run_all<C, F, Fut>(rt: &Runtime, job: &Arc<Job>, client: &C, request: F) -> Report
+/// With `concurrency` 1 the requests go one after another, in order. Each worker records into
+/// an `O` of its own (no lock between workers), taken into `into` when all are done.
+fn run_all<C, F, Fut, O>(rt: &Runtime, job: &Arc<Job>, client: &C, request: F, into: &mut O)
 where
+    O: Outcomes,
     C: Clone + Send + 'static,
     F: Fn(C, Arc<Job>, usize) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Response, Error>> + Send + 'static,
@@ -99,23 +100,94 @@ where
                 let (work, next, job, client, request) =
                     (work.clone(), next.clone(), job.clone(), client.clone(), request.clone());
                 tokio::spawn(async move {
-                    let mut done = Vec::with_capacity(work.len() / workers + 1);
+                    let mut done = O::with_room(work.len() / workers + 1);
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(&r) = work.get(i) else { break };
-                        done.push((r, request(client.clone(), job.clone(), r).await));
+                        done.add(r, request(client.clone(), job.clone(), r).await);
                     }
                     done
                 })
             })
             .collect();
-        let mut report = Report::with_capacity(work.len());
         for task in tasks {
             match task.await {
-                Ok(done) => done.into_iter().for_each(|(r, outcome)| report.add(r, outcome)),
-                Err(e) => report.add(0, Err(format!("a worker task failed: {e}").into())),
+                Ok(done) => into.merge(done),
+                Err(e) => into.add(0, Err(format!("a worker task failed: {e}").into())),
             }
         }
-        report
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Report, Tally};
+    use std::sync::atomic::AtomicUsize;
+
+    /// Counts requests in flight (the client is the shared counters); entry 1 fails.
+    struct Fake;
+
+    #[derive(Clone, Default)]
+    struct Counters {
+        in_flight: Arc<AtomicUsize>,
+        most: Arc<AtomicUsize>,
+    }
+
+    impl AsyncDriver for Fake {
+        type Client = Counters;
+        const OPTIONS: &'static [Opt] = &[];
+
+        fn versions(&self) -> Versions {
+            crate::base_versions()
+        }
+
+        fn open(&self, _job: &Job) -> Result<Counters, Error> {
+            Ok(Counters::default())
+        }
+
+        async fn request(client: Counters, _job: Arc<Job>, r: usize) -> Result<Response, Error> {
+            let now = client.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            client.most.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            client.in_flight.fetch_sub(1, Ordering::SeqCst);
+            match r {
+                1 => Err("refused".into()),
+                _ => Ok(Response::memory(200, http::Version::HTTP_11, b"", false)),
+            }
+        }
+    }
+
+    fn job(concurrency: usize) -> Arc<Job> {
+        let requests = serde_json::json!([{"method": "GET", "url": "http://x/a", "repeat": 30},
+                                          {"method": "GET", "url": "http://x/fail", "repeat": 10}]);
+        Arc::new(Job::parse(&serde_json::json!({"concurrency": concurrency, "requests": requests})).unwrap())
+    }
+
+    #[test]
+    fn parallel_workers_record_every_outcome_into_a_report_or_a_tally() {
+        let mut driver = Parallel::new(Fake);
+        let job = job(4);
+        driver.open(&job).unwrap();
+        let mut report = Report::with_capacity(job.total());
+        driver.run_all(&job, &mut report);
+        assert_eq!((report.responses.len(), report.errors.len()), (30, 10));
+        let mut tally = Tally::default();
+        driver.run_all(&job, &mut tally); // the same client, as in a second bare round
+        assert_eq!((tally.responses, tally.errors, tally.first_error.as_deref()), (30, 10, Some("refused")));
+        let most = driver.client.as_ref().unwrap().most.load(Ordering::SeqCst);
+        assert!((2..=4).contains(&most), "{most} requests in flight at most");
+        driver.close();
+    }
+
+    #[test]
+    fn concurrency_one_runs_one_request_at_a_time() {
+        let mut driver = Parallel::new(Fake);
+        let job = job(1);
+        driver.open(&job).unwrap();
+        let mut report = Report::default();
+        driver.run_all(&job, &mut report);
+        assert_eq!((report.responses.len(), report.errors.len()), (30, 10));
+        assert_eq!(driver.client.as_ref().unwrap().most.load(Ordering::SeqCst), 1);
+    }
 }

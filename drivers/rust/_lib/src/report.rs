@@ -97,6 +97,21 @@ impl FileSink {
     }
 }
 
+/// Where a run of requests records each one's outcome: the [`Report`] of a timed trial, or the
+/// [`Tally`] of a bare round. Both are filled by the same loop (`Driver::run_all`), so a bare
+/// round times exactly the code a trial runs; the loop is generic over it, so a trial's loop is
+/// compiled for `Report` alone and pays for no dynamic dispatch.
+pub trait Outcomes: Send + 'static {
+    /// An empty record with room for about `room` outcomes (a parallel worker's own share).
+    fn with_room(room: usize) -> Self;
+
+    /// Record the outcome of one request of entry `r`.
+    fn add(&mut self, r: usize, outcome: Result<Response, Error>);
+
+    /// Take in another record's outcomes (a parallel worker's), after this one's.
+    fn merge(&mut self, other: Self);
+}
+
 /// Collects responses and errors, and writes them as the report message.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -104,18 +119,28 @@ pub struct Report {
     pub errors: Vec<(usize, String)>,
 }
 
-impl Report {
-    /// Room for `total` responses, so the timed phase does not pay for the lab's bookkeeping.
-    pub fn with_capacity(total: usize) -> Report {
-        Report { responses: Vec::with_capacity(total.min(1 << 20)), errors: Vec::new() }
+impl Outcomes for Report {
+    fn with_room(room: usize) -> Report {
+        Report::with_capacity(room)
     }
 
-    /// Record the outcome of one request of entry `r`.
-    pub fn add(&mut self, r: usize, outcome: Result<Response, Error>) {
+    fn add(&mut self, r: usize, outcome: Result<Response, Error>) {
         match outcome {
             Ok(resp) => self.responses.push((r, resp)),
             Err(err) => self.errors.push((r, error_message(&*err))),
         }
+    }
+
+    fn merge(&mut self, other: Report) {
+        self.responses.extend(other.responses);
+        self.errors.extend(other.errors);
+    }
+}
+
+impl Report {
+    /// Room for `total` responses, so the timed phase does not pay for the lab's bookkeeping.
+    pub fn with_capacity(total: usize) -> Report {
+        Report { responses: Vec::with_capacity(total.min(1 << 20)), errors: Vec::new() }
     }
 
     /// The report message, one JSON line without the newline.
@@ -141,6 +166,58 @@ impl Report {
             let _ = write!(out, r#"{sep}{{"r":{r},"message":{}}}"#, serde_json::Value::from(message.as_str()));
         }
         out.push_str("]}");
+        out
+    }
+}
+
+/// Counts responses (whatever their status) and failures and keeps nothing else: a bare
+/// round's stand-in for a [`Report`], so that the calibration loop pays for no report a plain
+/// program would not build.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub responses: u64,
+    pub errors: u64,
+    /// the first failure's message
+    pub first_error: Option<String>,
+}
+
+impl Outcomes for Tally {
+    fn with_room(_room: usize) -> Tally {
+        Tally::default()
+    }
+
+    fn add(&mut self, _r: usize, outcome: Result<Response, Error>) {
+        match outcome {
+            Ok(_) => self.responses += 1,
+            Err(err) => {
+                self.errors += 1;
+                self.first_error.get_or_insert_with(|| error_message(&*err));
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.responses += other.responses;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+}
+
+impl Tally {
+    /// The bare answer for a round that took `wall_s` seconds, one JSON line without the newline.
+    pub fn to_json(&self, wall_s: f64) -> String {
+        let mut out = format!(
+            r#"{{"type":"bare","wall_s":{},"requests":{},"errors":{}"#,
+            serde_json::Value::from(wall_s),
+            self.responses,
+            self.errors
+        );
+        if let Some(message) = &self.first_error {
+            let _ = write!(out, r#","error":{}"#, serde_json::Value::from(message.as_str()));
+        }
+        out.push('}');
         out
     }
 }
@@ -184,6 +261,39 @@ mod tests {
         );
         assert!(!report.to_json(false).contains("sha256"));
         serde_json::from_str::<serde_json::Value>(&report.to_json(true)).unwrap();
+    }
+
+    #[test]
+    fn a_tally_counts_every_response_and_failure_and_keeps_the_first_message() {
+        let (ok, missing) = (Response::memory(200, http::Version::HTTP_11, b"a", false), 404);
+        let mut tally = Tally::with_room(10);
+        tally.add(0, Ok(ok.clone()));
+        tally.add(1, Ok(Response { status: missing, ..ok.clone() }));
+        tally.add(2, Err("refused \"first\"".into()));
+        let mut worker = Tally::default();
+        worker.add(0, Ok(ok));
+        worker.add(2, Err("refused second".into()));
+        tally.merge(worker);
+        assert_eq!((tally.responses, tally.errors), (3, 2));
+        let answer: serde_json::Value = serde_json::from_str(&tally.to_json(0.25)).unwrap();
+        assert_eq!(
+            answer,
+            serde_json::json!({"type": "bare", "wall_s": 0.25, "requests": 3, "errors": 2, "error": "refused \"first\""})
+        );
+        assert!(!Tally::default().to_json(1.0).contains("error\":"));
+    }
+
+    #[test]
+    fn a_report_takes_in_a_workers_outcomes_after_its_own() {
+        let resp = Response::memory(200, http::Version::HTTP_11, b"a", false);
+        let mut report = Report::with_capacity(3);
+        report.add(2, Ok(resp.clone()));
+        let mut worker = Report::with_room(2);
+        worker.add(0, Ok(resp));
+        worker.add(1, Err("reset".into()));
+        report.merge(worker);
+        assert_eq!(report.responses.iter().map(|(r, _)| *r).collect::<Vec<_>>(), vec![2, 0]);
+        assert_eq!(report.errors, vec![(1, "reset".to_string())]);
     }
 
     #[test]

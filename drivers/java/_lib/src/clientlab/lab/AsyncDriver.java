@@ -33,7 +33,7 @@ public abstract class AsyncDriver extends Driver {
     }
 
     @Override
-    protected void runParallel(Job job, List<Request> work, Report report) throws Exception {
+    protected void runParallel(Job job, List<Request> work, Outcomes report) throws Exception {
         Semaphore slots = new Semaphore(inFlight(job));
         CountDownLatch finished = new CountDownLatch(work.size());
         for (Request req : work) {

@@ -75,8 +75,11 @@ public abstract class Driver {
         return true;
     }
 
-    /** The timed phase: every request of the job. */
-    protected void runAll(Job job, List<Request> work, Report report) throws Exception {
+    /**
+     * The timed phase: every request of the job, each one's outcome into {@code report} (a
+     * trial's {@link Report}, or the bare loop's {@link Tally}: one loop for both).
+     */
+    protected void runAll(Job job, List<Request> work, Outcomes report) throws Exception {
         if (job.concurrency == 1) {
             for (Request req : work) {
                 once(req, report);
@@ -87,7 +90,7 @@ public abstract class Driver {
     }
 
     /** Up to {@code concurrency} requests at once: one blocking request per worker thread. */
-    protected void runParallel(Job job, List<Request> work, Report report) throws Exception {
+    protected void runParallel(Job job, List<Request> work, Outcomes report) throws Exception {
         AtomicInteger next = new AtomicInteger();
         Callable<Void> worker = () -> {
             for (int i = next.getAndIncrement(); i < work.size(); i = next.getAndIncrement()) {
@@ -105,7 +108,7 @@ public abstract class Driver {
     }
 
     /** One request into the report; a failure is reported, never fatal. */
-    protected final void once(Request req, Report report) {
+    protected final void once(Request req, Outcomes report) {
         Response resp;
         try {
             resp = request(req);

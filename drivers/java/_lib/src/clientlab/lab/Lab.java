@@ -34,7 +34,9 @@ import javax.net.ssl.SSLContext;
  * labdriver for Java: the clientlab driver protocol (docs/driver-protocol.md). A driver's
  * {@code main} calls {@link #main(Driver, String[])} with the driver folder as first argument;
  * this class does hello / job / ready / go / done / report / close, refusing jobs that need a
- * capability the folder's driver.toml does not claim or an option the driver does not honour.
+ * capability the folder's driver.toml does not claim or an option the driver does not honour,
+ * and the calibration loop ({@code bare}: the job's requests on one kept client, timed by the
+ * driver's own clock, nothing kept but counts).
  */
 public final class Lab {
     public static final int PROTOCOL = 1;
@@ -43,7 +45,10 @@ public final class Lab {
     private final Driver driver;
     private final Set<String> capabilities;
     private final Writer out;
+    /** a job answered ready, whose client waits for its go */
     private Job ready;
+    /** the first bare round's job: its client is built and kept for the next bare rounds */
+    private Job bare;
 
     private Lab(Driver driver, Set<String> capabilities, Writer out) {
         this.driver = driver;
@@ -190,26 +195,55 @@ public final class Lab {
                 case "go":
                     onGo();
                     break;
+                case "bare":
+                    onBare(message.get("job"));
+                    break;
                 default:
                     send("error", "message", "unknown message type '" + kind + "'");
             }
         }
-        if (ready != null) {
+        dropClient();
+    }
+
+    /**
+     * Close the client a job that never got its go, or the bare loop, left open: every job
+     * starts with a client of its own.
+     */
+    private void dropClient() {
+        if (ready != null || bare != null) {
+            ready = null;
+            bare = null;
             closeQuietly();
         }
     }
 
     private void onJob(JsonNode data) throws IOException {
-        if (ready != null) { // a job that never got its go: its client goes first
-            ready = null;
-            closeQuietly();
+        dropClient();
+        Job job = open(data);
+        if (job != null) {
+            ready = job;
+            send("ready", null, null);
         }
-        Job job;
+    }
+
+    /** A job message's job, or null after answering error. */
+    private Job parse(JsonNode data) throws IOException {
         try {
-            job = Job.parse(data);
+            return Job.parse(data);
         } catch (RuntimeException e) {
             send("error", "message", "bad job: " + e);
-            return;
+            return null;
+        }
+    }
+
+    /**
+     * Parse a job and build its client (the driver's refusals first); null after answering
+     * unsupported or error.
+     */
+    private Job open(JsonNode data) throws IOException {
+        Job job = parse(data);
+        if (job == null) {
+            return null;
         }
         String reason = job.refusal(capabilities, driver.options());
         if (reason == null && job.http2() && !job.keepAlive && !driver.http2WithoutKeepAlive()) {
@@ -221,7 +255,7 @@ public final class Lab {
         }
         if (reason != null) {
             send("unsupported", "reason", reason);
-            return;
+            return null;
         }
         try {
             driver.begin(job);
@@ -229,10 +263,9 @@ public final class Lab {
             e.printStackTrace();
             closeQuietly();
             send("error", "message", "building the client failed: " + Report.cause(e));
-            return;
+            return null;
         }
-        ready = job;
-        send("ready", null, null);
+        return job;
     }
 
     private void onGo() throws IOException {
@@ -257,6 +290,74 @@ public final class Lab {
         out.write('\n');
         out.flush();
         closeQuietly(); // no connection survives the job
+    }
+
+    /**
+     * One round of the calibration loop: the first builds the client from its job as a job
+     * message would, later ones reuse it (only the server's port may differ). The requests run
+     * through the trial's own loop into a {@link Tally}; wall_s is System.nanoTime() around it.
+     */
+    private void onBare(JsonNode data) throws IOException {
+        Job job;
+        if (bare == null) {
+            dropClient(); // a job that never got its go
+            job = open(data);
+            if (job == null) {
+                return;
+            }
+            bare = job;
+        } else {
+            job = parse(data);
+            if (job == null) {
+                return;
+            }
+            String differs = differs(bare, job);
+            if (differs != null) {
+                send("error", "message", "a bare round must repeat the first one's job: " + differs);
+                return;
+            }
+        }
+        Tally tally = new Tally(job);
+        List<Request> work = job.work();
+        long start;
+        long end;
+        try {
+            start = System.nanoTime();
+            driver.runAll(job, work, tally);
+            end = System.nanoTime();
+        } catch (Exception e) {
+            e.printStackTrace();
+            send("error", "message", "the run failed: " + Report.cause(e));
+            dropClient(); // the next round starts over on a new client
+            return;
+        }
+        Map<String, Object> answer = new LinkedHashMap<>();
+        answer.put("type", "bare");
+        answer.put("wall_s", (end - start) / 1e9);
+        answer.put("requests", tally.responses());
+        answer.put("errors", tally.errors());
+        if (tally.firstError() != null) {
+            answer.put("error", tally.firstError());
+        }
+        send(answer);
+    }
+
+    /**
+     * How a later bare round's job differs from the one its client was built for, or null. The
+     * client was configured by the first (per-entry settings, worker threads for its
+     * concurrency), so only the entries' URLs and files may change.
+     */
+    private static String differs(Job kept, Job job) {
+        if (!kept.scenario.equals(job.scenario)) {
+            return "scenario " + job.scenario + ", not " + kept.scenario;
+        }
+        if (kept.concurrency != job.concurrency) {
+            return "concurrency " + job.concurrency + ", not " + kept.concurrency;
+        }
+        if (kept.requests.size() != job.requests.size()) {
+            return job.requests.size() + " request entries, not " + kept.requests.size();
+        }
+        return null;
     }
 
     private void closeQuietly() {

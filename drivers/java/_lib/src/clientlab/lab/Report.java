@@ -9,7 +9,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 
 /** Collects responses and errors (thread-safe) and writes them as the report message. */
-public final class Report {
+public final class Report implements Outcomes {
     private final boolean verify;
     private final boolean http2;
     private final List<Object[]> responses;
@@ -23,20 +23,33 @@ public final class Report {
     }
 
     /** Record one response; an HTTP/2 job answered in another version is an error, not a response. */
+    @Override
     public synchronized void add(Request req, Response resp) {
-        if (http2 && !resp.http.equals("2")) {
-            errors.add(new Object[] {req.r, "HTTP/2 was asked, the client used HTTP/" + resp.http});
+        String wrong = versionMismatch(http2, resp);
+        if (wrong != null) {
+            errors.add(new Object[] {req.r, wrong});
             return;
         }
         responses.add(new Object[] {req.r, resp.status, resp.bytes, resp.http, resp.sha256});
     }
 
     /** Record one request that got no response. */
+    @Override
     public synchronized void fail(Request req, Throwable exc) {
+        errors.add(new Object[] {req.r, message(exc)});
+    }
+
+    /** Why a response to an HTTP/2 job is an error (the client used another version), or null. */
+    static String versionMismatch(boolean http2, Response resp) {
+        return http2 && !resp.http.equals("2") ? "HTTP/2 was asked, the client used HTTP/" + resp.http : null;
+    }
+
+    /** A failure as the report's message: the exception's class and text, at most 500 characters. */
+    static String message(Throwable exc) {
         Throwable t = cause(exc);
         String text = t.getMessage();
         String message = t.getClass().getSimpleName() + (text == null || text.isEmpty() ? "" : ": " + text);
-        errors.add(new Object[] {req.r, message.length() > 500 ? message.substring(0, 500) : message});
+        return message.length() > 500 ? message.substring(0, 500) : message;
     }
 
     /** The exception behind the wrappers of futures and executors. */

@@ -1,0 +1,258 @@
+"""Is the lab part of the answer? Each cell beside the same client in a plain loop.
+
+A careful user who writes a ten-line loop of the same client, against the same server on the same
+core, must get the lab's figure. `clientlab crosscheck --bare` measures how far apart the two are:
+each cell of the run takes its timed trials as usual, and right after each one the same driver
+program, started a second time as a plain program would be (pinned to the driver's core, outside
+the cell's control group, never stopped mid-loop, its client built once and kept), runs the same
+requests in its calibration loop (docs/driver-protocol.md §5), timed by its own clock. The lab
+then divides the cell's time per request by the loop's, trial by trial: 1.00 means the lab adds
+nothing. These figures calibrate the lab; they never stand in a cell's figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from clientlab import paths, stats
+from clientlab.job import plan
+from clientlab.manifest import Driver
+from clientlab.measure import cpu_seconds, page_faults, process_tree, wakeups
+from clientlab.protocol import DriverFault, DriverProcess
+from clientlab.runner import CellResult, CellRunner, Events, Group, RunOptions, loopback_run, settled
+from clientlab.scenario import Scenario
+from clientlab.server import BenchServer
+from clientlab.store import Store, Trial
+
+SCENARIOS = ("get-small", "get-json-335k")
+TARGET = 0.10          # the lab's time per request within 10 % of the plain loop's
+HELLO_TIMEOUT_S = 60.0
+WARMUP_MIN_ROUNDS = 2  # a plain loop's first rounds pay for its connection and first allocations
+JIT_WARMUP_S = 20.0    # a JIT runtime's loop warms up until it stops getting faster (the lab's own
+                       # settling rule, runner.settled), at most this long
+
+
+@dataclass
+class BareRound:
+    """One round of the calibration loop: the driver's own wall time, the lab's CPU reading."""
+
+    wall_s: float
+    requests: int
+    cpu_s: float
+    page_faults: int
+    wakeups: int
+
+    @property
+    def per_request_s(self) -> float:
+        return self.wall_s / self.requests
+
+    @property
+    def cpu_per_request_s(self) -> float:
+        return self.cpu_s / self.requests
+
+
+@dataclass
+class Pair:
+    """A timed trial of the cell and the calibration round right after it, at the same count."""
+
+    lab_s: float        # the lab's seconds per request
+    lab_cpu_s: float    # the lab's CPU seconds per request (the cell's control group)
+    lab: Trial
+    bare: BareRound
+
+    @property
+    def ratio(self) -> float:
+        """Lab ÷ bare, time per request (1.10: the lab's figure is 10 % slower)."""
+        return self.lab_s / self.bare.per_request_s
+
+
+def _readings(pid: int) -> tuple[float, int, int]:
+    """CPU seconds, page faults and wake-ups of the process tree so far (from /proc)."""
+    tree = process_tree(pid)
+    return sum(cpu_seconds(tree)), page_faults(tree), wakeups(tree)
+
+
+class BareLoop:
+    """The calibration process of one cell: the driver's own program, pinned to the driver's core,
+    in the lab's control group (not the cell's), stopped (SIGSTOP) between its rounds so that a
+    runtime's own threads take nothing from the cells' trials."""
+
+    def __init__(self, driver: Driver, cpu: int | None):
+        self.driver = driver
+        self.proc = DriverProcess(driver.argv, driver.folder, cpu=cpu)
+        self.proc.hello(HELLO_TIMEOUT_S)
+        self.warm = False
+        self._pause()
+
+    def _pause(self) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def _resume(self) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def round(self, job: dict, timeout_s: float) -> BareRound:
+        """One round of the job's requests on the kept client; raises DriverFault on any failure."""
+        expected = sum(int(r.get("repeat", 1)) for r in job["requests"])
+        self._resume()
+        try:
+            before = _readings(self.proc.pid)
+            self.proc.send({"type": "bare", "job": job})
+            answer = self.proc.receive({"bare"}, timeout_s)
+            after = _readings(self.proc.pid)
+        finally:
+            self._pause()
+        if answer["type"] == "unsupported":
+            raise DriverFault(f"calibration loop unsupported: {answer.get('reason')}")
+        if answer["type"] == "error":
+            raise DriverFault(f"no calibration loop: {answer.get('message')}")
+        wall, got, errors = answer.get("wall_s"), answer.get("requests"), answer.get("errors")
+        if not isinstance(wall, (int, float)) or wall <= 0:
+            raise DriverFault(f"calibration round without a wall time: {answer}")
+        if got != expected or errors:
+            why = f": {answer['error']}" if answer.get("error") else ""
+            raise DriverFault(f"calibration round got {got} responses and {errors} errors of {expected}{why}")
+        cpu, faults, woken = (b - a for a, b in zip(before, after))
+        return BareRound(float(wall), expected, cpu, int(faults), int(woken))
+
+    def close(self) -> None:
+        self._resume()
+        self.proc.close()
+
+
+@dataclass
+class Calibration:
+    """One cell beside its calibration loop."""
+
+    driver: str
+    scenario: str
+    pairs: list[Pair] = field(default_factory=list)
+    warmup_rounds: int = 0
+    problem: str | None = None   # why the loop stopped (no bare mode, a failed round)
+    lab: CellResult | None = None
+
+    def _summary(self, values: list[float]) -> stats.Summary | None:
+        return stats.summarize(values) if values else None
+
+    @property
+    def lab_summary(self) -> stats.Summary | None:
+        """The lab's seconds per request over the paired trials."""
+        return self._summary([p.lab_s for p in self.pairs])
+
+    @property
+    def bare_summary(self) -> stats.Summary | None:
+        return self._summary([p.bare.per_request_s for p in self.pairs])
+
+    @property
+    def ratio_summary(self) -> stats.Summary | None:
+        """Lab ÷ bare, pair by pair: a drift of the host over the run moves both sides of a pair."""
+        return self._summary([p.ratio for p in self.pairs])
+
+    @property
+    def within_target(self) -> bool | None:
+        r = self.ratio_summary
+        return None if r is None else abs(r.median - 1) <= TARGET
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every pair, for the run's record and --json."""
+        return {
+            "driver": self.driver, "scenario": self.scenario, "warmup_rounds": self.warmup_rounds,
+            "problem": self.problem,
+            "pairs": [{"lab_s": p.lab_s, "lab_cpu_s": p.lab_cpu_s, "bare_s": p.bare.per_request_s,
+                       "bare_cpu_s": p.bare.cpu_per_request_s, "requests": p.bare.requests,
+                       "lab_faults": p.lab.page_faults, "bare_faults": p.bare.page_faults,
+                       "lab_wakeups": p.lab.wakeups, "bare_wakeups": p.bare.wakeups} for p in self.pairs],
+        }
+
+
+class BareBeside:
+    """The runner's `beside`: a calibration loop per cell, a round right after each timed trial."""
+
+    def __init__(self, cpu: int | None):
+        self.cpu = cpu
+        self.loops: dict[tuple[str, str], BareLoop] = {}
+        self.cells: dict[tuple[str, str], Calibration] = {}
+        self.scratch = paths.scratch_dir()
+
+    def calibration(self, driver: str, scenario: str) -> Calibration:
+        return self.cells.setdefault((driver, scenario), Calibration(driver, scenario))
+
+    def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any, trial: Trial) -> None:
+        cal = self.calibration(driver.id, scenario.label)
+        if cal.problem is not None or not trial.ok or not trial.wall_s:
+            return
+        try:
+            loop = self._loop(driver, scenario.label)
+            if not loop.warm:
+                self._warm_up(loop, cal, work, server)
+            bare = self._round(loop, work, server, trial)
+        except DriverFault as exc:
+            cal.problem = str(exc).splitlines()[0]
+            self._close(driver.id, scenario.label)
+            return
+        n = work.total_requests
+        cal.pairs.append(Pair(trial.wall_s / n, ((trial.user_s or 0.0) + (trial.sys_s or 0.0)) / n, trial, bare))
+
+    def _loop(self, driver: Driver, scenario: str) -> BareLoop:
+        key = (driver.id, scenario)
+        if key not in self.loops:
+            self.loops[key] = BareLoop(driver, self.cpu)
+        return self.loops[key]
+
+    def _round(self, loop: BareLoop, work: Scenario, server: Any, trial: Trial) -> BareRound:
+        planned = plan(work, server.endpoint, self.scratch, verify=False, tag=f"{os.getpid()}-bare")
+        try:
+            # a round may take 10× the lab's trial (at least 30 s: a slow phase), never the scenario's whole limit
+            return loop.round(planned.job, max(30.0, 10 * (trial.wall_s or 1.0)))
+        finally:
+            for path in planned.files:
+                path.unlink(missing_ok=True)
+
+    def _warm_up(self, loop: BareLoop, cal: Calibration, work: Scenario, server: Any) -> None:
+        """Rounds until the loop is warm: two, or for a JIT runtime (a manifest warm-up over one)
+        until it stops getting faster, as the lab settles its own JIT processes."""
+        jit = loop.driver.manifest.warmup > 1
+        per_request: list[float] = []
+        started = time.monotonic()
+        probe = Trial(kind="warmup", idx=0, ok=True, wall_s=1.0)
+        while True:
+            per_request.append(self._round(loop, work, server, probe).per_request_s)
+            cal.warmup_rounds += 1
+            if len(per_request) >= WARMUP_MIN_ROUNDS and not jit:
+                break
+            if jit and (time.monotonic() - started > JIT_WARMUP_S or settled(per_request)):
+                break
+        loop.warm = True
+
+    def _close(self, driver: str, scenario: str) -> None:
+        loop = self.loops.pop((driver, scenario), None)
+        if loop is not None:
+            loop.close()
+
+    def close(self) -> None:
+        while self.loops:
+            self.loops.popitem()[1].close()
+
+
+def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options: RunOptions,
+        events: Events | None = None) -> tuple[int, list[Calibration]]:
+    """Every driver on every scenario, each cell beside its calibration loop; the stored run's id
+    and one Calibration per cell (the lab's cells are stored as in any run; the pairs go into
+    the run's record under `calibration`)."""
+    with loopback_run(store, "calibration", drivers, scenarios, options.placement) as (run_id, placement), \
+            BenchServer(cpu=placement.server) as bench, \
+            CellRunner(bench, store, run_id, options, events, placement.driver) as runner:
+        beside = runner.beside = BareBeside(placement.driver)
+        try:
+            for result in runner.run_groups([Group(drivers, s) for s in scenarios]):
+                beside.calibration(result.driver, result.scenario).lab = result
+        finally:
+            beside.close()
+            store.update_config(run_id, calibration=[c.to_dict() for c in beside.cells.values()])
+    return run_id, [beside.calibration(d.id, s.label) for s in scenarios for d in drivers]

@@ -1,0 +1,44 @@
+"""What the lab reads of a process tree besides CPU and memory: page faults and wake-ups."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from typing import Callable
+
+from clientlab.measure import page_faults, wakeups
+
+# each child waits for a line, does its work, then waits again (alive, so that it can be read)
+SLEEPS = "import sys, time\nsys.stdin.readline()\nfor _ in range(50): time.sleep(0.001)\nsys.stdin.readline()"
+MAPS = ("import mmap, sys\nsys.stdin.readline()\n"
+        "for _ in range(20):\n    m = mmap.mmap(-1, 1 << 20); m.write(b'x' * (1 << 20)); m.close()\n"
+        "sys.stdin.readline()")
+
+
+def _grows_by(reading: Callable[[list[int]], int], program: str, at_least: int) -> bool:
+    """Whether `reading` of a child grows by `at_least` while it does the work of `program`."""
+    child = subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.PIPE, text=True)
+    try:
+        before = reading([child.pid])
+        assert child.stdin is not None
+        child.stdin.write("\n")
+        child.stdin.flush()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if reading([child.pid]) - before >= at_least:
+                return True
+            time.sleep(0.01)
+        return False
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_every_sleep_of_a_thread_counts_as_a_wake_up():
+    assert _grows_by(wakeups, SLEEPS, 50)
+
+
+def test_memory_mapped_anew_costs_a_page_fault_per_page_written():
+    # 20 maps of 1 MiB written through: 256 faults each (huge pages are only on request here)
+    assert _grows_by(page_faults, MAPS, 20 * 256)
