@@ -31,6 +31,7 @@ from clientlab.store import Store, Trial
 
 SCENARIOS = ("get-small", "get-json-335k")
 TARGET = 0.10          # the lab's time per request within 10 % of the plain loop's
+DIFFERENT_PER_REQUEST = 1.0  # page faults or wake-ups a request that tell two ways of working apart
 HELLO_TIMEOUT_S = 60.0
 WARMUP_MIN_ROUNDS = 2  # a plain loop's first rounds pay for its connection and first allocations
 JIT_WARMUP_S = 20.0    # a JIT runtime's loop warms up until it stops getting faster (the lab's own
@@ -159,11 +160,29 @@ class Calibration:
         r = self.ratio_summary
         return None if r is None else abs(r.median - 1) <= TARGET
 
+    def differences(self) -> list[str]:
+        """What the lab's trials did differently from the loop's rounds, a request at a time:
+        page faults (a body's memory taken anew) and wake-ups (an answer read in pieces), where
+        the medians differ by more than one a request and by half."""
+        if not self.pairs:
+            return []
+        out = []
+        for what, lab, bare in (("page faults", [p.lab.page_faults for p in self.pairs],
+                                 [p.bare.page_faults for p in self.pairs]),
+                                ("wake-ups", [p.lab.wakeups for p in self.pairs], [p.bare.wakeups for p in self.pairs])):
+            if any(v is None for v in lab):
+                continue
+            n = self.pairs[0].bare.requests
+            a, b = stats.median([float(v) for v in lab]) / n, stats.median([float(v) for v in bare]) / n
+            if abs(a - b) > max(DIFFERENT_PER_REQUEST, 0.5 * min(a, b)):
+                out.append(f"{a:.1f} {what} a request against {b:.1f}")
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """Every pair, for the run's record and --json."""
         return {
             "driver": self.driver, "scenario": self.scenario, "warmup_rounds": self.warmup_rounds,
-            "problem": self.problem,
+            "problem": self.problem, "differences": self.differences(),
             "pairs": [{"lab_s": p.lab_s, "lab_cpu_s": p.lab_cpu_s, "bare_s": p.bare.per_request_s,
                        "bare_cpu_s": p.bare.cpu_per_request_s, "requests": p.bare.requests,
                        "lab_faults": p.lab.page_faults, "bare_faults": p.bare.page_faults,

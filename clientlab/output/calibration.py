@@ -45,7 +45,8 @@ def verdict(cal: Calibration) -> str:
     if abs(r.median - 1) <= TARGET:
         return f"[green]within {TARGET:.0%}[/]"
     side = "slower" if r.median > 1 else "faster"
-    return f"[bold red]lab {abs(r.median - 1):.0%} {side}[/]"
+    why = cal.differences()
+    return f"[bold red]lab {abs(r.median - 1):.0%} {side}[/]" + (f": {'; '.join(why)}" if why else "")
 
 
 def calibration_table(cells: list[Calibration], title: str) -> Table:
