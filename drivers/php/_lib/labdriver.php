@@ -83,7 +83,14 @@ abstract class Collector
 
 final class Report extends Collector
 {
-    public array $responses = [];
+    // One flat list per field, the items built after `done`: an array per response, kept through
+    // the timed phase, cost php-curl 10-20 % of its rate on 335 KB answers against a loop that
+    // keeps nothing; appending to these lists costs next to nothing.
+    private array $r = [];
+    private array $status = [];
+    private array $bytes = [];
+    private array $http = [];
+    private array $sha256 = [];
     public array $errors = [];
 
     public function __construct(private bool $verify)
@@ -92,22 +99,42 @@ final class Report extends Collector
 
     public function add(int $r, int $status, string $http, string $body): void
     {
-        $item = ['r' => $r, 'status' => $status, 'bytes' => strlen($body), 'http' => $http];
+        $this->item($r, $status, $http, strlen($body));
         if ($this->verify) {
-            $item['sha256'] = hash('sha256', $body);
+            $this->sha256[] = hash('sha256', $body);
         }
-        $this->responses[] = $item;
     }
 
     /** the file's size, and its digest when verifying */
     public function addFile(int $r, int $status, string $http, string $file): void
     {
         clearstatcache(true, $file);
-        $item = ['r' => $r, 'status' => $status, 'bytes' => (int)@filesize($file), 'http' => $http];
+        $this->item($r, $status, $http, (int)@filesize($file));
         if ($this->verify) {
-            $item['sha256'] = (string)@hash_file('sha256', $file);
+            $this->sha256[] = (string)@hash_file('sha256', $file);
         }
-        $this->responses[] = $item;
+    }
+
+    private function item(int $r, int $status, string $http, int $bytes): void
+    {
+        $this->r[] = $r;
+        $this->status[] = $status;
+        $this->http[] = $http;
+        $this->bytes[] = $bytes;
+    }
+
+    /** the responses in the report's wire format */
+    public function responses(): array
+    {
+        $out = [];
+        foreach ($this->r as $i => $r) {
+            $item = ['r' => $r, 'status' => $this->status[$i], 'bytes' => $this->bytes[$i], 'http' => $this->http[$i]];
+            if ($this->verify) {
+                $item['sha256'] = $this->sha256[$i];
+            }
+            $out[] = $item;
+        }
+        return $out;
     }
 
     public function fail(int $r, string $message): void
@@ -354,7 +381,7 @@ final class Loop
         $report = new Report((bool)($job['verify'] ?? false));
         $this->perform($job, $state, $report);
         send(['type' => 'done']); // before the report: serialising it is not timed
-        send(['type' => 'report', 'responses' => $report->responses, 'errors' => $report->errors]);
+        send(['type' => 'report', 'responses' => $report->responses(), 'errors' => $report->errors]);
         unset($report);
         $this->close($state); // no connection survives the job
     }
