@@ -30,7 +30,7 @@ def test_each_timed_trial_is_paired_with_a_round_of_the_same_client_in_a_plain_l
 
 def test_a_driver_without_a_calibration_loop_is_measured_and_says_it_has_none(store, test_drivers):
     options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free", host_probe=False)
-    _, (cal,) = calibrate.run(store, [test_drivers["python-fake-reference"]], [shipped("get-small", count=10)],
+    _, (cal,) = calibrate.run(store, [test_drivers["python-fake-no-bare"]], [shipped("get-small", count=10)],
                               options)
     assert cal.lab is not None and cal.lab.status == "ok"
     assert cal.pairs == [] and cal.problem is not None and cal.problem.startswith("no calibration loop")

@@ -733,7 +733,11 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     Exit code 0 when every ratio agrees, 1 when one does not."""
     from clientlab import calibrate, crosscheck
 
-    drivers = [d for d in manifest.select(_drivers(driver_paths), _split(driver_names)) if d.missing() is None]
+    chosen = manifest.select(_drivers(driver_paths), _split(driver_names))
+    missing = [f"{d.id} ({d.missing()})" for d in chosen if d.missing() is not None]
+    if missing and driver_names:  # named ones must be there; of the defaults, the installed ones run
+        raise LabInputError(f"not installed: {'; '.join(missing)}")
+    drivers = [d for d in chosen if d.missing() is None]
     _take_lab_lock(False)
     if not drivers:
         raise LabInputError("no installed driver to check (see: clientlab drivers)")
@@ -785,8 +789,11 @@ def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions
 
     with stop_on_sigterm(), ProgressEvents(len(drivers) * len(scenarios), err, len(drivers)) as events:
         run_id, cells = calibrate.run(store, drivers, scenarios, options, events)
-    out.print(calibration_table(cells, f"crosscheck --bare (run {run_id}, placement {options.placement}): "
-                                       "the lab's figure beside the same client in a plain loop"))
+    table, notes = calibration_table(cells, f"crosscheck --bare, run {run_id}, placement {options.placement}: "
+                                            "the lab beside the same client in a plain loop")
+    out.print(table)
+    for note in notes:
+        out.print(note)
     if json_path:
         json_path.write_text(json.dumps([c.to_dict() for c in cells], indent=1))
     judged = [c for c in cells if c.within_target is not None]

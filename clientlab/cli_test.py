@@ -192,3 +192,15 @@ def _colour_codes(text: str) -> list[str]:
 
     params = [p for seq in re.findall(r"\x1b\[([0-9;]*)m", text) for p in seq.split(";") if p]
     return [p for p in params if p.isdigit() and (30 <= int(p) <= 49 or 90 <= int(p) <= 107)]
+
+
+def test_crosscheck_bare_prints_lab_over_bare_per_cell_and_writes_every_pair(lab_home, tmp_path):
+    out = tmp_path / "pairs.json"
+    proc = clientlab("crosscheck", "--bare", "--driver-path", str(TESTDRIVERS),
+                     "-d", "python-fake-reference,python-fake-no-bare", "-s", "get-small", "-p", "count=30",
+                     "--trials", "3", "--placement", "free", "--json", str(out), home=lab_home)
+    assert proc.returncode in (0, 1), proc.stderr   # 1: a cell past 10 % (this host's noise decides)
+    assert "lab ÷ bare" in proc.stdout and "python-fake-reference" in proc.stdout
+    assert "python-fake-no-bare × get-small: no calibration loop" in proc.stdout.replace("\n", " ")
+    pairs = {c["driver"]: c for c in json.loads(out.read_text())}
+    assert len(pairs["python-fake-reference"]["pairs"]) == 3 and pairs["python-fake-no-bare"]["pairs"] == []

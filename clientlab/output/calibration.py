@@ -8,8 +8,8 @@ from clientlab.calibrate import TARGET, Calibration
 from clientlab.stats import Summary, median
 
 CAPTION = ("lab and bare: requests per second (median of the paired trials, ± half the CI of the median); "
-           "lab ÷ bare: time per request, trial by trial (median and its CI); CPU: µs per request, "
-           "the lab's from the cell's control group, the loop's from /proc (clock ticks)")
+           "lab ÷ bare: time per request, trial by trial (median and its CI); CPU µs: a request's, "
+           "lab/bare (the lab's from the cell's control group, the loop's from /proc in clock ticks)")
 
 
 def rate(summary: Summary | None) -> str:
@@ -30,30 +30,43 @@ def cpu(cal: Calibration) -> str:
         return "—"
     lab = median([p.lab_cpu_s for p in cal.pairs]) * 1e6
     bare = median([p.bare.cpu_per_request_s for p in cal.pairs]) * 1e6
-    return f"{lab:,.0f} / {bare:,.0f}"
+    return f"{lab:,.0f}/{bare:,.0f}"
 
 
-def verdict(cal: Calibration) -> str:
-    """Within the target, or how far the lab's figure is from the loop's; or why there is none."""
+def verdict(cal: Calibration) -> str | None:
+    """Why a cell has no ratio, or how far its figure is from the loop's and what its trials did
+    differently; None within the target."""
     if cal.lab is not None and cal.lab.status != "ok":
         return f"[red]cell {cal.lab.status}: {cal.lab.reason}[/]"
     if cal.problem:
         return f"[yellow]{cal.problem}[/]"
     r = cal.ratio_summary
-    if r is None:
-        return "—"
-    if abs(r.median - 1) <= TARGET:
-        return f"[green]within {TARGET:.0%}[/]"
+    if r is None or abs(r.median - 1) <= TARGET:
+        return None
     side = "slower" if r.median > 1 else "faster"
     why = cal.differences()
-    return f"[bold red]lab {abs(r.median - 1):.0%} {side}[/]" + (f": {'; '.join(why)}" if why else "")
+    return f"lab {abs(r.median - 1):.0%} {side}" + (f": {'; '.join(why)}" if why else "")
 
 
-def calibration_table(cells: list[Calibration], title: str) -> Table:
+def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list[str]]:
+    """The table, a section per scenario, the ratio green within the target and red past it; and
+    a note per cell that missed it or has no ratio (kept out of the table: it stays narrow)."""
     table = Table(title=title, caption=CAPTION)
-    for column in ("scenario", "driver", "lab req/s", "bare req/s", "lab ÷ bare", "CPU lab / bare", "verdict"):
-        table.add_column(column, overflow="fold")
-    for c in cells:
-        table.add_row(c.scenario, c.driver, rate(c.lab_summary), rate(c.bare_summary), ratio(c.ratio_summary),
-                      cpu(c), verdict(c))
-    return table
+    table.add_column("driver", no_wrap=True)
+    for column in ("lab req/s", "bare req/s", "lab ÷ bare", "CPU µs"):
+        table.add_column(column, justify="right")
+    notes = []
+    for i, c in enumerate(cells):
+        if i == 0 or c.scenario != cells[i - 1].scenario:
+            if i:
+                table.add_section()
+            table.add_row(f"[bold]{c.scenario}[/]")
+        within = c.within_target
+        style = "" if within is None else "green" if within else "bold red"
+        shown = ratio(c.ratio_summary)
+        table.add_row(c.driver, rate(c.lab_summary), rate(c.bare_summary),
+                      f"[{style}]{shown}[/]" if style else shown, cpu(c))
+        why = verdict(c)
+        if why:
+            notes.append(f"{c.driver} × {c.scenario}: {why}")
+    return table, notes

@@ -3,12 +3,13 @@ plus deliberate faults for the lab's own tests.
 
     fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
                            | spin | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
-                           | idle-conn | fresh-body
+                           | idle-conn | fresh-body | no-bare
 
 keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
 six are slow in the ways the diagnosis rules must recognise (idle-conn opens a connection it
 never uses in every job; fresh-body copies every body into memory mapped anew for it, as an
-allocator whose mmap threshold lies below the body does).
+allocator whose mmap threshold lies below the body does); no-bare has no calibration loop, as a
+driver written before it).
 
 It is written for clarity, not speed, and is never run unless a test or a user asks for it.
 """
@@ -210,6 +211,32 @@ def unsupported_reason(job: dict) -> str | None:
     return None
 
 
+BARE: list[Client] = []  # the calibration loop's client, built by its first round and kept
+
+
+def bare_round(job: dict) -> None:
+    """One round of the calibration loop (docs/driver-protocol.md §5): the job's requests on the
+    kept client, counted, timed by this process's clock."""
+    reason = unsupported_reason(job)
+    if reason:
+        send({"type": "unsupported", "reason": reason})
+        return
+    if not BARE:
+        BARE.append(Client(job))
+    client = BARE[0]
+    client.job = job
+    done = failed = 0
+    t0 = time.perf_counter()
+    for entry in job["requests"]:
+        for _ in range(entry.get("repeat", 1)):
+            try:
+                client.request(entry)
+                done += 1
+            except Exception:  # counted, never fatal
+                failed += 1
+    send({"type": "bare", "wall_s": time.perf_counter() - t0, "requests": done, "errors": failed})
+
+
 def main() -> None:
     for line in sys.stdin:
         message = json.loads(line)
@@ -217,7 +244,11 @@ def main() -> None:
         if kind == "hello":
             send({"type": "hello", "protocol": 1,
                   "versions": {"python": sys.version.split()[0], "http.client": "stdlib"}})
+        elif kind == "bare" and MODE != "no-bare":
+            bare_round(message["job"])
         elif kind == "job":
+            while BARE:  # a job closes the calibration loop's client
+                BARE.pop().close()
             job = message["job"]
             reason = unsupported_reason(job)
             if reason:
