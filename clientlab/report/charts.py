@@ -61,12 +61,18 @@ def _scenario_charts(column: str, cells: list[dict]) -> list[Chart]:
     bars = {"type": "bar", "x": drivers, "y": throughput, "name": unit,
             "error_y": {"type": "data", "symmetric": False, "array": [h - t for h, t in zip(highs, throughput)],
                         "arrayminus": [t - lo for t, lo in zip(throughput, lows)]}}
+    # every timed trial as a point on its driver's bar: a cell whose trials fall into two modes
+    # shows two clusters, where the bar alone shows a median between them
+    each = [(c["driver"], f["throughput"] * f["wall_s"]["median"] / wall)
+            for c, f in zip(cells, figs) for wall in c.get("timed_walls") or []]
+    trials = {"type": "scatter", "mode": "markers", "name": "each trial", "x": [d for d, _ in each],
+              "y": [v for _, v in each], "marker": {"size": 5, "color": "#333", "opacity": 0.6}}
     cpu = [{"type": "bar", "x": drivers, "y": [f[key] for f in figs], "name": name}
            for key, name in (("cpu_user_s", "user"), ("cpu_sys_s", "system"))]
     rss = {"type": "bar", "x": drivers, "y": [METRICS["peak_rss"][1](f) for f in figs], "name": "peak RSS"}
     return [
-        Chart(_slug("throughput", column), "throughput", column, {"data": [bars], "layout": _layout(
-            f"{column}: throughput (median, 95% CI)", unit)}),
+        Chart(_slug("throughput", column), "throughput", column, {"data": [bars, trials], "layout": _layout(
+            f"{column}: throughput (median, 95% CI; each trial a point)", unit)}),
         Chart(_slug("cpu", column), "cpu", column, {"data": cpu, "layout": _layout(
             f"{column}: CPU time of the timed phase", "CPU (s)", barmode="stack")}),
         Chart(_slug("peak-rss", column), "peak_rss", column, {"data": [rss], "layout": _layout(

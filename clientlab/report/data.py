@@ -68,6 +68,9 @@ def gather(store: Store, run_id: int) -> Report:
     report = Report(run=run, cells=cells, columns=list(dict.fromkeys(c["column"] for c in cells)),
                     drivers=list(dict.fromkeys(c["driver"] for c in cells)))
     for c in cells:
+        # every timed trial's wall time: the charts show each trial, not only the median (two modes)
+        c["timed_walls"] = [t["wall_s"] for t in store.trials(c["id"]) if t["kind"] == "timed" and t["ok"]
+                            and t["wall_s"]]
         for finding in (c["figures"] or {}).get("findings") or []:
             report.findings.setdefault(c["driver"], []).append((c["column"], finding))
         if c["versions"]:

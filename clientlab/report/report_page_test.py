@@ -82,6 +82,14 @@ def test_charts_plot_the_stored_figures(report, stored):
     bars = loaded.page.evaluate("""() => { const el = document.querySelector('div.chart[data-chart="throughput-get-small"]');
         return {x: el.data[0].x, y: el.data[0].y}; }""")
     assert dict(zip(bars["x"], bars["y"])) == {d: f["throughput"] for d, f in small.items()}
+    # each timed trial a point beside its bar, at the rate its own wall time gives
+    points = loaded.page.evaluate("""() => { const el = document.querySelector('div.chart[data-chart="throughput-get-small"]');
+        return {x: el.data[1].x, y: el.data[1].y}; }""")
+    store, _ = stored
+    expected = sorted((c["driver"], round(c["figures"]["throughput"] * c["figures"]["wall_s"]["median"] / t["wall_s"], 6))
+                      for c in cells if c["scenario"] == "get-small" and c["status"] == "ok"
+                      for t in store.trials(c["id"]) if t["kind"] == "timed" and t["ok"])
+    assert sorted(zip(points["x"], (round(v, 6) for v in points["y"]))) == expected and expected
     sweep = loaded.page.evaluate("""() => { const el = document.querySelector('div.chart[data-kind="sweep-throughput"]');
         return el.data.map(t => ({name: t.name, x: t.x, y: t.y})); }""")
     memory = sorted((c for c in cells if c["scenario"] == "download-memory"), key=lambda c: c["id"])
