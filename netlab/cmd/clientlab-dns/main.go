@@ -153,15 +153,36 @@ type listeners struct {
 	Control  string `json:"control"`
 }
 
-func start(s *server, addr, controlAddr string) (*listeners, error) {
-	pc, err := net.ListenPacket("udp", addr)
+// pairTries is how many system-picked UDP ports start tries for one whose TCP twin is free.
+const pairTries = 20
+
+// listenPair listens on UDP and TCP at the same port. A port the system picked for UDP (port 0)
+// may be taken for TCP by another program: then it tries another; a port that was asked for is
+// tried once.
+func listenPair(addr string) (net.PacketConn, net.Listener, error) {
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// TCP on the same port as UDP (the port may have been picked by the system)
-	tl, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
+	for try := 1; ; try++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		tl, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, tl, nil
+		}
 		pc.Close()
+		if port != "0" || try == pairTries {
+			return nil, nil, err
+		}
+	}
+}
+
+func start(s *server, addr, controlAddr string) (*listeners, error) {
+	pc, tl, err := listenPair(addr)
+	if err != nil {
 		return nil, err
 	}
 	ctl, err := net.Listen("tcp", controlAddr)

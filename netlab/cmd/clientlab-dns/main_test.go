@@ -267,3 +267,25 @@ func TestTheProgramPrintsOneJSONLineAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatal("still running 10 s after SIGTERM")
 	}
 }
+
+func TestAnAskedForPortWhoseTCPTwinIsTakenIsRefusedNotMoved(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	if pc, tl, err := listenPair(taken.Addr().String()); err == nil {
+		pc.Close()
+		tl.Close()
+		t.Fatalf("listened on %s although its TCP port was taken", taken.Addr())
+	}
+	pc, tl, err := listenPair("127.0.0.1:0") // a port the system picks: one whose TCP twin is free
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	defer tl.Close()
+	if pc.LocalAddr().String() != tl.Addr().String() {
+		t.Fatalf("UDP %s and TCP %s differ", pc.LocalAddr(), tl.Addr())
+	}
+}
