@@ -22,7 +22,7 @@ from clientlab.output.progress import ProgressEvents
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import INTERLEAVES, PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
+from clientlab.runner import INTERLEAVES, JIT_WARM_S, PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -305,7 +305,8 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     fixed = frozenset(s.label for s in scenarios if _counts_given(files, s.name, params))
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
                          trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
-                         retries=retries, interleave=interleave, time_budget_s=time_budget or None, forks=forks)
+                         retries=retries, interleave=interleave, time_budget_s=time_budget or None, forks=forks,
+                         jit_warm_s=JIT_WARM_S)
     profile = _network_profile(net_name, scenarios)
     config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
               "params": {s.label: s.params for s in scenarios},

@@ -615,3 +615,22 @@ def test_a_jit_driver_keeps_its_one_process_whatever_the_forks(cell, monkeypatch
     pids = _pids_of_timed_trials(monkeypatch)
     result, _ = cell(REF, shipped("get-small", count=10), trials=3, warmup=2, forks=3)
     assert len(set(pids)) == 1 and result.figures["processes"] == 1
+
+
+def test_a_shared_jit_process_warms_up_for_its_minimum_of_work_however_few_cells_share_it(bench_server, store,
+                                                                                            test_drivers, monkeypatch):
+    import dataclasses
+
+    from clientlab import runner as runner_mod
+    from clientlab.runner import CellRunner
+
+    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
+
+    def warm_work(jit_warm_s: float) -> float:
+        run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=1)
+        with CellRunner(bench_server, store, run_id, dataclasses.replace(options, jit_warm_s=jit_warm_s)) as runner:
+            assert all(r.status == "ok" for r in runner.run_groups(groups))
+        return sum(t["wall_s"] for c in store.cells(run_id) for t in store.trials(c["id"]) if t["kind"] == "warmup")
+
+    # its cells' own warm-ups settle within a few trials of a few ms: the minimum is what holds it
+    assert warm_work(1.0) >= 1.0
