@@ -24,7 +24,7 @@ from clientlab.job import plan
 from clientlab.manifest import Driver
 from clientlab.measure import cpu_seconds, page_faults, process_tree, wakeups
 from clientlab.protocol import DriverFault, DriverProcess
-from clientlab.runner import CellResult, CellRunner, Events, Group, RunOptions, loopback_run, settled
+from clientlab.runner import JIT_WARM_S, CellResult, CellRunner, Events, Group, RunOptions, loopback_run, settled
 from clientlab.scenario import Scenario
 from clientlab.server import BenchServer
 from clientlab.store import Store, Trial
@@ -34,8 +34,8 @@ TARGET = 0.10          # the lab's time per request within 10 % of the plain loo
 DIFFERENT_PER_REQUEST = 1.0  # page faults or wake-ups a request that tell two ways of working apart
 HELLO_TIMEOUT_S = 60.0
 WARMUP_MIN_ROUNDS = 2  # a plain loop's first rounds pay for its connection and first allocations
-JIT_WARMUP_S = 20.0    # a JIT runtime's loop warms up until it stops getting faster (the lab's own
-                       # settling rule, runner.settled), at most this long
+JIT_WARMUP_S = 20.0    # a JIT runtime's loop warms up as the lab's processes do (runner.settled and
+                       # runner.JIT_WARM_S of work), at most this much longer
 
 
 @dataclass
@@ -235,17 +235,22 @@ class BareBeside:
 
     def _warm_up(self, loop: BareLoop, cal: Calibration, work: Scenario, server: Any) -> None:
         """Rounds until the loop is warm: two, or for a JIT runtime (a manifest warm-up over one)
-        until it stops getting faster, as the lab settles its own JIT processes."""
+        as the lab warms its own JIT processes: until it stops getting faster and has done
+        JIT_WARM_S of work, at most JIT_WARMUP_S longer."""
         jit = loop.driver.manifest.warmup > 1
         per_request: list[float] = []
+        done_s = 0.0
         started = time.monotonic()
         probe = Trial(kind="warmup", idx=0, ok=True, wall_s=1.0)
         while True:
-            per_request.append(self._round(loop, work, server, probe).per_request_s)
+            rnd = self._round(loop, work, server, probe)
+            per_request.append(rnd.per_request_s)
+            done_s += rnd.wall_s
             cal.warmup_rounds += 1
-            if len(per_request) >= WARMUP_MIN_ROUNDS and not jit:
+            if not jit and len(per_request) >= WARMUP_MIN_ROUNDS:
                 break
-            if jit and (time.monotonic() - started > JIT_WARMUP_S or settled(per_request)):
+            if jit and (done_s >= JIT_WARM_S and settled(per_request)
+                        or time.monotonic() - started > JIT_WARM_S + JIT_WARMUP_S):
                 break
         loop.warm = True
 

@@ -726,10 +726,12 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     The bench ÷ nginx column says which server gave a driver more: where ratios disagree, the
     server that is slower for the fastest drivers is the one in the answer.
 
-    With --bare: is the lab part of the answer? Right after each timed trial of a cell, the same
-    driver program, started as a plain program (same core, outside the cell's control group, one
-    client kept), runs the same requests in a plain loop timed by its own clock; lab ÷ bare is the
-    cell's time per request over the loop's, trial by trial. It must be within 10 %.
+    With --bare: is the lab part of the answer? The cells run as `clientlab run` runs them (trials
+    of about 0.3 s, interleaved over the run, three processes a cell, its JIT warm-up), and right
+    after each timed trial of a cell the same driver program, started as a plain program (same
+    core, outside the cell's control group, one client kept), runs the same requests in a plain
+    loop timed by its own clock; lab ÷ bare is the cell's time per request over the loop's, trial
+    by trial. It must be within 10 %.
 
     Exit code 0 when every ratio agrees, 1 when one does not."""
     from clientlab import calibrate, crosscheck
@@ -749,6 +751,11 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
     store = Store(paths.results_db())
     if bare:
+        # the cells as `clientlab run` measures them (its trial budget, its interleaving, its
+        # processes and JIT warm-up), with no time budget: the figures calibrated are the run's
+        fixed = frozenset(s.label for s in scenarios if _counts_given(files, s.name, params))
+        options = dataclasses.replace(options, trial_budget_s=DEFAULT_TRIAL_S, fixed_counts=fixed,
+                                      interleave=DEFAULT_INTERLEAVE, forks=DEFAULT_FORKS, jit_warm_s=JIT_WARM_S)
         _calibrate(store, drivers, scenarios, options, json_path)
         return
     cells = len(drivers) * len(scenarios) * 2
