@@ -69,8 +69,8 @@ SETTLE_FALLING = 0.05
 SETTLE_MAX_S = 20.0
 # …and goes on until the process has done RunOptions.jit_warm_s of warm-up work in all, however
 # many cells share it: how warm a JIT cell is must not depend on how many scenarios the run holds
-# (java-httpclient on the 335 KB JSON: 1,713 req/s in a run of two scenarios, 2,984-3,331 in
-# runs of nine, whose cells had warmed the process for longer)
+# (a process shared by nine scenarios' cells had compiled far more than one shared by two;
+# docs/measurement.md)
 JIT_WARM_S = 30.0   # the CLI's jit_warm_s
 SETTLE_MAX = 40               # …and a cell's warm-ups never more than this many in all
 
