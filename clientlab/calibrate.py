@@ -34,6 +34,7 @@ TARGET = 0.10          # the lab's time per request within 10 % of the plain loo
 DIFFERENT_PER_REQUEST = 1.0  # page faults or wake-ups a request that tell two ways of working apart
 HELLO_TIMEOUT_S = 60.0
 WARMUP_MIN_ROUNDS = 2  # a plain loop's first rounds pay for its connection and first allocations
+WARMUP_ROUND_TIMEOUT_S = 30.0  # a warm-up round at a timed trial's count, however slow the first
 JIT_WARMUP_S = 20.0    # a JIT runtime's loop warms up as the lab's processes do (runner.settled and
                        # runner.JIT_WARM_S of work), at most this much longer
 
@@ -61,10 +62,18 @@ class BareRound:
 class Pair:
     """A timed trial of the cell and the calibration round right after it, at the same count."""
 
-    lab_s: float        # the lab's seconds per request
-    lab_cpu_s: float    # the lab's CPU seconds per request (the cell's control group)
     lab: Trial
     bare: BareRound
+
+    @property
+    def lab_s(self) -> float:
+        """The lab's seconds per request."""
+        return (self.lab.wall_s or 0.0) / self.bare.requests
+
+    @property
+    def lab_cpu_s(self) -> float:
+        """The lab's CPU seconds per request (the cell's control group)."""
+        return ((self.lab.user_s or 0.0) + (self.lab.sys_s or 0.0)) / self.bare.requests
 
     @property
     def ratio(self) -> float:
@@ -210,13 +219,13 @@ class BareBeside:
             loop = self._loop(driver, scenario.label)
             if not loop.warm:
                 self._warm_up(loop, cal, work, server)
-            bare = self._round(loop, work, server, trial)
+            # a round may take 10× the lab's trial (at least 30 s: a slow phase), never the scenario's whole limit
+            bare = self._round(loop, work, server, max(30.0, 10 * trial.wall_s))
         except DriverFault as exc:
             cal.problem = str(exc).splitlines()[0]
             self._close(driver.id, scenario.label)
             return
-        n = work.total_requests
-        cal.pairs.append(Pair(trial.wall_s / n, ((trial.user_s or 0.0) + (trial.sys_s or 0.0)) / n, trial, bare))
+        cal.pairs.append(Pair(trial, bare))
 
     def _loop(self, driver: Driver, scenario: str) -> BareLoop:
         key = (driver.id, scenario)
@@ -224,11 +233,10 @@ class BareBeside:
             self.loops[key] = BareLoop(driver, self.cpu)
         return self.loops[key]
 
-    def _round(self, loop: BareLoop, work: Scenario, server: Any, trial: Trial) -> BareRound:
+    def _round(self, loop: BareLoop, work: Scenario, server: Any, timeout_s: float) -> BareRound:
         planned = plan(work, server.endpoint, self.scratch, verify=False, tag=f"{os.getpid()}-bare")
         try:
-            # a round may take 10× the lab's trial (at least 30 s: a slow phase), never the scenario's whole limit
-            return loop.round(planned.job, max(30.0, 10 * (trial.wall_s or 1.0)))
+            return loop.round(planned.job, timeout_s)
         finally:
             for path in planned.files:
                 path.unlink(missing_ok=True)
@@ -241,9 +249,8 @@ class BareBeside:
         per_request: list[float] = []
         done_s = 0.0
         started = time.monotonic()
-        probe = Trial(kind="warmup", idx=0, ok=True, wall_s=1.0)
         while True:
-            rnd = self._round(loop, work, server, probe)
+            rnd = self._round(loop, work, server, WARMUP_ROUND_TIMEOUT_S)
             per_request.append(rnd.per_request_s)
             done_s += rnd.wall_s
             cal.warmup_rounds += 1

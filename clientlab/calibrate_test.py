@@ -42,8 +42,8 @@ def test_a_cell_off_its_loop_says_what_its_trials_did_differently():
     from clientlab.store import Trial
 
     def pair(lab_faults: int, bare_faults: int) -> Pair:
-        lab = Trial(kind="timed", idx=0, ok=True, wall_s=0.3, page_faults=lab_faults, wakeups=10)
-        return Pair(3e-4, 2e-4, lab, BareRound(0.25, 1000, 0.2, bare_faults, 12))
+        lab = Trial(kind="timed", idx=0, ok=True, wall_s=0.3, user_s=0.2, page_faults=lab_faults, wakeups=10)
+        return Pair(lab, BareRound(0.25, 1000, 0.2, bare_faults, 12))
 
     cal = Calibration("go-net-http", "get-json-335k", pairs=[pair(6900, 600), pair(7000, 500), pair(6800, 700)])
     assert cal.differences() == ["6.9 page faults a request against 0.6"]   # wake-ups alike: not named
