@@ -4,8 +4,13 @@ A careful user who writes a ten-line loop of the same client, against the same s
 core, must get the lab's figure. `clientlab crosscheck --bare` measures how far apart the two are:
 each cell of the run takes its timed trials as usual, and right after each one the same driver
 program, started a second time as a plain program would be (pinned to the driver's core, outside
-the cell's control group, never stopped mid-loop, its client built once and kept), runs the same
-requests in its calibration loop (docs/driver-protocol.md §5), timed by its own clock. The lab
+the cell's control group, never stopped mid-loop, its runtime kept warm), runs the same
+requests in its calibration loop (docs/driver-protocol.md §5), timed by its own clock, on a new
+client each round as each trial has one. A client kept over the rounds would not compare: it
+keeps one connection, whose mode (an answer waiting whole in the socket buffer, or the client
+sleeping for the rest of it) then holds for every round, where each trial meets its own; and
+over the server's fresh port for every trial it gathers a pooled connection a port, which
+slowed the JDK's HttpClient to twice the CPU a request. The lab
 then divides the cell's time per request by the loop's, trial by trial: 1.00 means the lab adds
 nothing. These figures calibrate the lab; they never stand in a cell's figures.
 """
@@ -22,7 +27,7 @@ from typing import Any
 from clientlab import paths, stats
 from clientlab.job import plan
 from clientlab.manifest import Driver
-from clientlab.measure import cpu_seconds, page_faults, process_tree, wakeups
+from clientlab.measure import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
 from clientlab.protocol import DriverFault, DriverProcess
 from clientlab.runner import JIT_WARM_S, CellResult, CellRunner, Events, Group, RunOptions, loopback_run, settled
 from clientlab.scenario import Scenario
@@ -31,7 +36,12 @@ from clientlab.store import Store, Trial
 
 SCENARIOS = ("get-small", "get-json-335k")
 TARGET = 0.10          # the lab's time per request within 10 % of the plain loop's
-DIFFERENT_PER_REQUEST = 1.0  # page faults or wake-ups a request that tell two ways of working apart
+DIFFERENT_PER_REQUEST = 0.25  # page faults or wake-ups a request that tell two ways of working apart
+                             # (a connection whose client sleeps for the rest of an answer: 0.5)
+MIN_ALIKE = 3          # pairs in one mode enough to compare on their own
+AWAKE_WHOLE = 0.1      # wake-ups a request: the answer waited whole in the socket buffer
+ASLEEP_FOR_THE_REST = 0.3  # the client slept for the rest of the answer (0.5–0.6 on 335 KB)
+MAPPED_ANEW = 10       # page faults a request this many times the other side's (+1): bodies mapped anew
 HELLO_TIMEOUT_S = 60.0
 WARMUP_MIN_ROUNDS = 2  # a plain loop's first rounds pay for its connection and first allocations
 WARMUP_ROUND_TIMEOUT_S = 30.0  # a warm-up round at a timed trial's count, however slow the first
@@ -80,11 +90,56 @@ class Pair:
         """Lab ÷ bare, time per request (1.10: the lab's figure is 10 % slower)."""
         return self.lab_s / self.bare.per_request_s
 
+    def ways(self) -> dict[str, tuple[float, float]]:
+        """What tells two ways of working apart, a request at a time, lab and bare: page faults (a
+        body's memory taken anew) and wake-ups (an answer read in pieces); those the lab read."""
+        n = self.bare.requests
+        seen = {"page faults": (self.lab.page_faults, self.bare.page_faults),
+                "wake-ups": (self.lab.wakeups, self.bare.wakeups)}
+        return {what: (lab / n, bare / n) for what, (lab, bare) in seen.items() if lab is not None}
 
-def _readings(pid: int) -> tuple[float, int, int]:
-    """CPU seconds, page faults and wake-ups of the process tree so far (from /proc)."""
+    @property
+    def alike(self) -> bool:
+        """Whether both sides were in the same mode of a large answer (docs/measurement.md, "Two
+        modes"): the answer waiting whole in the socket (about no wake-up a request) or the client
+        sleeping for the rest of it (0.3 or more); bodies kept on the heap or mapped anew (ten
+        times the page faults and more)."""
+        ways = self.ways()
+        if "wake-ups" in ways:
+            low, high = sorted(ways["wake-ups"])
+            if low < AWAKE_WHOLE and high >= ASLEEP_FOR_THE_REST:
+                return False
+        if "page faults" in ways:
+            low, high = sorted(ways["page faults"])
+            if high >= MAPPED_ANEW * (low + 1):
+                return False
+        return True
+
+
+def _differing(pairs: list[Pair]) -> list[str]:
+    """The measures of Pair.ways() whose medians over `pairs` are apart, as "6.9 page faults a
+    request against 0.6"."""
+    if not pairs:
+        return []
+    out = []
+    for what in pairs[0].ways():
+        lab = stats.median([p.ways()[what][0] for p in pairs])
+        bare = stats.median([p.ways()[what][1] for p in pairs])
+        if _apart(lab, bare):
+            out.append(f"{lab:.1f} {what} a request against {bare:.1f}")
+    return out
+
+
+def _apart(a: float, b: float) -> bool:
+    """Two readings a request that tell two ways of working apart: more than DIFFERENT_PER_REQUEST
+    and more than half apart."""
+    return abs(a - b) > max(DIFFERENT_PER_REQUEST, 0.5 * min(a, b))
+
+
+def _readings(pid: int) -> tuple[float, int, dict[int, int]]:
+    """CPU seconds, page faults and each thread's wake-ups of the process tree so far (from /proc)."""
     tree = process_tree(pid)
-    return sum(cpu_seconds(tree)), page_faults(tree), wakeups(tree)
+    return sum(cpu_seconds(tree)), page_faults(tree), thread_wakeups(tree)
 
 
 class BareLoop:
@@ -97,6 +152,7 @@ class BareLoop:
         self.proc = DriverProcess(driver.argv, driver.folder, cpu=cpu)
         self.proc.hello(HELLO_TIMEOUT_S)
         self.warm = False
+        self.rounds = 0
         self._pause()
 
     def _pause(self) -> None:
@@ -108,10 +164,15 @@ class BareLoop:
             os.killpg(self.proc.pid, signal.SIGCONT)
 
     def round(self, job: dict, timeout_s: float) -> BareRound:
-        """One round of the job's requests on the kept client; raises DriverFault on any failure."""
+        """One round of the job's requests on a client of its own (the first round's client is built
+        by its bare message, a later one's after a one-request job ended the last); raises DriverFault
+        on any failure."""
         expected = sum(int(r.get("repeat", 1)) for r in job["requests"])
         self._resume()
         try:
+            if self.rounds:
+                self._new_client(job, timeout_s)
+            self.rounds += 1
             before = _readings(self.proc.pid)
             self.proc.send({"type": "bare", "job": job})
             answer = self.proc.receive({"bare"}, timeout_s)
@@ -128,8 +189,22 @@ class BareLoop:
         if got != expected or errors:
             why = f": {answer['error']}" if answer.get("error") else ""
             raise DriverFault(f"calibration round got {got} responses and {errors} errors of {expected}{why}")
-        cpu, faults, woken = (b - a for a, b in zip(before, after))
-        return BareRound(float(wall), expected, cpu, int(faults), int(woken))
+        woken = wakeups_between(before[2], after[2])
+        return BareRound(float(wall), expected, after[0] - before[0], after[1] - before[1], woken)
+
+    def _new_client(self, job: dict, timeout_s: float) -> None:
+        """End the kept client, so that the next round builds its own: a job message closes the
+        calibration loop's client (protocol §5), and this one, a single request of the round's
+        job, is then run to its report like any job."""
+        first = dict(job["requests"][0], repeat=1)
+        self.proc.send({"type": "job", "job": dict(job, requests=[first])})
+        for step, wanted in (("job", "ready"), ("go", "done"), (None, "report")):
+            answer = self.proc.receive({wanted}, timeout_s)
+            if answer["type"] != wanted:
+                why = answer.get("reason") or answer.get("message") or answer["type"]
+                raise DriverFault(f"no new client for the calibration loop: {why}")
+            if step == "job":
+                self.proc.send({"type": "go"})
 
     def close(self) -> None:
         self._resume()
@@ -151,18 +226,27 @@ class Calibration:
         return stats.summarize(values) if values else None
 
     @property
+    def compared(self) -> list[Pair]:
+        """The pairs whose two sides were in one mode, when MIN_ALIKE or more were; else every
+        pair. A trial and a round in different modes (one client asleep for the rest of each
+        answer, the other not; one process mapping every body anew) compare the modes, not the lab
+        with the loop: such pairs are left out and counted (differences), never averaged in."""
+        alike = [p for p in self.pairs if p.alike]
+        return alike if len(alike) >= MIN_ALIKE else self.pairs
+
+    @property
     def lab_summary(self) -> stats.Summary | None:
-        """The lab's seconds per request over the paired trials."""
-        return self._summary([p.lab_s for p in self.pairs])
+        """The lab's seconds per request over the compared pairs."""
+        return self._summary([p.lab_s for p in self.compared])
 
     @property
     def bare_summary(self) -> stats.Summary | None:
-        return self._summary([p.bare.per_request_s for p in self.pairs])
+        return self._summary([p.bare.per_request_s for p in self.compared])
 
     @property
     def ratio_summary(self) -> stats.Summary | None:
         """Lab ÷ bare, pair by pair: a drift of the host over the run moves both sides of a pair."""
-        return self._summary([p.ratio for p in self.pairs])
+        return self._summary([p.ratio for p in self.compared])
 
     @property
     def within_target(self) -> bool | None:
@@ -170,22 +254,16 @@ class Calibration:
         return None if r is None else abs(r.median - 1) <= TARGET
 
     def differences(self) -> list[str]:
-        """What the lab's trials did differently from the loop's rounds, a request at a time:
-        page faults (a body's memory taken anew) and wake-ups (an answer read in pieces), where
-        the medians differ by more than one a request and by half."""
-        if not self.pairs:
-            return []
+        """What the lab's trials did differently from the loop's rounds: how many pairs were left
+        out for being in two modes, and how (page faults and wake-ups a request, medians, lab
+        against bare), then where the compared pairs' sides still differ."""
+        compared = self.compared
+        left_out = [p for p in self.pairs if p not in compared]
         out = []
-        for what, lab, bare in (("page faults", [p.lab.page_faults for p in self.pairs],
-                                 [p.bare.page_faults for p in self.pairs]),
-                                ("wake-ups", [p.lab.wakeups for p in self.pairs], [p.bare.wakeups for p in self.pairs])):
-            if any(v is None for v in lab):
-                continue
-            n = self.pairs[0].bare.requests
-            a, b = stats.median([float(v) for v in lab]) / n, stats.median([float(v) for v in bare]) / n
-            if abs(a - b) > max(DIFFERENT_PER_REQUEST, 0.5 * min(a, b)):
-                out.append(f"{a:.1f} {what} a request against {b:.1f}")
-        return out
+        if left_out:
+            out.append(f"{len(left_out)} of {len(self.pairs)} pairs left out, their sides in two modes ("
+                       + "; ".join(_differing(left_out) or ["modes of their own"]) + ")")
+        return out + _differing(compared)
 
     def to_dict(self) -> dict[str, Any]:
         """Every pair, for the run's record and --json."""
@@ -195,7 +273,8 @@ class Calibration:
             "pairs": [{"lab_s": p.lab_s, "lab_cpu_s": p.lab_cpu_s, "bare_s": p.bare.per_request_s,
                        "bare_cpu_s": p.bare.cpu_per_request_s, "requests": p.bare.requests,
                        "lab_faults": p.lab.page_faults, "bare_faults": p.bare.page_faults,
-                       "lab_wakeups": p.lab.wakeups, "bare_wakeups": p.bare.wakeups} for p in self.pairs],
+                       "lab_wakeups": p.lab.wakeups, "bare_wakeups": p.bare.wakeups, "alike": p.alike}
+                      for p in self.pairs],
         }
 
 

@@ -37,14 +37,40 @@ def test_a_driver_without_a_calibration_loop_is_measured_and_says_it_has_none(st
     assert cal.within_target is None
 
 
-def test_a_cell_off_its_loop_says_what_its_trials_did_differently():
-    from clientlab.calibrate import BareRound, Calibration, Pair
+def _pair(lab_s: float, bare_s: float, lab_faults: int = 10, bare_faults: int = 12, lab_wakeups: int = 10,
+          bare_wakeups: int = 12):
+    from clientlab.calibrate import BareRound, Pair
     from clientlab.store import Trial
 
-    def pair(lab_faults: int, bare_faults: int) -> Pair:
-        lab = Trial(kind="timed", idx=0, ok=True, wall_s=0.3, user_s=0.2, page_faults=lab_faults, wakeups=10)
-        return Pair(lab, BareRound(0.25, 1000, 0.2, bare_faults, 12))
+    lab = Trial(kind="timed", idx=0, ok=True, wall_s=lab_s * 1000, user_s=0.2, page_faults=lab_faults,
+                wakeups=lab_wakeups)
+    return Pair(lab, BareRound(bare_s * 1000, 1000, 0.2, bare_faults, bare_wakeups))
 
-    cal = Calibration("go-net-http", "get-json-335k", pairs=[pair(6900, 600), pair(7000, 500), pair(6800, 700)])
-    assert cal.differences() == ["6.9 page faults a request against 0.6"]   # wake-ups alike: not named
-    assert Calibration("x", "y", pairs=[pair(10, 12)]).differences() == []
+
+def test_a_cell_off_its_loop_says_what_its_trials_did_differently():
+    from clientlab.calibrate import Calibration
+
+    pairs = [_pair(3e-4, 2.5e-4, lab_faults=f, bare_faults=b) for f, b in ((6900, 600), (7000, 500), (6800, 700))]
+    cal = Calibration("go-net-http", "get-json-335k", pairs=pairs)
+    # no pair alike: all are compared, and the note names what differs (wake-ups alike: not named)
+    assert cal.compared == pairs and abs(cal.ratio_summary.median - 1.2) < 1e-9
+    assert cal.differences() == ["6.9 page faults a request against 0.6"]
+    assert Calibration("x", "y", pairs=[_pair(3e-4, 3e-4)]).differences() == []
+
+
+def test_pairs_in_two_connection_modes_are_left_out_and_counted_never_averaged_in():
+    from clientlab.calibrate import Calibration
+
+    # six pairs alike (the answer waited whole: no wake-ups), four where the lab's client slept for
+    # the rest of each answer (0.55 wake-ups a request) and took twice the time
+    alike = [_pair(7.2e-5, 7.0e-5, lab_wakeups=12, bare_wakeups=15) for _ in range(6)]
+    asleep = [_pair(1.5e-4, 7.0e-5, lab_wakeups=550, bare_wakeups=15) for _ in range(4)]
+    cal = Calibration("php-curl", "get-json-335k", pairs=alike + asleep)
+    assert cal.compared == alike and cal.within_target
+    assert cal.differences() == ["4 of 10 pairs left out, their sides in two modes "
+                                 "(0.6 wake-ups a request against 0.0)"]
+    assert [p["alike"] for p in cal.to_dict()["pairs"]] == [True] * 6 + [False] * 4
+    # fewer than three alike: every pair is compared, and the difference named
+    few = Calibration("php-curl", "get-json-335k", pairs=alike[:2] + asleep)
+    assert few.compared == few.pairs and not few.within_target
+    assert few.differences() == ["0.6 wake-ups a request against 0.0"]

@@ -729,7 +729,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     With --bare: is the lab part of the answer? The cells run as `clientlab run` runs them (trials
     of about 0.3 s, interleaved over the run, three processes a cell, its JIT warm-up), and right
     after each timed trial of a cell the same driver program, started as a plain program (same
-    core, outside the cell's control group, one client kept), runs the same requests in a plain
+    core, outside the cell's control group, a new client each round), runs the same requests in a plain
     loop timed by its own clock; lab ÷ bare is the cell's time per request over the loop's, trial
     by trial. It must be within 10 %.
 
@@ -760,7 +760,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
         return
     cells = len(drivers) * len(scenarios) * 2
     with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
-        run_id, rows = crosscheck.run(store, drivers, scenarios, options, events)
+        run_id, rows, patterns = crosscheck.run(store, drivers, scenarios, options, events)
     table = Table(title=f"crosscheck (run {run_id}): each driver's throughput / the fastest's, per server")
     for column in ("scenario", "driver", "bench server", "nginx", "bench ÷ nginx", "ratio (bench)", "ratio (nginx)",
                    "differ"):
@@ -774,6 +774,12 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
                       f"{r.bench_ratio:.2f}" if r.bench_ratio else (r.reason or "—"),
                       f"{r.nginx_ratio:.2f}" if r.nginx_ratio else "—", verdict)
     out.print(table)
+    out.print("how each server wrote an answer (its send calls under strace, one keep-alive connection):",
+              highlight=False)
+    for w in patterns:
+        seen = w.problem or "; ".join(f"{'bench server' if server == 'bench' else server} {p.describe()}"
+                                      for server, p in w.patterns.items())
+        out.print(f"  {w.scenario} ({w.path}): {seen}", highlight=False)
     judged = [r for r in rows if r.agrees is not None]
     failing = [r for r in judged if not r.agrees]
     out.print(f"{len(judged) - len(failing)} of {len(judged)} ratios agree within {crosscheck.AGREEMENT:.0%}"

@@ -8,10 +8,12 @@ must agree within AGREEMENT.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
-from clientlab import nginx
+from clientlab import nginx, paths, writes
 from clientlab.errors import LabError
+from clientlab.job import plan
 from clientlab.manifest import Driver
 from clientlab.runner import CellResult, CellRunner, Events, Group, RunOptions, loopback_run
 from clientlab.scenario import Scenario
@@ -55,13 +57,46 @@ class Row:
         return self.bench / self.nginx if self.bench and self.nginx else None
 
 
+@dataclass
+class Writes:
+    """How each server wrote one scenario's answer (writes.WritePattern), or why it is not known."""
+
+    scenario: str
+    path: str
+    patterns: dict[str, writes.WritePattern] = field(default_factory=dict)  # by server: "bench", "nginx"
+    problem: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario, "path": self.path, "problem": self.problem,
+                **{server: p.to_dict() for server, p in self.patterns.items()}}
+
+
 def _served_paths(scenarios: list[Scenario]) -> list[str]:
     return sorted({r.path.split("?", 1)[0] for s in scenarios for r in s.requests})
 
 
+def _writes(scenario: Scenario, bench: BenchServer, static: nginx.StaticServer) -> Writes:
+    """Each server's send calls for the scenario's first request, after the cells (the probe's
+    strace never overlaps a trial)."""
+    planned = plan(scenario, bench.endpoint, paths.scratch_dir(), verify=False, tag="writes")
+    for f in planned.files:
+        f.unlink(missing_ok=True)
+    url = urlsplit(planned.job["requests"][0]["url"])
+    path = url.path + (f"?{url.query}" if url.query else "")
+    found = Writes(scenario.label, path)
+    try:
+        for name, pids, endpoint in (("bench", [bench.proc.pid], bench.endpoint),
+                                     ("nginx", static.nginx.pids(), static.endpoint)):
+            found.patterns[name] = writes.probe(pids, endpoint.host, endpoint.http_port, path)
+    except RuntimeError as exc:
+        found.problem = str(exc)
+    return found
+
+
 def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options: RunOptions,
-        events: Events | None = None) -> tuple[int, list[Row]]:
-    """Every driver on every scenario against both servers; the stored run's id and the rows."""
+        events: Events | None = None) -> tuple[int, list[Row], list[Writes]]:
+    """Every driver on every scenario against both servers; the stored run's id, the rows, and how
+    each server wrote each scenario's answer."""
     reason = nginx.available()
     if reason:
         raise LabError(f"crosscheck needs nginx: {reason}")
@@ -81,7 +116,9 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
             # minutes of a scenario hits both alike, not the server that ran in the slow minute
             for r in runner.run_groups([Group(drivers, s), Group(drivers, marked, static)]):
                 results.append(("nginx" if r.scenario == marked.label else "bench", r))
-    return run_id, rows_of(scenarios, results)
+        patterns = [_writes(s, bench, static) for s in scenarios]
+        store.update_config(run_id, writes=[w.to_dict() for w in patterns])
+    return run_id, rows_of(scenarios, results), patterns
 
 
 def rows_of(scenarios: list[Scenario], results: list[tuple[str, CellResult]]) -> list[Row]:

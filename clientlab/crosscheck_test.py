@@ -13,7 +13,7 @@ REF = "python-fake-reference"
 def test_drivers_are_verified_and_timed_against_both_servers(store, test_drivers):
     drivers = [test_drivers[REF], test_drivers["python-fake-no-reuse"]]
     options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
-    run_id, rows = crosscheck.run(store, drivers, [shipped("get-small", count=20)], options)
+    run_id, rows, patterns = crosscheck.run(store, drivers, [shipped("get-small", count=20)], options)
     cells = store.cells(run_id)
     assert sorted(c["scenario"] for c in cells) == ["get-small", "get-small", "get-small[server=nginx]",
                                                     "get-small[server=nginx]"]
@@ -27,11 +27,15 @@ def test_drivers_are_verified_and_timed_against_both_servers(store, test_drivers
     assert {r.driver for r in rows} == {REF, "python-fake-no-reuse"}
     assert max(r.bench_ratio for r in rows) == 1.0 and max(r.nginx_ratio for r in rows) == 1.0
     assert all(r.agreement is not None for r in rows)
+    # and how each server wrote the answer, stored with the run
+    (written,) = patterns
+    assert written.problem is None and set(written.patterns) == {"bench", "nginx"}
+    assert store.run(run_id)["config"]["writes"][0]["bench"]["calls_per_answer"] >= 1
 
 
 def test_the_two_servers_cells_take_turns_trial_by_trial(store, test_drivers):
     options = RunOptions(warmup=0, stop=StopRule(min_trials=3, max_trials=3), placement="free", host_probe=False)
-    run_id, _ = crosscheck.run(store, [test_drivers[REF]], [shipped("get-small", count=10)], options)
+    run_id, _, _ = crosscheck.run(store, [test_drivers[REF]], [shipped("get-small", count=10)], options)
     timed = sorted((t["id"], "nginx" if "nginx" in c["scenario"] else "bench", t["server"]["requests"])
                    for c in store.cells(run_id) for t in store.trials(c["id"]) if t["kind"] == "timed")
     assert [server for _, server, _ in timed] == ["bench", "nginx"] * 3
@@ -40,7 +44,7 @@ def test_the_two_servers_cells_take_turns_trial_by_trial(store, test_drivers):
 
 def test_a_driver_whose_body_differs_from_nginx_fails_there_too(store, test_drivers):
     options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
-    run_id, _ = crosscheck.run(store, [test_drivers["python-fake-wrong-body"]], [shipped("get-small", count=5)],
+    run_id, _, _ = crosscheck.run(store, [test_drivers["python-fake-wrong-body"]], [shipped("get-small", count=5)],
                                options)
     nginx_cell = next(c for c in store.cells(run_id) if "nginx" in c["scenario"])
     assert nginx_cell["status"] == "failed" and "differ from what the server sent" in nginx_cell["reason"]
@@ -66,7 +70,7 @@ def test_nginx_s_log_is_read_once_a_trial_and_its_worker_measured_as_the_server(
     original = nginx.StaticServer._log_written
     monkeypatch.setattr(nginx.StaticServer, "_log_written", lambda self: (waits.append(1), original(self)))
     options = RunOptions(warmup=0, stop=StopRule(min_trials=3, max_trials=3), placement="free", host_probe=False)
-    run_id, _ = crosscheck.run(store, [test_drivers[REF]], [shipped("get-small", count=10)], options)
+    run_id, _, _ = crosscheck.run(store, [test_drivers[REF]], [shipped("get-small", count=10)], options)
     nginx_cell = next(c for c in store.cells(run_id) if "nginx" in c["scenario"])
     trials = store.trials(nginx_cell["id"])
     assert len(trials) == 4 and all(t["server"]["requests"] == 10 for t in trials)

@@ -117,11 +117,11 @@ def page_faults(pids: list[int]) -> int:
     return total
 
 
-def wakeups(pids: list[int]) -> int:
-    """Voluntary context switches of these processes' live threads: each is a wait for the
-    network (or a lock) that ended in a wake-up. An answer read in one go costs one; an answer
-    that trickles in costs one per piece."""
-    total = 0
+def thread_wakeups(pids: list[int]) -> dict[int, int]:
+    """Voluntary context switches of these processes' live threads, thread by thread: each is a
+    wait for the network (or a lock) that ended in a wake-up. An answer read in one go costs
+    one; an answer that trickles in costs one per piece."""
+    counts: dict[int, int] = {}
     for pid in pids:
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
@@ -130,9 +130,22 @@ def wakeups(pids: list[int]) -> int:
         for tid in tasks:
             for line in (_read(f"/proc/{pid}/task/{tid}/status") or "").splitlines():
                 if line.startswith("voluntary_ctxt_switches:"):
-                    total += int(line.split()[1])
+                    counts[int(tid)] = int(line.split()[1])
                     break
-    return total
+    return counts
+
+
+def wakeups_between(before: dict[int, int], after: dict[int, int]) -> int:
+    """Wake-ups from one thread_wakeups reading to a later one. The kernel shows a thread's
+    count only while it lives, so a thread that ended in between drops out (its last wake-ups
+    are lost, never subtracted) and one born since counts whole: a client that ends a pool
+    thread while it works would otherwise read negative."""
+    return sum(n - before.get(tid, 0) for tid, n in after.items())
+
+
+def wakeups(pids: list[int]) -> int:
+    """Voluntary context switches of these processes' live threads, all told."""
+    return sum(thread_wakeups(pids).values())
 
 
 def _status_kb(pid: int, key: str) -> int:
@@ -162,7 +175,7 @@ class Usage:
     peak_rss_kb: int
     source: str = "proc"   # "cgroup" (ns CPU, the tree's simultaneous peak) or "proc" (ticks, sum of peaks)
     page_faults: int | None = None  # the tree's page faults: a body's memory taken anew from the kernel shows here
-    wakeups: int | None = None      # voluntary context switches of the tree's live threads (see wakeups())
+    wakeups: int | None = None      # voluntary context switches of the tree's threads (see wakeups_between())
 
 
 class TreeMeter:
@@ -180,9 +193,10 @@ class TreeMeter:
     def start(self) -> float:
         """Snapshot and reset; returns the start instant (call right before sending go)."""
         pids = process_tree(self.root)
+        self._pids0 = pids
         self._cpu0 = cpu_seconds(pids)
         self._faults0 = page_faults(pids)
-        self._wakeups0 = wakeups(pids)
+        self._wakeups0 = thread_wakeups(pids)
         reset_peak_rss(pids)
         if self.group:
             self._group_cpu0 = self.group.cpu()
@@ -198,12 +212,17 @@ class TreeMeter:
         """`t1` is the instant `done` was read; CPU and memory are read right after."""
         if self.group:
             cpu1 = self.group.cpu()
+        else:
+            user1, sys1 = cpu_seconds(process_tree(self.root))
+        # next, before anything else: a driver closes its client once it has sent done, and the
+        # threads that end with it (a JDK client's pool) take their wake-ups along
+        woken = wakeups_between(self._wakeups0, thread_wakeups(self._pids0))
+        pids = process_tree(self.root)
+        woken += wakeups(sorted(set(pids) - set(self._pids0)))  # processes born in the trial
+        if self.group:
             peak = self.group.peak_bytes()
             memory = self.group.memory_stat()
-        pids = process_tree(self.root)
-        user1, sys1 = cpu_seconds(pids)
         faults = page_faults(pids) - self._faults0
-        woken = max(0, wakeups(pids) - self._wakeups0)
         hwm = sum(_status_kb(pid, "VmHWM:") for pid in pids)
         self._stop.set()
         if self._thread:

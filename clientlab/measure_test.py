@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Callable
 
-from clientlab.measure import page_faults, wakeups
+from clientlab.measure import page_faults, thread_wakeups, wakeups, wakeups_between
 
 # each child waits for a line, does its work, then waits again (alive, so that it can be read)
 SLEEPS = "import sys, time\nsys.stdin.readline()\nfor _ in range(50): time.sleep(0.001)\nsys.stdin.readline()"
@@ -42,3 +42,35 @@ def test_every_sleep_of_a_thread_counts_as_a_wake_up():
 def test_memory_mapped_anew_costs_a_page_fault_per_page_written():
     # 20 maps of 1 MiB written through: 256 faults each (huge pages are only on request here)
     assert _grows_by(page_faults, MAPS, 20 * 256)
+
+
+# a pool thread that has slept 200 times ends; the main thread then sleeps 50 times
+ENDS_A_THREAD = ("import sys, threading, time\n"
+                 "stop = threading.Event()\n"
+                 "def pool():\n    for _ in range(200): time.sleep(0.001)\n    stop.wait()\n"
+                 "t = threading.Thread(target=pool); t.start()\n"
+                 "sys.stdin.readline()\n"
+                 "stop.set(); t.join()\n"
+                 "for _ in range(50): time.sleep(0.001)\n"
+                 "print('done', flush=True)\n"
+                 "sys.stdin.readline()")
+
+
+def test_a_thread_that_ends_between_two_readings_drops_out_instead_of_counting_negative():
+    child = subprocess.Popen([sys.executable, "-c", ENDS_A_THREAD], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(before := thread_wakeups([child.pid])) < 2 or max(before.values()) < 200:
+            assert time.monotonic() < deadline, "the pool thread never slept"
+            time.sleep(0.01)
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "done\n"
+        after = thread_wakeups([child.pid])
+        assert len(after) == 1
+        assert wakeups_between(before, after) >= 50
+    finally:
+        child.kill()
+        child.wait()
