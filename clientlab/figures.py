@@ -66,10 +66,14 @@ FRESH_BODY = 128 * 1024   # bodies from this size on may be mapped afresh by the
 FRESH_SHARE = 0.5         # ... when the faults of a request cover this share of its body's pages
 
 
+FAULT_MODES_APART = 1.10  # two allocator states are two figures only when their times differ this much
+
+
 def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
     """Two modes when some trials took each large body's memory anew from the kernel (a page
     fault per 4 KB of it) and others kept bodies on the heap: two processes' allocator states,
-    whatever their wall times say. Fastest mode first, as stats.modes gives them."""
+    even when their times are closer than stats.modes' gap, but not when they cost the same
+    (within FAULT_MODES_APART): then the cell has one figure. Fastest mode first."""
     if not requests:
         return None
     fresh, heap = [], []
@@ -80,8 +84,9 @@ def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
         (fresh if t.page_faults / requests * PAGE >= FRESH_SHARE * body else heap).append(t.wall_s or 0.0)
     if min(len(fresh), len(heap)) < stats.MODE_MIN_TRIALS:
         return None
-    return sorted([stats.Mode(stats.median(fresh), len(fresh)), stats.Mode(stats.median(heap), len(heap))],
-                  key=lambda m: m.median)
+    fast, slow = sorted([stats.Mode(stats.median(fresh), len(fresh)), stats.Mode(stats.median(heap), len(heap))],
+                        key=lambda m: m.median)
+    return [fast, slow] if slow.median >= FAULT_MODES_APART * fast.median else None
 
 
 def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startup_s: float | None) -> dict:

@@ -1,0 +1,30 @@
+"""A cell's figures from its trials: when its trials are two modes, and when they are one figure."""
+
+from __future__ import annotations
+
+from clientlab.figures import cell_figures
+from clientlab.store import Trial
+
+REQUESTS = 1000
+BODY = 335_114
+
+
+def _trial(wall_s: float, faults_a_request: float) -> Trial:
+    return Trial(kind="timed", idx=0, ok=True, wall_s=wall_s, user_s=wall_s / 2, sys_s=0.0,
+                 work_bytes=BODY * REQUESTS, page_faults=int(faults_a_request * REQUESTS))
+
+
+def test_trials_in_two_allocator_states_that_cost_differently_are_two_modes():
+    # bodies mapped anew (82 faults a request, a page per 4 KB) take 2.5 times as long as on the heap
+    trials = [_trial(0.10, 0.0), _trial(0.11, 0.0), _trial(0.25, 82.0), _trial(0.26, 82.0), _trial(0.10, 0.0)]
+    figures = cell_figures(trials, "requests", REQUESTS, None)
+    assert figures["modes"] is not None
+    fast, slow = figures["modes"]
+    assert (fast["trials"], slow["trials"]) == (3, 2)
+    assert round(fast["throughput"]) == 10_000 and round(slow["throughput"]) == 3_922
+
+
+def test_two_allocator_states_at_the_same_cost_are_one_figure_not_two_modes():
+    # the faults tell the processes apart, the times do not: one figure
+    trials = [_trial(0.100, 0.0), _trial(0.102, 0.0), _trial(0.101, 60.0), _trial(0.099, 60.0), _trial(0.100, 60.0)]
+    assert cell_figures(trials, "requests", REQUESTS, None)["modes"] is None
