@@ -34,8 +34,24 @@ class DriverTimeout(DriverFault):
     """The driver sent nothing within the time it was given."""
 
 
+# What would send a client elsewhere or make it trust other certificates than the job's: kept out
+# of every driver's environment, so that a driver keeps its library's defaults (which read them)
+# and still does exactly what the job says (docs/driver-protocol.md §8)
+REDIRECTING_ENV = frozenset({
+    "http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy",
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY",
+    "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+})
+
+
+def driver_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """`base` (the lab's own environment by default) without REDIRECTING_ENV."""
+    return {k: v for k, v in (os.environ if base is None else base).items() if k not in REDIRECTING_ENV}
+
+
 class DriverProcess:
-    """One running driver: a process group with JSON-lines stdin/stdout and a captured stderr."""
+    """One running driver: a process group with JSON-lines stdin/stdout and a captured stderr.
+    Its environment is `env`, or the lab's, either without REDIRECTING_ENV."""
 
     def __init__(self, argv: list[str], cwd: Path, cpu: int | None = None, env: dict | None = None):
         self.argv = argv
@@ -48,7 +64,7 @@ class DriverProcess:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 process_group=0,  # so a kill reaches every child it started
-                env=env,
+                env=driver_env(env),
             )
         except OSError as exc:
             raise DriverFault(f"cannot start {argv[0]}: {exc}") from exc

@@ -156,8 +156,6 @@ static void command(const cli *c, const lab_job *job, const lab_request *q, argv
     add(a, "curl");
     add(a, "-q");               /* no ~/.curlrc: only what the job asks */
     add(a, "-sS");
-    add(a, "--noproxy");        /* the lab's traffic stays on loopback whatever the environment */
-    add(a, "*");
     add(a, job->http == LAB_HTTP_2 ? "--http2" : job->http == LAB_HTTP_H2C ? "--http2-prior-knowledge"
                                                                          : "--http1.1");
     if (job->tls_ca) {

@@ -24,7 +24,6 @@ class AxiosDriver extends AgentDriver {
       headers: { 'Accept-Encoding': job.gzipHeader, ...connectionHeaders(job) },
       timeout: job.timeoutMs,
       validateStatus: null, // every status is a response, not an error
-      proxy: false, // the job says everything: no proxy from the environment
     });
   }
 

@@ -30,7 +30,6 @@ sub prepare {
         verify_SSL => 1,
         SSL_options => {defined $job->{tls_ca} ? (SSL_ca_file => $job->{tls_ca}) : ()},
         $job->{cookies} ? (cookie_jar => HTTP::CookieJar->new) : (),
-        proxy => undef, http_proxy => undef, https_proxy => undef, no_proxy => [],
     );
     return {http => $http};
 }

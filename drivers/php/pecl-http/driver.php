@@ -21,8 +21,7 @@ final class PeclHttpDriver extends Lab\Driver
             return new Lab\Unsupported('only HTTP/1.1 is claimed for pecl_http here (no https with the lab\'s CA: see driver.toml)');
         }
         $client = new http\Client('curl');
-        $options = ['timeout' => (float)$job['timeout_s'], 'protocol' => http\Client\Curl\HTTP_VERSION_1_1,
-            'proxyhost' => '', 'noproxy' => '*'];
+        $options = ['timeout' => (float)$job['timeout_s'], 'protocol' => http\Client\Curl\HTTP_VERSION_1_1];
         if (($nodelay = Lab\option($job, 'tcp_nodelay')) !== null) {
             $options['tcp_nodelay'] = $nodelay;
         }

@@ -46,7 +46,6 @@ final class SymfonyDriver extends Lab\Driver
             'timeout' => (float)$job['timeout_s'],
             // 1.1 explicitly: its default is HTTP/2 for every https URL
             'http_version' => $job['http'] === '2' ? '2.0' : '1.1',
-            'no_proxy' => '*', // the lab's traffic stays on the lab's hosts whatever the environment
         ];
         if ($job['tls_ca'] !== null) {
             $defaults['cafile'] = $job['tls_ca'];

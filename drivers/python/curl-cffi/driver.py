@@ -49,7 +49,6 @@ class CurlCffiDriver(labdriver.Driver):
             timeout=job.timeout_s,
             http_version=HTTP_VERSIONS[job.http],
             curl_options=curl_options,
-            trust_env=False,  # no proxies from the environment: the job says everything
             discard_cookies=not job.cookies,  # keep no cookies from responses
         )
         # set after construction: the constructor would take REQUESTS_CA_BUNDLE over `True`

@@ -58,10 +58,10 @@ class HttpxAsyncDriver(labdriver.AsyncDriver):
             limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
         )
         jar = None if job.cookies else http.cookiejar.CookieJar(labdriver.refuse_cookies())
-        # client_headers: httpx would ask for gzip/deflate/br. trust_env off: no proxies or
-        # SSL_CERT_FILE from the environment; the job says everything
+        # client_headers: httpx would ask for gzip/deflate/br. trust_env as shipped: the lab keeps
+        # proxies and SSL_CERT_FILE out of the environment
         self.client = httpx.AsyncClient(transport=transport, headers=job.client_headers, cookies=jar,
-                                        timeout=job.timeout_s, trust_env=False)
+                                        timeout=job.timeout_s)
 
     async def request(self, req: labdriver.Request) -> labdriver.Response:
         kwargs: dict = {"headers": req.upload_headers(), "follow_redirects": req.follow_redirects}

@@ -42,9 +42,8 @@ class HttpxDriver(labdriver.Driver):
         if not job.keep_alive:
             headers["Connection"] = "close"
         jar = None if job.cookies else http.cookiejar.CookieJar(labdriver.refuse_cookies())
-        # trust_env off: no proxies or SSL_CERT_FILE from the environment; the job says everything
-        self.client = httpx.Client(transport=transport, headers=headers, cookies=jar,
-                                   timeout=job.timeout_s, trust_env=False)
+        # trust_env as shipped: the lab keeps proxies and SSL_CERT_FILE out of the environment
+        self.client = httpx.Client(transport=transport, headers=headers, cookies=jar, timeout=job.timeout_s)
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
         kwargs: dict = {"headers": req.upload_headers(), "follow_redirects": req.follow_redirects}

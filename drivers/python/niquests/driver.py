@@ -52,8 +52,7 @@ class NiquestsDriver(labdriver.Driver):
             # no OCSP/CRL look-ups: they would go to hosts outside the lab (the lab CA has none)
             revocation_configuration=None,
         )
-        # the job says everything: no proxies, and no REQUESTS_CA_BUNDLE overriding `verify`
-        session.trust_env = False
+        # trust_env as shipped: the lab keeps proxies and CA bundles out of the environment
         nodelay = job.option("tcp_nodelay")
         for adapter in session.adapters.values():
             pool_kw = adapter.poolmanager.connection_pool_kw  # read when each host's pool is made

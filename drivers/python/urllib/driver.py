@@ -46,7 +46,6 @@ class UrllibDriver(labdriver.Driver):
         self.job = job
         self.redirects = _Redirects()
         handlers: list = [
-            urllib.request.ProxyHandler({}),  # no proxies from the environment: the job says everything
             urllib.request.HTTPSHandler(context=labdriver.ssl_context(job)),
             self.redirects,
         ]

@@ -28,7 +28,6 @@ class ExconDriver < LabDriver::Driver
       persistent: job.keep_alive, # false: Excon closes the socket after every response
       connect_timeout: job.timeout_s, read_timeout: job.timeout_s, write_timeout: job.timeout_s,
       ssl_verify_peer: true,
-      disable_proxy: true, # the job says everything: no proxy from the environment
       headers: { "Accept-Encoding" => job.gzip_header },
     }
     @params[:ssl_ca_file] = job.tls_ca if job.tls_ca

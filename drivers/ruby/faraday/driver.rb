@@ -36,7 +36,6 @@ class FaradayDriver < LabDriver::Driver
 
   def open(job)
     @job = job
-    Faraday.ignore_env_proxy = true # the job says everything: no proxy from the environment
     @jar = job.cookies ? HTTP::CookieJar.new : nil # one cookie store for the whole job
     @persistent = {} # follow_redirects => the adapter's Net::HTTP::Persistent
     # follow_redirects => Faraday::Connection, its middleware stack built now (no connection yet)

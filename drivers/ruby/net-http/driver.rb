@@ -55,7 +55,7 @@ class NetHttpDriver < LabDriver::Driver
   private
 
   def new_http(uri)
-    http = Net::HTTP.new(uri.hostname, uri.port, nil) # nil: no proxy, whatever the environment says
+    http = Net::HTTP.new(uri.hostname, uri.port)
     if uri.scheme == "https"
       http.use_ssl = true
       http.verify_mode = OpenSSL::SSL::VERIFY_PEER

@@ -43,7 +43,6 @@ class TyphoeusDriver < LabDriver::Driver
     @base = {
       http_version: HTTP_VERSIONS.fetch(job.http),
       timeout_ms: (job.timeout_s * 1000).ceil,
-      noproxy: "*", # the lab's traffic stays on the lab's hosts whatever the environment says
       ssl_verifypeer: true, ssl_verifyhost: 2,
       maxredirs: MAX_REDIRECTS,
     }

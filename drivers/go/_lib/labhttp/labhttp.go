@@ -34,7 +34,7 @@ func Client(job *lab.Job) (*http.Client, error) {
 		protocols.SetUnencryptedHTTP2(true) // http:// URLs: HTTP/2 with prior knowledge
 	}
 	transport := &http.Transport{
-		Proxy:               nil,
+		Proxy:               http.ProxyFromEnvironment, // as http.DefaultTransport; the lab keeps the environment clean
 		DialContext:         lab.DialContext(job),
 		TLSClientConfig:     tlsConfig,
 		TLSHandshakeTimeout: 10 * time.Second, // as http.DefaultTransport

@@ -16,7 +16,6 @@ macro_rules! reqwest_builder {
             _ => reqwest::redirect::Policy::none(),
         };
         let mut builder = $builder
-            .no_proxy() // the lab's traffic stays on the lab's hosts whatever the environment
             .timeout(job.timeout)
             .cookie_store(job.cookies)
             .gzip(job.accept_gzip) // off: no Accept-Encoding at all; on: "gzip", decoded

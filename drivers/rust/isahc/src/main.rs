@@ -72,7 +72,6 @@ impl Driver for Isahc {
                 Http::H2 | Http::H2c => VersionNegotiation::http2(), // prior knowledge, no fallback
             })
             .timeout(job.timeout)
-            .proxy(None) // the lab's traffic stays on the lab's hosts whatever the environment
             .automatic_decompression(job.accept_gzip);
         if job.accept_gzip {
             builder = builder.default_header("Accept-Encoding", "gzip"); // exactly gzip, not curl's whole list

@@ -83,7 +83,6 @@ impl Driver for Ureq {
     fn open(&mut self, job: &Arc<Job>) -> Result<(), Error> {
         let mut config = Agent::config_builder()
             .http_status_as_error(false) // a 4xx/5xx is a response, not an error
-            .proxy(None) // the lab's traffic stays on the lab's hosts whatever the environment
             .timeout_global(Some(job.timeout))
             .accept_encoding(if job.accept_gzip { "gzip" } else { "" }) // "": no header at all
             .tls_config(TlsConfig::builder().root_certs(root_certs(job)?).build());

@@ -77,8 +77,7 @@ public final class JdkHttpClientDriver extends AsyncDriver {
                 .version(job.http2() ? HttpClient.Version.HTTP_2 : HttpClient.Version.HTTP_1_1)
                 .followRedirects(Boolean.TRUE.equals(job.followRedirects())
                         ? HttpClient.Redirect.NORMAL : HttpClient.Redirect.NEVER)
-                .connectTimeout(job.timeout())
-                .proxy(HttpClient.Builder.NO_PROXY);
+                .connectTimeout(job.timeout());
         if (job.tlsCa != null) {
             b.sslContext(Tls.context(job.tlsCa));
         }

@@ -11,7 +11,6 @@ import java.io.File;
 import java.io.IOException;
 import java.net.CookieManager;
 import java.net.InetAddress;
-import java.net.Proxy;
 import java.net.Socket;
 import java.util.List;
 import java.util.Map;
@@ -90,7 +89,6 @@ public final class OkHttpDriver extends AsyncDriver {
                 .protocols(job.h2c() ? List.of(Protocol.H2_PRIOR_KNOWLEDGE)
                         : job.http.equals("2") ? List.of(Protocol.HTTP_2, Protocol.HTTP_1_1)
                         : List.of(Protocol.HTTP_1_1))
-                .proxy(Proxy.NO_PROXY)
                 .callTimeout(job.timeout())
                 .connectTimeout(job.timeout())
                 .readTimeout(job.timeout())
