@@ -40,10 +40,11 @@ func Client(job *lab.Job) (*http.Client, error) {
 		TLSHandshakeTimeout: 10 * time.Second, // as http.DefaultTransport
 		IdleConnTimeout:     90 * time.Second,
 		MaxIdleConns:        100,
-		// room to keep every connection a parallel job opens (the default keeps 2 per host)
-		MaxIdleConnsPerHost: max(job.Concurrency, http.DefaultMaxIdleConnsPerHost),
-		MaxConnsPerHost:     job.Options.MaxHostConnections, // 0: no limit
-		DisableKeepAlives:   !job.KeepAlive,
+		// MaxIdleConnsPerHost stays net/http's default (2), as every program on the default
+		// transport has it: a parallel job's other connections close when they come back idle
+		// and are opened anew, which the server's counters and the diagnosis show
+		MaxConnsPerHost:   job.Options.MaxHostConnections, // 0: no limit
+		DisableKeepAlives: !job.KeepAlive,
 		// the Transport asks for gzip and decodes it itself unless this is set
 		DisableCompression: !job.AcceptGzip,
 		Protocols:          protocols,
