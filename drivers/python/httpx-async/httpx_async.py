@@ -77,7 +77,7 @@ class HttpxAsyncDriver(labdriver.AsyncDriver):
             async with self.client.stream(req.method, req.url, **kwargs) as resp:
                 self._check_version(resp)
                 with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
-                    async for chunk in resp.aiter_bytes(labdriver.CHUNK):
+                    async for chunk in resp.aiter_bytes():  # as they arrive, not re-cut (httpx's docs)
                         sink.write(chunk)
                     return sink.response(resp.status_code, resp.http_version)
         resp = await self.client.request(req.method, req.url, **kwargs)

@@ -57,7 +57,9 @@ class HttpxDriver(labdriver.Driver):
         if req.to_file:
             with self.client.stream(req.method, req.url, **kwargs) as resp, \
                     labdriver.FileSink(req.sink_path, self.job.verify) as sink:
-                return sink.drain(resp.iter_bytes(labdriver.CHUNK), resp.status_code, resp.http_version)
+                # iter_bytes() as httpx's docs stream a download: the pieces as they arrive, not
+                # re-cut to a size of the driver's
+                return sink.drain(resp.iter_bytes(), resp.status_code, resp.http_version)
         resp = self.client.request(req.method, req.url, **kwargs)
         return labdriver.Response.of(resp.status_code, resp.http_version, resp.content, self.job.verify)
 
