@@ -77,9 +77,11 @@ def test_a_store_made_before_the_process_columns_opens_and_marks_its_killed_runs
 
 
 def test_a_run_killed_with_sigkill_mid_run_leaves_an_intact_store(lab):
+    # one scenario after the other: the first cell is done while the second still has most of its
+    # trials to go (interleaved over the run, both would end within a trial of each other)
     proc = lab.start("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference",
-                     "-s", "get-small,post-form", "-p", "count=200", "--trials", "10", "--warmup", "0",
-                     "--retries", "0")
+                     "-s", "get-small,post-form", "-p", "count=1000", "--trials", "10", "--warmup", "0",
+                     "--retries", "0", "--interleave", "scenario")
     started: list[int] = []
     try:
         def mid_run() -> bool:
