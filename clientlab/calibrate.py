@@ -197,14 +197,14 @@ class BareLoop:
         calibration loop's client (protocol §5), and this one, a single request of the round's
         job, is then run to its report like any job."""
         first = dict(job["requests"][0], repeat=1)
-        self.proc.send({"type": "job", "job": dict(job, requests=[first])})
-        for step, wanted in (("job", "ready"), ("go", "done"), (None, "report")):
-            answer = self.proc.receive({wanted}, timeout_s)
-            if answer["type"] != wanted:
-                why = answer.get("reason") or answer.get("message") or answer["type"]
-                raise DriverFault(f"no new client for the calibration loop: {why}")
-            if step == "job":
-                self.proc.send({"type": "go"})
+        for message, wanted in (({"type": "job", "job": dict(job, requests=[first])}, ("ready",)),
+                                ({"type": "go"}, ("done", "report"))):
+            self.proc.send(message)
+            for kind in wanted:
+                answer = self.proc.receive({kind}, timeout_s)
+                if answer["type"] != kind:
+                    why = answer.get("reason") or answer.get("message") or answer["type"]
+                    raise DriverFault(f"no new client for the calibration loop: {why}")
 
     def close(self) -> None:
         self._resume()
