@@ -123,6 +123,10 @@ def plan(scenario: Scenario, endpoint: Endpoint, scratch: Path, verify: bool, ta
             entry["content_type"] = req.content_type
         if req.follow_redirects:
             entry["follow_redirects"] = True
+        elif _redirect_target(req.path)[1] or 300 <= req.expect_status < 400:
+            # only where the answer is a redirect: elsewhere the driver keeps its library's default
+            # (axios' default redirect layer, for one, costs time a user of axios pays)
+            entry["follow_redirects"] = False
         sink_path = None
         if req.sink == "file":
             sink_path = scratch / f"sink-{tag}-{r}.bin"
@@ -175,8 +179,7 @@ def required_capabilities(planned: PlannedJob) -> list[str]:
         needed.add("gzip")
     if job["concurrency"] > 1:
         needed.add("parallel")
-    if not job["keep_alive"]:
-        needed.add("keepalive_off")
+    needed.add("keepalive" if job["keep_alive"] else "keepalive_off")
     for r in job["requests"]:
         if r.get("follow_redirects"):
             needed.add("redirects")

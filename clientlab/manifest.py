@@ -19,7 +19,7 @@ from clientlab.errors import LabInputError, describe_validation_error, read_toml
 
 Capability = Literal[
     "tls", "http2", "h2c", "cookies", "redirects", "form", "multipart", "upload",
-    "sink_file", "gzip", "parallel", "keepalive_off", "fresh_process",
+    "sink_file", "gzip", "parallel", "keepalive", "keepalive_off", "fresh_process",
 ]
 MANIFEST_NAME = "driver.toml"
 
