@@ -21,6 +21,7 @@ from clientlab.output.findings import print_findings
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed
+from clientlab.output.whatran import print_what_ran
 from clientlab.netlab.lab import open_server_side
 from clientlab.runner import INTERLEAVES, JIT_WARM_S, PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
 from clientlab.stats import StopRule
@@ -432,6 +433,7 @@ def _print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
             out.print(line, highlight=False, soft_wrap=True)
         out.print(Text(CAPTION, style="dim"), soft_wrap=True)
     print_findings(out, cells)
+    print_what_ran(out, cells)
 
 
 @main.command("show")

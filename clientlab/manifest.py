@@ -39,6 +39,9 @@ class Manifest(BaseModel):
     requires: list[str] = []
     apt: list[str] = []
     capabilities: list[Capability]
+    # settings the driver needs that are neither the library's defaults nor named by the job, each
+    # with its reason; shown beside the driver's figures (docs/driver-protocol.md §8)
+    departures: list[Annotated[str, Field(min_length=1)]] = []
     default: bool = True
     # JIT runtimes (Java, Node) reach steady state only after some work: at least this many
     # untimed warm-up trials run in the driver's process before the timed ones

@@ -396,7 +396,8 @@ class CellRunner:
         self.events.cell_started(driver.id, scenario.label)
         params = {**scenario.params, "client": scenario.client.model_dump(),
                   "sinks": sorted({r.sink for r in scenario.requests})}
-        cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric)
+        cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric,
+                                        driver.manifest.departures)
         # the tag names scratch files: unique across lab processes sharing the scratch folder
         tag = f"{os.getpid()}-{self.run_id}-{cell_id}"
         return _Cell(driver, scenario, cell_id, tag, server, options, retries_left=options.retries)

@@ -98,6 +98,7 @@ class Trial:
 
 RUN_PROCESS_COLUMNS = {"boot_id": "TEXT", "pid_start": "INTEGER", "host": "TEXT"}
 TRIAL_COLUMNS = {"noise": "TEXT", "page_faults": "INTEGER", "wakeups": "INTEGER"}
+CELL_COLUMNS = {"departures": "TEXT"}
 KILLED_CELL = "killed: the lab was killed while this cell ran (its finished trials are kept)"
 
 
@@ -163,6 +164,10 @@ class Store:
         for column, kind in TRIAL_COLUMNS.items():
             if column not in have:
                 self.db.execute(f"ALTER TABLE trials ADD COLUMN {column} {kind}")
+        have = {row["name"] for row in self.db.execute("PRAGMA table_info(cells)")}
+        for column, kind in CELL_COLUMNS.items():
+            if column not in have:
+                self.db.execute(f"ALTER TABLE cells ADD COLUMN {column} {kind}")
         have = {row["name"] for row in self.db.execute("PRAGMA table_info(runs)")}
         for column, kind in RUN_PROCESS_COLUMNS.items():
             if column not in have:
@@ -207,11 +212,14 @@ class Store:
         self.db.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, time.time(), run_id))
         self.db.commit()
 
-    def start_cell(self, run_id: int, driver: str, scenario: str, params: dict, metric: str) -> int:
+    def start_cell(self, run_id: int, driver: str, scenario: str, params: dict, metric: str,
+                   departures: list[str] | None = None) -> int:
+        """A cell as started; `departures` are the driver's declared settings of its own."""
         cur = self.db.execute(
-            "INSERT INTO cells (run_id, driver, scenario, params, status, metric, started_at) "
-            "VALUES (?, ?, ?, ?, 'running', ?, ?)",
-            (run_id, driver, scenario, json.dumps(params), metric, time.time()),
+            "INSERT INTO cells (run_id, driver, scenario, params, status, metric, started_at, departures) "
+            "VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
+            (run_id, driver, scenario, json.dumps(params), metric, time.time(),
+             json.dumps(departures) if departures else None),
         )
         self.db.commit()
         return int(cur.lastrowid)
@@ -283,6 +291,7 @@ class Store:
             cell = dict(row)
             for key in ("params", "figures", "versions"):
                 cell[key] = json.loads(cell[key]) if cell[key] else None
+            cell["departures"] = json.loads(cell["departures"]) if cell["departures"] else []
             out.append(cell)
         return out
 

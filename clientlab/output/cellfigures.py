@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 STATUS_LABEL = {"failed": "FAILED"}
+# marks a driver that declares settings of its own (docs/driver-protocol.md §8)
+DEPARTED = "†"
 STATUS_STYLE = {"failed": "bold red", "unsupported": "yellow", "not-installed": "dim", "running": "cyan"}
 
 
@@ -64,6 +66,11 @@ def flags(f: dict) -> list[str]:
     if f.get("budget_stopped"):
         out.append("cut by time budget")
     return out
+
+
+def driver_label(cell: dict) -> str:
+    """The driver's id, marked when its figures come with declared departures."""
+    return f"{cell['driver']} {DEPARTED}" if cell.get("departures") else cell["driver"]
 
 
 def status_line(cell: dict, width: int = 70) -> str:

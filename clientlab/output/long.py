@@ -16,13 +16,13 @@ def long_lines(cells: list[dict]) -> list[Text]:
     """Per scenario: a heading, then each driver's line with its ratio to the scenario's fastest."""
     lines: list[Text] = []
     scenarios = list(dict.fromkeys(c["scenario"] for c in cells))
-    width = max((len(c["driver"]) for c in cells), default=10)
+    width = max((len(cf.driver_label(c)) for c in cells), default=10)
     for name in scenarios:
         mine = sorted((c for c in cells if c["scenario"] == name), key=_rate, reverse=True)
         lines.append(Text(name, style="bold underline"))
         best = _rate(mine[0])
         for cell in mine:
-            line = Text(f"  {cell['driver']:<{width}}  ")
+            line = Text(f"  {cf.driver_label(cell):<{width}}  ")
             if cell["status"] != "ok":
                 line.append(cf.status_line(cell, 100), style=cf.STATUS_STYLE.get(cell["status"], ""))
             else:

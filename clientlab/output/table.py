@@ -38,6 +38,7 @@ def width_needed(cells: list[dict]) -> int:
 
 def results_table(cells: list[dict], title: str) -> Table:
     drivers = list(dict.fromkeys(c["driver"] for c in cells))
+    labels = {c["driver"]: cf.driver_label(c) for c in cells}
     scenarios = list(dict.fromkeys(c["scenario"] for c in cells))
     by_key = {(c["driver"], c["scenario"]): c for c in cells}
     table = Table(title=title, show_lines=True, caption=CAPTION)
@@ -45,7 +46,7 @@ def results_table(cells: list[dict], title: str) -> Table:
     for name in scenarios:
         table.add_column(name, overflow="fold", min_width=COLUMN_WIDTH - 3)
     for driver in drivers:
-        row = [driver]
+        row = [labels[driver]]
         for name in scenarios:
             cell = by_key.get((driver, name))
             row.append(cell_text(cell) if cell else Text("—", style="dim"))

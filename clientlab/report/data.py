@@ -22,6 +22,7 @@ class Report:
     drivers: list[str]
     findings: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)  # driver -> (column, finding)
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
+    departures: dict[str, list[str]] = field(default_factory=dict)  # driver -> its declared departures
 
     @property
     def net(self) -> Any:
@@ -75,4 +76,6 @@ def gather(store: Store, run_id: int) -> Report:
             report.findings.setdefault(c["driver"], []).append((c["column"], finding))
         if c["versions"]:
             report.versions.setdefault(c["driver"], {}).update(c["versions"])
+        if c["departures"]:
+            report.departures[c["driver"]] = c["departures"]
     return report

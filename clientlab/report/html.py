@@ -14,6 +14,7 @@ import json
 from html import escape
 from typing import Any
 
+from clientlab.output.cellfigures import DEPARTED
 from clientlab.report import charts as charting
 from clientlab.report.data import Report
 
@@ -80,7 +81,7 @@ def _cell(cell: dict | None) -> str:
 
 def _summary(report: Report) -> str:
     head = "".join(f"<th>{e(c)}</th>" for c in report.columns)
-    rows = "".join(f"<tr><th>{e(d)}</th>{''.join(_cell(report.cell(d, c)) for c in report.columns)}</tr>"
+    rows = "".join(f"<tr>{_driver_th(report, d)}{''.join(_cell(report.cell(d, c)) for c in report.columns)}</tr>"
                    for d in report.drivers)
     return (f'<table id="summary"><tr><th>driver</th>{head}</tr>{rows}</table>'
             '<p class="caption">req/s or MB/s (median; ± half the CI of the median), CPU user+system of the timed '
@@ -126,9 +127,18 @@ def _pairs(items: dict[str, Any], table_id: str) -> str:
 
 def _versions(report: Report) -> str:
     rows = "".join(f'<tr data-driver="{e(d)}"><th>{e(d)}</th><td>'
-                   f'{", ".join(f"{e(k)} {e(v)}" for k, v in report.versions.get(d, {}).items()) or "—"}</td></tr>'
+                   f'{", ".join(f"{e(k)} {e(v)}" for k, v in report.versions.get(d, {}).items()) or "—"}</td>'
+                   f'<td class="departures">{"<br>".join(e(x) for x in report.departures.get(d, [])) or "—"}</td></tr>'
                    for d in report.drivers)
-    return f'<table id="versions">{rows}</table>'
+    return (f'<table id="versions"><tr><th>driver</th><th>versions that ran</th>'
+            f'<th>{DEPARTED} settings of its own (not the library\'s defaults)</th></tr>{rows}</table>')
+
+
+def _driver_th(report: Report, driver: str) -> str:
+    """The driver's name, marked when it departs from its library's defaults."""
+    mark = (f' <a href="#versions" title="{e("; ".join(report.departures[driver]))}">{DEPARTED}</a>'
+            if report.departures.get(driver) else "")
+    return f"<th>{e(driver)}{mark}</th>"
 
 
 def _when(seconds: float | None) -> str:
@@ -160,7 +170,7 @@ def render(report: Report) -> tuple[str, int]:
 <h2>Why: findings per driver</h2>{_findings(report)}
 <h2>Machine</h2>{_pairs(run['machine'], 'machine')}
 {network}
-<h2>Client versions</h2>{_versions(report)}
+<h2>Client versions and departures</h2>{_versions(report)}
 <script>{BOOT}</script>
 </body></html>
 """
