@@ -7,9 +7,15 @@ import subprocess
 from pathlib import Path
 
 from clientlab import paths
+from clientlab.errors import LabInputError
 from clientlab.manifest import Driver
 
 _SKIP_DIRS = {".venv", "build", "node_modules", "target", "__pycache__", "vendor"}
+
+
+def _skipped(part: str) -> bool:
+    """Build outputs, a runtime variant's too (".venv-python3.12", "build-go1.24")."""
+    return part.split("-", 1)[0] in _SKIP_DIRS or part in _SKIP_DIRS
 
 
 def _inputs(driver: Driver) -> list[Path]:
@@ -20,7 +26,7 @@ def _inputs(driver: Driver) -> list[Path]:
     else:
         files = {
             p for p in folder.rglob("*")
-            if p.is_file() and not (set(p.relative_to(folder).parts[:-1]) & _SKIP_DIRS)
+            if p.is_file() and not any(_skipped(part) for part in p.relative_to(folder).parts[:-1])
         }
     return sorted(files)
 
@@ -28,6 +34,8 @@ def _inputs(driver: Driver) -> list[Path]:
 def fingerprint(driver: Driver) -> str:
     """Digest of the build command and every build input (names and contents)."""
     digest = hashlib.sha256(repr(driver.manifest.build).encode())
+    if driver.runtime:
+        digest.update(f"{driver.runtime.kind} {driver.runtime.version}".encode())
     for path in _inputs(driver):
         digest.update(str(path.relative_to(driver.folder)).encode() + b"\0")
         digest.update(path.read_bytes())
@@ -55,7 +63,12 @@ def build(driver: Driver, force: bool = False) -> tuple[bool, str]:
         return True, "up to date"
     argv = driver.expand(driver.manifest.build)
     try:
-        proc = subprocess.run(argv, cwd=driver.folder, capture_output=True, text=True, timeout=1800)
+        installed = driver.runtime.install() if driver.runtime else None
+    except LabInputError as exc:
+        return False, str(exc)
+    try:
+        proc = subprocess.run(argv, cwd=driver.folder, capture_output=True, text=True, timeout=1800,
+                              env=driver.env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"build command {argv} failed: {exc}"
     if proc.returncode != 0:
@@ -64,4 +77,4 @@ def build(driver: Driver, force: bool = False) -> tuple[bool, str]:
     stamp = _stamp(driver)
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(fingerprint(driver) + "\n")
-    return True, "built"
+    return True, f"built (on {driver.runtime.kind} {driver.runtime.version}, {installed})" if installed else "built"

@@ -149,7 +149,7 @@ class BareLoop:
 
     def __init__(self, driver: Driver, cpu: int | None):
         self.driver = driver
-        self.proc = DriverProcess(driver.argv, driver.folder, cpu=cpu)
+        self.proc = DriverProcess(driver.argv, driver.folder, cpu=cpu, env=driver.env())
         self.proc.hello(HELLO_TIMEOUT_S)
         self.warm = False
         self.rounds = 0

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from clientlab import build as builder
 from clientlab import export as exporters
-from clientlab import machine, manifest, paths, scenario
+from clientlab import machine, manifest, paths, runtimes, scenario
 from clientlab.errors import LabError, LabInputError
 from clientlab.output.findings import print_findings
 from clientlab.output.progress import ProgressEvents
@@ -35,6 +35,12 @@ DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, 
 DEFAULT_INTERLEAVE = "run"       # the host's drift over minutes hits every cell alike (docs/measurement.md)
 DEFAULT_TIME_BUDGET_S = 240.0  # with start-up and set-up, a plain run ends within 5 minutes
 DEFAULT_FORKS = 3  # a cell's figure is not one process's state (docs/measurement.md, "Forks")
+
+runtimes_option = click.option(
+    "--runtimes", "runtime_specs", multiple=True, metavar="KIND=LINE[,LINE…]",
+    help="Run each chosen driver of this runtime on these lines, each its own cell (node-fetch@node22), "
+         "e.g. --runtimes node=20,22,24,26 --runtimes go=1.24,1.26 --runtimes python=3.12; the lines "
+         "pinned in setup/runtimes.toml. A line's build is made on first use.")
 
 driver_path_option = click.option(
     "--driver-path", "driver_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -179,11 +185,15 @@ def scenarios_cmd(scenario_paths: tuple[Path, ...], as_json: bool) -> None:
 @driver_path_option
 @click.option("-d", "--drivers", "driver_names", multiple=True, help="Only these drivers (comma-separated).")
 @click.option("--force", is_flag=True, help="Rebuild even when the build inputs did not change.")
-def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], force: bool) -> None:
-    """Build drivers (venvs, compiled programs); skips the ones that are up to date."""
+@runtimes_option
+def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], force: bool,
+              runtime_specs: tuple[str, ...]) -> None:
+    """Build drivers (venvs, compiled programs, the runtime builds they run on); skips the ones
+    that are up to date."""
     drivers = _drivers(driver_paths)
     wanted = _split(driver_names)
     chosen = manifest.select(drivers, wanted) if wanted else drivers
+    chosen = manifest.on_runtimes(chosen, runtimes.parse(list(runtime_specs)))
     failed = 0
     for d in chosen:
         ok, what = builder.build(d, force=force)
@@ -253,13 +263,14 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
 @click.option("--net", "net_name", default="loopback", show_default=True, metavar="PROFILE",
               help="Network profile (networks/*.toml, see `clientlab net list`): e.g. lan-1g, lan-100m, wan-50ms, "
                    "dns-slow. Anything but loopback runs client and server in their own namespaces (needs root).")
+@runtimes_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the run as JSON here (rewritten after every cell).")
 def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http, concurrency,
             keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
             trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
-            json_path) -> None:  # noqa: ANN001
+            runtime_specs, json_path) -> None:  # noqa: ANN001
     """Verify, then time every selected driver on every selected scenario.
 
     Every cell is verified and warmed up, then the cells take turns trial by trial (round-robin,
@@ -283,6 +294,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
         chosen = [d for d in chosen if d not in skipped]
     if not chosen:
         raise LabInputError("no installed driver to run (see: clientlab drivers)")
+    chosen = _on_runtimes(chosen, runtime_specs)
     files, problems = scenario.discover()
     for problem in problems:
         err.print(f"[red]invalid scenario, skipped:[/] {escape(problem)}", highlight=False)
@@ -314,7 +326,8 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
               "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
               "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version(),
               "placement": Placement.of(placement).name, "trial_seconds": trial_seconds or None,
-              "retries": retries, "interleave": interleave, "time_budget_s": time_budget or None, "forks": forks}
+              "retries": retries, "interleave": interleave, "time_budget_s": time_budget or None, "forks": forks,
+              "runtimes": list(runtime_specs)}
     _take_lab_lock(no_wait)
     store = Store(paths.results_db())
     run_id = store.start_run(machine.describe(), config)
@@ -351,6 +364,19 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     if status == "interrupted":
         raise SystemExit(130)
     _exit_if_cells_failed(store, [run_id])
+
+
+def _on_runtimes(chosen: list, specs: tuple[str, ...]) -> list:
+    """The drivers on the runtime lines asked for, each line's build made first (with progress)."""
+    if not specs:
+        return chosen
+    variants = manifest.on_runtimes(chosen, runtimes.parse(list(specs)))
+    for d in variants:
+        if d.variant is not None and not builder.is_built(d):
+            err.print(f"building {d.id} (on {d.variant.kind} {d.variant.version}) …", highlight=False)
+            ok, what = builder.build(d)
+            err.print(f"[{'green' if ok else 'red'}]{d.id}[/]: {escape(what)}", highlight=False)
+    return variants
 
 
 def _counts_given(files: list, name: str, params: tuple[str, ...]) -> bool:

@@ -6,6 +6,7 @@ nothing outside its folder. The format is documented in docs/driver-protocol.md.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from clientlab import paths
+from clientlab import paths, runtimes
 from clientlab.errors import LabInputError, describe_validation_error, read_toml, shown
 
 Capability = Literal[
@@ -43,6 +44,8 @@ class Manifest(BaseModel):
     # with its reason; shown beside the driver's figures (docs/driver-protocol.md §8)
     departures: list[Annotated[str, Field(min_length=1)]] = []
     default: bool = True
+    # the runtime the driver runs on, when the lab can offer several of its lines (setup/runtimes.toml)
+    runtime: Literal["node", "go", "python"] | None = None
     # JIT runtimes (Java, Node) reach steady state only after some work: at least this many
     # untimed warm-up trials run in the driver's process before the timed ones
     warmup: int = Field(default=1, ge=0, le=20)
@@ -72,13 +75,35 @@ class Driver:
 
     manifest: Manifest
     folder: Path
+    variant: runtimes.Runtime | None = None  # a runtime line a run asked for, instead of the default
 
     @property
     def id(self) -> str:
-        return self.manifest.id
+        return f"{self.manifest.id}@{self.variant.label}" if self.variant else self.manifest.id
+
+    @property
+    def runtime(self) -> runtimes.Runtime | None:
+        """The runtime build this driver runs on; None: whatever the machine has."""
+        if self.variant is not None:
+            return self.variant
+        return runtimes.default(self.manifest.runtime) if self.manifest.runtime else None
+
+    def on(self, runtime: runtimes.Runtime) -> "Driver":
+        """This driver on another line of its runtime (its own build, its own cells)."""
+        if runtime.kind != self.manifest.runtime:
+            raise LabInputError(f"{self.id} runs on {self.manifest.runtime or 'no selectable runtime'}, not {runtime.kind}")
+        return dataclasses.replace(self, variant=runtime)
+
+    def env(self) -> dict[str, str] | None:
+        """The environment its build and its process get (None: the lab's own)."""
+        runtime = self.runtime
+        return runtime.env() if runtime else None
 
     def expand(self, argv: list[str]) -> list[str]:
-        return [a.replace("{here}", str(self.folder)).replace("{root}", str(paths.ROOT)) for a in argv]
+        # {variant} keeps a runtime variant's build apart from the default one: ".venv-python3.12"
+        variant = f"-{self.variant.label}" if self.variant else ""
+        return [a.replace("{here}", str(self.folder)).replace("{root}", str(paths.ROOT)).replace("{variant}", variant)
+                for a in argv]
 
     @property
     def argv(self) -> list[str]:
@@ -88,10 +113,15 @@ class Driver:
         """Why this driver cannot run now, or None when it is installed."""
         from clientlab import build  # local: build imports this module
 
+        if self.runtime and self.runtime.missing():
+            return self.runtime.missing()
         for tool in self.manifest.requires:
             if shutil.which(tool) is None:
                 return f"needs '{tool}' on PATH (set-up installs it: ./setup.sh)"
         if self.manifest.build and not build.is_built(self):
+            if self.variant:
+                return (f"not built on {self.variant.kind} {self.variant.version}: clientlab build -d "
+                        f"{self.manifest.id} --runtimes {self.variant.kind}={self.variant.line} says why")
             return "not built yet: run ./setup.sh (or clientlab build)"
         program = self.argv[0]
         if "/" in program:
@@ -147,6 +177,20 @@ def discover(extra_paths: list[Path] | None = None) -> tuple[list[Driver], list[
                 continue
             drivers[driver.id] = driver
     return sorted(drivers.values(), key=lambda d: d.id), problems
+
+
+def on_runtimes(drivers: list[Driver], chosen: dict[str, list[runtimes.Runtime]]) -> list[Driver]:
+    """Each driver that runs on a kind named in `chosen`, once per line asked for; the others as
+    they are. A kind that none of the drivers runs on is an error (it would measure nothing)."""
+    for kind in chosen:
+        if not any(d.manifest.runtime == kind for d in drivers):
+            raise LabInputError(f"--runtimes {kind}=…: none of the chosen drivers runs on {kind} "
+                                f"(drivers say so with runtime = \"{kind}\" in driver.toml)")
+    out: list[Driver] = []
+    for d in drivers:
+        lines = chosen.get(d.manifest.runtime or "")
+        out.extend(d.on(r) for r in lines) if lines else out.append(d)
+    return out
 
 
 def select(drivers: list[Driver], wanted: list[str] | None) -> list[Driver]:

@@ -668,7 +668,7 @@ class CellRunner:
         argv = [*cell.server.driver_prefix, *cell.driver.argv]
         if cell.group is not None:
             argv = cell.group.wrap(argv)
-        proc = DriverProcess(argv, cell.driver.folder, cpu=self.driver_cpu)
+        proc = DriverProcess(argv, cell.driver.folder, cpu=self.driver_cpu, env=cell.driver.env())
         cell.proc = proc
         hello = proc.hello(HELLO_TIMEOUT_S)
         cell.versions = hello["versions"]

@@ -366,7 +366,7 @@ def noise_floor(trials: int = 10) -> dict:
            "requests": []}
     walls, steal, other = [], 0.0, 0.0
     with BenchServer(cpu=server_cpu) as server:
-        proc = DriverProcess(driver.argv, driver.folder, cpu=driver_cpu)
+        proc = DriverProcess(driver.argv, driver.folder, cpu=driver_cpu, env=driver.env())
         try:
             proc.hello(30)
             timed_phase(proc, server, job, 60)  # warm-up
