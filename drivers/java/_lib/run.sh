@@ -5,4 +5,4 @@
 here=$1
 main=$2
 shift 2
-exec java -Xmx1g -XX:+ExitOnOutOfMemoryError -cp "$here/target/classes:$here/target/lib/*" "$main" "$here" "$@"
+exec java -Xmx1g -XX:+ExitOnOutOfMemoryError -cp "$here/target/classes:$here/target/lib/*" "$main" "$@"

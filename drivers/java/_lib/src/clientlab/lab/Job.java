@@ -1,6 +1,7 @@
 package clientlab.lab;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -131,60 +132,50 @@ public final class Job {
         return (int) Math.min(n, Integer.MAX_VALUE);
     }
 
-    /** Whether every entry follows redirects (true), none does (false), or they differ (null). */
+    /**
+     * The redirect setting the job's entries name: true or false when every entry that names one
+     * agrees, null when none names one (the library's own setting stays). See
+     * {@link #redirectsDiffer} for entries that disagree.
+     */
     public Boolean followRedirects() {
-        Set<Boolean> seen = new TreeSet<>();
-        requests.forEach(r -> seen.add(r.followRedirects));
-        return seen.size() > 1 ? null : seen.contains(Boolean.TRUE);
+        for (Request r : requests) {
+            if (r.followRedirects != null) {
+                return r.followRedirects;
+            }
+        }
+        return null;
     }
 
-    /** Capabilities a driver needs for this job (the lab's rule, clientlab/job.py). */
-    public Set<String> requiredCapabilities() {
-        Set<String> needed = new TreeSet<>();
-        if (http.equals("2")) {
-            needed.add("http2");
-        }
-        if (http.equals("h2c")) {
-            needed.add("h2c");
-        }
-        if (cookies) {
-            needed.add("cookies");
-        }
-        if (acceptGzip) {
-            needed.add("gzip");
-        }
-        if (concurrency > 1) {
-            needed.add("parallel");
-        }
-        if (!keepAlive) {
-            needed.add("keepalive_off");
-        }
-        for (Request r : requests) {
-            if (r.https()) {
-                needed.add("tls");
+    /** Whether some entries follow redirects and others do not (a per-client setting cannot). */
+    public boolean redirectsDiffer() {
+        Set<Boolean> seen = new TreeSet<>();
+        requests.forEach(r -> {
+            if (r.followRedirects != null) {
+                seen.add(r.followRedirects);
             }
-            if (r.followRedirects) {
-                needed.add("redirects");
-            }
-            if (r.form != null) {
-                needed.add(r.multipart() ? "multipart" : "form");
-            }
-            if (r.bodyFile != null) {
-                needed.add("upload");
-            }
-            if (r.toFile()) {
-                needed.add("sink_file");
-            }
-        }
-        return needed;
+        });
+        return seen.size() > 1;
     }
 
     /**
-     * Why this job cannot be done exactly (an unknown value, a capability the manifest does not
-     * claim, an option the driver does not honour), or null. {@code honoured} maps each option
-     * the driver honours to the values it honours exactly, or to null for every valid value.
+     * Fail a response the client got in another HTTP version than the job's: a client that lets
+     * ALPN settle on HTTP/1.1 for an HTTP/2 job has not done the job's work. Call it as soon as
+     * the response's head is there, before the body is read.
      */
-    String refusal(Set<String> capabilities, Map<String, List<?>> honoured) {
+    public void checkVersion(Object version) throws IOException {
+        String wrong = Report.versionMismatch(http2(), Response.label(String.valueOf(version)));
+        if (wrong != null) {
+            throw new IOException(wrong);
+        }
+    }
+
+    /**
+     * Why this job cannot be done exactly (an unknown value, an option the driver does not
+     * honour), or null. {@code honoured} maps each option the driver honours to the values it
+     * honours exactly, or to null for every valid value. Capabilities are the lab's to check: it
+     * sends no job needing one the manifest does not claim.
+     */
+    String refusal(Map<String, List<?>> honoured) {
         if (!http.equals("1.1") && !http.equals("2") && !http.equals("h2c")) {
             return "http '" + http + "' is not known";
         }
@@ -193,11 +184,6 @@ public final class Job {
             if (why != null) {
                 return why;
             }
-        }
-        Set<String> missing = new TreeSet<>(requiredCapabilities());
-        missing.removeAll(capabilities);
-        if (!missing.isEmpty()) {
-            return "needs capabilities not claimed: " + String.join(", ", missing);
         }
         for (Map.Entry<String, Object> e : options.entrySet()) {
             String name = e.getKey();

@@ -14,53 +14,41 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.jar.JarEntry;
 import java.util.jar.JarFile;
 import java.util.jar.Manifest;
-import java.util.Set;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 
 /**
  * labdriver for Java: the clientlab driver protocol (docs/driver-protocol.md). A driver's
- * {@code main} calls {@link #main(Driver, String[])} with the driver folder as first argument;
- * this class does hello / job / ready / go / done / report / close, refusing jobs that need a
- * capability the folder's driver.toml does not claim or an option the driver does not honour,
- * and the calibration loop ({@code bare}: the job's requests on one kept client, timed by the
- * driver's own clock, nothing kept but counts).
+ * {@code main} calls {@link #main(Driver, String[])}; this class does hello / job / ready / go /
+ * done / report / close, refusing jobs with an option the driver does not honour (and those its
+ * own refuse hook names), and the calibration loop ({@code bare}: the job's requests on one kept
+ * client, timed by the driver's own clock, nothing kept but counts). Capabilities are declared in
+ * driver.toml alone and checked by the lab, which never sends a job needing one not claimed.
  */
 public final class Lab {
     public static final int PROTOCOL = 1;
     static final ObjectMapper JSON = new ObjectMapper();
 
     private final Driver driver;
-    private final Set<String> capabilities;
     private final Writer out;
     /** a job answered ready, whose client waits for its go */
     private Job ready;
     /** the first bare round's job: its client is built and kept for the next bare rounds */
     private Job bare;
 
-    private Lab(Driver driver, Set<String> capabilities, Writer out) {
+    private Lab(Driver driver, Writer out) {
         this.driver = driver;
-        this.capabilities = capabilities;
         this.out = out;
     }
 
-    /**
-     * Run {@code driver} on stdin/stdout until end of input, then exit 0. {@code args[0]} is the
-     * driver folder (its driver.toml is the one place capabilities are declared; default: the
-     * working directory, which the lab sets to the folder).
-     */
+    /** Run {@code driver} on stdin/stdout until end of input, then exit 0. */
     public static void main(Driver driver, String[] args) {
         // protocol lines go to the real stdout; System.out becomes stderr so that a library's
         // println or default logging cannot corrupt the protocol
@@ -69,31 +57,12 @@ public final class Lab {
         System.setOut(System.err);
         int status = 0;
         try {
-            Path folder = Path.of(args.length > 0 ? args[0] : "").toAbsolutePath();
-            new Lab(driver, capabilities(folder.resolve("driver.toml")), proto).run();
+            new Lab(driver, proto).run();
         } catch (Throwable t) {
             t.printStackTrace();
             status = 3;
         }
         System.exit(status);
-    }
-
-    /** The {@code capabilities} list of a driver.toml (a TOML array of strings). */
-    static Set<String> capabilities(Path manifest) throws IOException {
-        StringBuilder text = new StringBuilder();
-        for (String line : Files.readAllLines(manifest, StandardCharsets.UTF_8)) {
-            text.append(line.replaceFirst("\\s#[^\"]*$|^#.*$", "")).append('\n'); // comments
-        }
-        Matcher m = Pattern.compile("(?m)^\\s*capabilities\\s*=\\s*\\[([^\\]]*)\\]").matcher(text);
-        if (!m.find()) {
-            throw new IOException(manifest + ": no capabilities list");
-        }
-        Set<String> caps = new LinkedHashSet<>();
-        Matcher item = Pattern.compile("\"([^\"]*)\"|'([^']*)'").matcher(m.group(1));
-        while (item.find()) {
-            caps.add(item.group(1) != null ? item.group(1) : item.group(2));
-        }
-        return caps;
     }
 
     /** Versions every Java driver reports: the runtime, the VM and the TLS provider. */
@@ -245,7 +214,7 @@ public final class Lab {
         if (job == null) {
             return null;
         }
-        String reason = job.refusal(capabilities, driver.options());
+        String reason = job.refusal(driver.options());
         if (reason == null && job.http2() && !job.keepAlive && !driver.http2WithoutKeepAlive()) {
             reason = "this client closes a connection after a request only by Connection: close, "
                     + "which HTTP/2 does not have";

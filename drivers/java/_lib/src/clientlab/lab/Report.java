@@ -2,6 +2,7 @@ package clientlab.lab;
 
 import com.fasterxml.jackson.core.JsonGenerator;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.io.Writer;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,7 +26,7 @@ public final class Report implements Outcomes {
     /** Record one response; an HTTP/2 job answered in another version is an error, not a response. */
     @Override
     public synchronized void add(Request req, Response resp) {
-        String wrong = versionMismatch(http2, resp);
+        String wrong = versionMismatch(http2, resp.http);
         if (wrong != null) {
             errors.add(new Object[] {req.r, wrong});
             return;
@@ -39,9 +40,13 @@ public final class Report implements Outcomes {
         errors.add(new Object[] {req.r, message(exc)});
     }
 
-    /** Why a response to an HTTP/2 job is an error (the client used another version), or null. */
-    static String versionMismatch(boolean http2, Response resp) {
-        return http2 && !resp.http.equals("2") ? "HTTP/2 was asked, the client used HTTP/" + resp.http : null;
+    /**
+     * Why a response to an HTTP/2 job is an error (the client fell back to another version), or
+     * null. {@code http} is a {@link Response#label}.
+     */
+    static String versionMismatch(boolean http2, String http) {
+        return http2 && !http.equals("2")
+                ? "HTTP/2 was asked, the client fell back to HTTP/" + http + " (not counted as HTTP/2 work)" : null;
     }
 
     /** A failure as the report's message: the exception's class and text, at most 500 characters. */
@@ -52,10 +57,11 @@ public final class Report implements Outcomes {
         return message.length() > 500 ? message.substring(0, 500) : message;
     }
 
-    /** The exception behind the wrappers of futures and executors. */
+    /** The exception behind the wrappers of futures, executors and lambdas (UncheckedIOException). */
     public static Throwable cause(Throwable exc) {
         Throwable t = exc;
-        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
+        while ((t instanceof CompletionException || t instanceof ExecutionException
+                || t instanceof UncheckedIOException) && t.getCause() != null) {
             t = t.getCause();
         }
         return t;

@@ -22,7 +22,11 @@ public final class Request {
     /** file whose bytes are the raw body, or null */
     public final String bodyFile;
     public final String contentType;
-    public final boolean followRedirects;
+    /**
+     * true: follow 3xx; false: report the 3xx itself; null (absent from the job): the URL does not
+     * redirect, so the driver leaves the library's redirect setting as it ships.
+     */
+    public final Boolean followRedirects;
     public final String sink;
     public final String sinkPath;
 
@@ -38,7 +42,11 @@ public final class Request {
         this.formEncoding = text(e, "form_encoding", "urlencoded");
         this.bodyFile = text(e, "body_file", null);
         this.contentType = text(e, "content_type", null);
-        this.followRedirects = e.path("follow_redirects").asBoolean(false);
+        JsonNode follow = e.get("follow_redirects");
+        if (follow != null && !follow.isNull() && !follow.isBoolean()) {
+            throw new IllegalArgumentException("request " + r + ": follow_redirects must be a boolean");
+        }
+        this.followRedirects = follow == null || follow.isNull() ? null : follow.asBoolean();
         this.sink = text(e, "sink", "memory");
         this.sinkPath = text(e, "sink_path", null);
         if (method == null || url == null) {

@@ -20,7 +20,7 @@ final class Tally implements Outcomes {
     /** A response counts unless the report would call it an error (HTTP/2 asked, not used). */
     @Override
     public void add(Request req, Response resp) {
-        String wrong = Report.versionMismatch(http2, resp);
+        String wrong = Report.versionMismatch(http2, resp.http);
         if (wrong != null) {
             failed(wrong);
             return;

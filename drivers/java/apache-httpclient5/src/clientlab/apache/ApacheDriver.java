@@ -100,12 +100,14 @@ public final class ApacheDriver extends Driver {
         client = b.build();
         configs.clear();
         for (Request req : job.requests) {
-            configs.put(req.r, RequestConfig.custom()
-                    .setRedirectsEnabled(req.followRedirects)
+            RequestConfig.Builder config = RequestConfig.custom()
                     .setExpectContinueEnabled(req.hasBody() && Boolean.TRUE.equals(job.flag("expect_100")))
                     .setConnectionRequestTimeout(timeout)
-                    .setResponseTimeout(timeout)
-                    .build());
+                    .setResponseTimeout(timeout);
+            if (req.followRedirects != null) { // else RequestConfig's own setting (follow) stays
+                config.setRedirectsEnabled(req.followRedirects);
+            }
+            configs.put(req.r, config.build());
         }
     }
 

@@ -63,7 +63,7 @@ public final class JdkHttpClientDriver extends AsyncDriver {
 
     @Override
     public String refuse(Job job) {
-        if (job.followRedirects() == null) {
+        if (job.redirectsDiffer()) {
             return "java.net.http follows redirects per client (HttpClient.Redirect), and this job's requests differ";
         }
         return null;
@@ -73,11 +73,15 @@ public final class JdkHttpClientDriver extends AsyncDriver {
     public void open(Job job) throws Exception {
         this.job = job;
         Set<Thread> before = new HashSet<>(Thread.getAllStackTraces().keySet());
+        // HTTP_2 is a preference: when ALPN does not settle on h2 the JDK speaks HTTP/1.1, and
+        // the response's version() says so (checked before the body is used)
         HttpClient.Builder b = HttpClient.newBuilder()
                 .version(job.http2() ? HttpClient.Version.HTTP_2 : HttpClient.Version.HTTP_1_1)
-                .followRedirects(Boolean.TRUE.equals(job.followRedirects())
-                        ? HttpClient.Redirect.NORMAL : HttpClient.Redirect.NEVER)
                 .connectTimeout(job.timeout());
+        Boolean follow = job.followRedirects(); // null: the JDK's own setting (NEVER) stays
+        if (follow != null) {
+            b.followRedirects(follow ? HttpClient.Redirect.NORMAL : HttpClient.Redirect.NEVER);
+        }
         if (job.tlsCa != null) {
             b.sslContext(Tls.context(job.tlsCa));
         }
@@ -143,6 +147,7 @@ public final class JdkHttpClientDriver extends AsyncDriver {
     }
 
     private Response inMemory(HttpResponse<byte[]> resp) throws IOException {
+        job.checkVersion(resp.version());
         byte[] body = resp.body();
         if (gzipped(resp.headers())) {
             try (InputStream in = new GZIPInputStream(new java.io.ByteArrayInputStream(body))) {
@@ -153,10 +158,12 @@ public final class JdkHttpClientDriver extends AsyncDriver {
     }
 
     private Response toFile(Request req, HttpResponse<InputStream> resp) throws IOException {
-        try (InputStream raw = resp.body();
-             InputStream in = gzipped(resp.headers()) ? new GZIPInputStream(raw, FileSink.CHUNK) : raw;
-             FileSink sink = new FileSink(req.sinkPath, job.verify)) {
-            return sink.drain(in, resp.statusCode(), resp.version());
+        try (InputStream raw = resp.body()) {
+            job.checkVersion(resp.version());
+            try (InputStream in = gzipped(resp.headers()) ? new GZIPInputStream(raw, FileSink.CHUNK) : raw;
+                 FileSink sink = new FileSink(req.sinkPath, job.verify)) {
+                return sink.drain(in, resp.statusCode(), resp.version());
+            }
         }
     }
 

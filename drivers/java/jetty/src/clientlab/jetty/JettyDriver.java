@@ -81,7 +81,6 @@ public final class JettyDriver extends AsyncDriver {
             c.setMaxConnectionsPerDestination(perHost);
         }
         c.setMaxRequestsQueuedPerDestination(Math.max(c.getMaxRequestsQueuedPerDestination(), job.concurrency));
-        c.setFollowRedirects(false); // per request
         c.setHttpCookieStore(job.cookies ? new HttpCookieStore.Default() : new HttpCookieStore.Empty());
         if (!job.acceptGzip) {
             c.getContentDecoderFactories().clear(); // else it asks for gzip and decodes it
@@ -93,8 +92,10 @@ public final class JettyDriver extends AsyncDriver {
     private org.eclipse.jetty.client.Request build(Request req) throws Exception {
         org.eclipse.jetty.client.Request r = client.newRequest(req.uri())
                 .method(req.method)
-                .followRedirects(req.followRedirects)
                 .timeout(job.timeoutMillis(), TimeUnit.MILLISECONDS);
+        if (req.followRedirects != null) { // else the client's own setting (follow) stays
+            r.followRedirects(req.followRedirects);
+        }
         boolean expect = req.hasBody() && Boolean.TRUE.equals(job.flag("expect_100"));
         r.headers(h -> {
             if (!job.keepAlive) {

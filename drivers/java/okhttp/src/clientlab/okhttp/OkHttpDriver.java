@@ -16,34 +16,33 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.TimeUnit;
 import javax.net.SocketFactory;
 import javax.net.ssl.X509TrustManager;
 import okhttp3.Call;
 import okhttp3.Callback;
-import okhttp3.ConnectionPool;
-import okhttp3.CookieJar;
 import okhttp3.Dispatcher;
 import okhttp3.FormBody;
-import okhttp3.JavaNetCookieJar;
 import okhttp3.MediaType;
 import okhttp3.MultipartBody;
 import okhttp3.OkHttp;
 import okhttp3.OkHttpClient;
 import okhttp3.Protocol;
 import okhttp3.RequestBody;
+import okhttp3.java.net.cookiejar.JavaNetCookieJar;
 
 /**
- * OkHttp 4: one OkHttpClient per job (its ConnectionPool and Dispatcher), and a view of it
- * that does not follow redirects (newBuilder() shares pool and dispatcher). Sequential jobs use
- * Call.execute(); parallel ones enqueue every call and let the Dispatcher keep `concurrency`
- * running.
+ * OkHttp 5: one OkHttpClient per job (its ConnectionPool and Dispatcher), following redirects
+ * as OkHttp does by default, and, for entries that ask not to, a view of it that does not
+ * (newBuilder() shares pool and dispatcher). Sequential jobs use Call.execute(); parallel ones
+ * enqueue every call and let the Dispatcher keep `concurrency` running.
  */
 public final class OkHttpDriver extends AsyncDriver {
     private static final List<String> BODY_METHODS = List.of("POST", "PUT", "PATCH");
 
     private Job job;
-    private OkHttpClient following;
+    /** the job's client, with OkHttp's redirect setting as it ships (follow) */
+    private OkHttpClient client;
+    /** the same client not following redirects, for entries with follow_redirects false */
     private OkHttpClient direct;
 
     /**
@@ -84,18 +83,21 @@ public final class OkHttpDriver extends AsyncDriver {
         // on HTTP/1.1 a request in flight holds its connection: requests per host = connections
         dispatcher.setMaxRequestsPerHost(perHost != null ? perHost : job.concurrency);
         OkHttpClient.Builder b = new OkHttpClient.Builder()
-                .dispatcher(dispatcher)
-                .connectionPool(new ConnectionPool(Math.max(5, job.concurrency), 5, TimeUnit.MINUTES))
-                .protocols(job.h2c() ? List.of(Protocol.H2_PRIOR_KNOWLEDGE)
-                        : job.http.equals("2") ? List.of(Protocol.HTTP_2, Protocol.HTTP_1_1)
-                        : List.of(Protocol.HTTP_1_1))
+                .dispatcher(dispatcher) // OkHttp's own ConnectionPool (5 idle connections kept)
                 .callTimeout(job.timeout())
                 .connectTimeout(job.timeout())
                 .readTimeout(job.timeout())
-                .writeTimeout(job.timeout())
-                .cookieJar(job.cookies ? new JavaNetCookieJar(new CookieManager()) : CookieJar.NO_COOKIES)
-                .followRedirects(true)
-                .followSslRedirects(true);
+                .writeTimeout(job.timeout());
+        if (job.h2c()) {
+            b.protocols(List.of(Protocol.H2_PRIOR_KNOWLEDGE));
+        } else if (!job.http.equals("2")) {
+            b.protocols(List.of(Protocol.HTTP_1_1));
+        }
+        // HTTP/2 over TLS keeps OkHttp's own list (h2, http/1.1): it refuses a list without
+        // http/1.1, so ALPN may settle on HTTP/1.1, and read() fails such a response
+        if (job.cookies) {
+            b.cookieJar(new JavaNetCookieJar(new CookieManager()));
+        }
         if (job.tlsCa != null) {
             X509TrustManager trust = Tls.trustManager(job.tlsCa);
             b.sslSocketFactory(Tls.context(trust).getSocketFactory(), trust);
@@ -104,8 +106,14 @@ public final class OkHttpDriver extends AsyncDriver {
         if (nodelay != null) {
             b.socketFactory(new NoDelaySocketFactory(nodelay));
         }
-        following = b.build();
-        direct = following.newBuilder().followRedirects(false).followSslRedirects(false).build();
+        client = b.build();
+        direct = null;
+        for (Request req : job.requests) {
+            if (Boolean.FALSE.equals(req.followRedirects)) {
+                direct = client.newBuilder().followRedirects(false).followSslRedirects(false).build();
+                break;
+            }
+        }
     }
 
     private Call call(Request req) {
@@ -136,11 +144,12 @@ public final class OkHttpDriver extends AsyncDriver {
             body = RequestBody.create(new byte[0]);
         }
         b.method(req.method, body);
-        return (req.followRedirects ? following : direct).newCall(b.build());
+        return (Boolean.FALSE.equals(req.followRedirects) ? direct : client).newCall(b.build());
     }
 
     private Response read(Request req, okhttp3.Response resp) throws IOException {
         try (resp) {
+            job.checkVersion(resp.protocol()); // before the body: an HTTP/1.1 answer is no HTTP/2 work
             if (req.toFile()) {
                 try (FileSink sink = new FileSink(req.sinkPath, job.verify)) {
                     return sink.drain(resp.body().byteStream(), resp.code(), resp.protocol());
@@ -183,12 +192,12 @@ public final class OkHttpDriver extends AsyncDriver {
 
     @Override
     public void close() {
-        if (following != null) {
-            following.dispatcher().cancelAll();
-            following.dispatcher().executorService().shutdown();
-            following.connectionPool().evictAll();
+        if (client != null) {
+            client.dispatcher().cancelAll();
+            client.dispatcher().executorService().shutdown();
+            client.connectionPool().evictAll();
         }
-        following = direct = null;
+        client = direct = null;
     }
 
     /** Sockets with TCP_NODELAY set as the job asks (OkHttp has no setting of its own). */
