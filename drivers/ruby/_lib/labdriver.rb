@@ -6,9 +6,10 @@
 # supplies three steps: `open(job)` builds the client (no connection), `request(req)` does
 # one request and returns a LabDriver::Response, `close` closes the client. A parallel client
 # overrides `run_all(job, report)` instead of `request`. `LabDriver.main` does the rest:
-# hello / job / ready / go / done / report, refusing jobs that need a capability the driver's
-# driver.toml does not claim or an option the driver does not honour, and the calibration loop
-# (bare: the same requests on one kept client, timed by the driver's own clock).
+# hello / job / ready / go / done / report, refusing jobs with an option the driver does not
+# honour (the lab itself never sends a job that needs a capability the driver's driver.toml does
+# not claim), and the calibration loop (bare: the same requests on one kept client, timed by the
+# driver's own clock).
 #
 # Standard library only (json, digest, securerandom, uri, openssl).
 
@@ -50,10 +51,23 @@ module LabDriver
         form_encoding: data["form_encoding"] || "urlencoded",
         body_file: data["body_file"],
         content_type: data["content_type"],
-        follow_redirects: data.fetch("follow_redirects", false) ? true : false,
+        # true: follow 3xx; false: report the 3xx; nil (absent): the URL does not redirect, so
+        # the library's own redirect setting stays as it ships
+        follow_redirects: data["follow_redirects"].nil? ? nil : (data["follow_redirects"] ? true : false),
         sink: data["sink"] || "memory",
         sink_path: data["sink_path"],
       ).freeze
+    end
+
+    # True when the job asks to follow this entry's redirects (false and absent alike: no).
+    def follow?
+      follow_redirects == true
+    end
+
+    # True when the job names a redirect setting for this entry (true or false); when absent the
+    # driver sets nothing and the library's default stays.
+    def redirects_named?
+      !follow_redirects.nil?
     end
 
     # True when the form goes as multipart/form-data.
@@ -161,28 +175,20 @@ module LabDriver
       requests.map(&:origin).uniq
     end
 
+    # The first multipart field name that matches `pattern`, or nil: for a library whose multipart
+    # encoder cannot carry some characters in a name (its part's header would break).
+    def multipart_name_matching(pattern)
+      requests.each do |req|
+        next unless req.multipart?
+
+        req.form.each_key { |name| return name if name.match?(pattern) }
+      end
+      nil
+    end
+
     # How many requests the job makes.
     def total
       requests.sum(&:repeat)
-    end
-
-    # Capabilities a driver needs for this job (the lab's rule, clientlab/job.py).
-    def required_capabilities
-      needed = []
-      needed << "tls" if requests.any? { |r| r.url.start_with?("https:") }
-      needed << "http2" if http == "2"
-      needed << "h2c" if http == "h2c"
-      needed << "cookies" if cookies
-      needed << "gzip" if accept_gzip
-      needed << "parallel" if concurrency > 1
-      needed << "keepalive_off" unless keep_alive
-      requests.each do |r|
-        needed << "redirects" if r.follow_redirects
-        needed << (r.multipart? ? "multipart" : "form") if r.form
-        needed << "upload" if r.body_file
-        needed << "sink_file" if r.to_file?
-      end
-      needed.uniq.sort
     end
   end
 
@@ -343,12 +349,18 @@ module LabDriver
     URI.encode_www_form(form)
   end
 
+  # `"`, CR and LF in a Content-Disposition parameter, percent-encoded as RFC 7578 (section 2)
+  # and the HTML form encoder do
+  DISPOSITION_ESCAPES = { '"' => "%22", "\r" => "%0D", "\n" => "%0A" }.freeze
+
   # A multipart/form-data body of plain fields built by hand: [content type, body]
-  # (for clients that have no multipart encoder).
+  # (for clients that have no multipart encoder). Names are escaped for their quoted parameter;
+  # values go as they are (a part's content is delimited by the boundary, not quoted).
   def multipart(form)
     boundary = "clientlab-#{SecureRandom.hex(12)}"
     body = +""
     form.each do |name, value|
+      name = name.gsub(/["\r\n]/, DISPOSITION_ESCAPES)
       body << "--#{boundary}\r\nContent-Disposition: form-data; name=\"#{name}\"\r\n\r\n#{value}\r\n"
     end
     body << "--#{boundary}--\r\n"
@@ -412,13 +424,6 @@ module LabDriver
     end
   end
 
-  # The `capabilities` list of a driver.toml (a regular expression is enough for that list).
-  def load_capabilities(manifest)
-    text = File.read(manifest)
-    list = text[/^capabilities\s*=\s*\[(.*?)\]/m, 1] or raise "#{manifest}: no capabilities list"
-    list.scan(/"([a-z0-9_]+)"/).flatten
-  end
-
   def json_type(value)
     case value
     when true, false then :boolean
@@ -431,13 +436,11 @@ module LabDriver
     end
   end
 
-  # Why a job cannot be done exactly (a missing capability or an unhonoured option), or nil.
-  # `honoured` maps each option the driver honours to the values it honours exactly, or to nil
-  # for every valid value; `notes` says per option why the client cannot do more.
-  def refusal(job, capabilities, honoured, notes = {})
-    missing = job.required_capabilities - capabilities
-    return "needs capabilities not claimed: #{missing.join(', ')}" unless missing.empty?
-
+  # Why a job cannot be done exactly (an unhonoured option), or nil. Capabilities are the lab's
+  # to check (driver.toml is their one declaration). `honoured` maps each option the driver
+  # honours to the values it honours exactly, or to nil for every valid value; `notes` says per
+  # option why the client cannot do more.
+  def refusal(job, honoured, notes = {})
     job.options.sort.each do |name, value|
       next if value.nil?
 
@@ -463,9 +466,8 @@ module LabDriver
 
   # The protocol message loop for one driver, reading `input` and writing `out`.
   class Loop
-    def initialize(driver, capabilities, input, out)
+    def initialize(driver, input, out)
       @driver = driver
-      @capabilities = capabilities
       @input = input
       @out = out
       @job = nil # the job that is ready, waiting for go
@@ -567,7 +569,7 @@ module LabDriver
     def open_client(data)
       job = parse_job(data) or return
       driver_class = @driver.class
-      reason = LabDriver.refusal(job, @capabilities, driver_class::OPTIONS, driver_class::OPTION_NOTES) ||
+      reason = LabDriver.refusal(job, driver_class::OPTIONS, driver_class::OPTION_NOTES) ||
                @driver.refuse(job)
       if reason
         send_message({ "type" => "unsupported", "reason" => reason })
@@ -606,10 +608,8 @@ module LabDriver
     end
   end
 
-  # Run `driver` on stdin/stdout; `driver_file` is the driver's own __FILE__ (its folder holds
-  # driver.toml, the one place capabilities are declared).
-  def main(driver, driver_file)
-    capabilities = load_capabilities(File.join(File.dirname(File.expand_path(driver_file)), "driver.toml"))
+  # Run `driver` on stdin/stdout.
+  def main(driver)
     # protocol lines go to a private copy of the real stdout; fd 1 itself (and $stdout) become
     # stderr, so a library's stray output or a child process cannot corrupt the protocol
     out = $stdout.dup
@@ -619,7 +619,7 @@ module LabDriver
     $stdout = $stderr
     $stderr.sync = true
     $stdin.set_encoding(Encoding::UTF_8)
-    Loop.new(driver, capabilities, $stdin, out).run
+    Loop.new(driver, $stdin, out).run
   ensure
     out&.close
   end

@@ -5,6 +5,7 @@
 
 require_relative "../_lib/labdriver"
 require "excon"
+require "zlib"
 
 class ExconDriver < LabDriver::Driver
   # Excon's own :tcp_nodelay (default false: the socket keeps the system's default, Nagle on);
@@ -14,12 +15,20 @@ class ExconDriver < LabDriver::Driver
     "expect_100" => "Excon does not wait for 100 Continue",
     "max_host_connections" => "Excon has no connection limit (one connection per host here)",
   }.freeze
-  MAX_REDIRECTS = 20
   FOLLOW = (Excon.defaults[:middlewares] + [Excon::Middleware::RedirectFollower]).freeze
   GZIP = [Excon::Middleware::Decompress].freeze
 
   def versions
-    LabDriver.base_versions.merge("excon" => Excon::VERSION)
+    # Decompress inflates with Ruby's zlib
+    LabDriver.base_versions.merge("excon" => Excon::VERSION, "zlib" => Zlib.zlib_version)
+  end
+
+  # Decompress leaves a streamed (response_block) body as it came: a gzip body could not reach
+  # its file decoded
+  def refuse(job)
+    return nil unless job.accept_gzip && job.requests.any?(&:to_file?)
+
+    "Excon's Decompress middleware does not decode a body streamed to a file (response_block)"
   end
 
   def open(job)
@@ -41,11 +50,11 @@ class ExconDriver < LabDriver::Driver
     conn = @connections[req.origin] ||= Excon.new(req.origin, **@params)
     params = { method: req.method, path: uri.path.empty? ? "/" : uri.path, query: uri.query, headers: req.upload_headers }
     middlewares = Excon.defaults[:middlewares]
-    # RedirectFollower follows on a new Excon::Connection per hop
-    middlewares = FOLLOW if req.follow_redirects
-    middlewares += GZIP if @job.accept_gzip && !req.to_file? # Decompress does not touch streamed bodies
+    # RedirectFollower (its own redirect limit) follows on a new Excon::Connection per hop;
+    # Excon's default stack reports a 3xx as it is
+    middlewares = FOLLOW if req.follow?
+    middlewares += GZIP if @job.accept_gzip
     params[:middlewares] = middlewares
-    params[:redirect_limit] = MAX_REDIRECTS if req.follow_redirects
     if req.multipart? # Excon has no form encoder: bodies built by hand, as its README does
       content_type, params[:body] = LabDriver.multipart(req.form)
       params[:headers] = { "Content-Type" => content_type }.merge(params[:headers])
@@ -79,4 +88,4 @@ class ExconDriver < LabDriver::Driver
   end
 end
 
-LabDriver.main(ExconDriver.new, __FILE__) if $PROGRAM_NAME == __FILE__
+LabDriver.main(ExconDriver.new) if $PROGRAM_NAME == __FILE__

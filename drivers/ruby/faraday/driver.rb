@@ -10,8 +10,10 @@ require "faraday_middleware/version"
 require "faraday-cookie_jar"
 require "faraday/cookie_jar/version"
 require "http-cookie"
+require "multipart_post"
 require "net/http/persistent"
 require "socket"
+require "zlib"
 
 class FaradayDriver < LabDriver::Driver
   # TCP_NODELAY through Net::HTTP::Persistent#socket_options (it sets 1 by default, Net::HTTP
@@ -22,36 +24,47 @@ class FaradayDriver < LabDriver::Driver
     "expect_100" => "this driver sends no Expect header",
     "max_host_connections" => "Faraday 1.1's net_http_persistent adapter sets no per-host limit",
   }.freeze
-  MAX_REDIRECTS = 20
   NODELAY = [Socket::IPPROTO_TCP, Socket::TCP_NODELAY].freeze
 
+  # Faraday 1.1 ships its adapters itself (net_http_persistent among them); multipart-post is
+  # its multipart encoder, connection_pool holds Net::HTTP::Persistent's connections,
+  # domain_name matches cookie domains for http-cookie, Ruby's zlib inflates for Gzip
   def versions
     LabDriver.base_versions.merge(
-      "faraday" => Faraday::VERSION, "faraday_middleware" => FaradayMiddleware::VERSION,
-      "faraday-cookie_jar" => Faraday::CookieJarVersion::VERSION,
-      "net-http-persistent" => Net::HTTP::Persistent::VERSION, "net-http" => Net::HTTP::VERSION,
-      "http-cookie" => HTTP::Cookie::VERSION
+      "faraday" => Faraday::VERSION, "faraday-adapter" => "net_http_persistent (faraday #{Faraday::VERSION})",
+      "faraday_middleware" => FaradayMiddleware::VERSION, "multipart-post" => MultipartPost::VERSION,
+      "net-http-persistent" => Net::HTTP::Persistent::VERSION, "connection_pool" => ConnectionPool::VERSION,
+      "net-http" => Net::HTTP::VERSION, "faraday-cookie_jar" => Faraday::CookieJarVersion::VERSION,
+      "http-cookie" => HTTP::Cookie::VERSION, "domain_name" => DomainName::VERSION,
+      "zlib" => Zlib.zlib_version
     )
+  end
+
+  def refuse(job)
+    name = job.multipart_name_matching(/["\r\n]/) or return nil
+
+    "multipart-post (Faraday's multipart encoder) writes field names unescaped: #{name.inspect} would break its part's header"
   end
 
   def open(job)
     @job = job
     @jar = job.cookies ? HTTP::CookieJar.new : nil # one cookie store for the whole job
-    @persistent = {} # follow_redirects => the adapter's Net::HTTP::Persistent
-    # follow_redirects => Faraday::Connection, its middleware stack built now (no connection yet)
+    @persistent = {} # follows redirects? => the adapter's Net::HTTP::Persistent
+    # follows redirects? => Faraday::Connection, its middleware stack built now (no connection
+    # yet); a plain stack reports a 3xx as it is, so only following needs a stack of its own
     @connections = {}
-    job.requests.map(&:follow_redirects).uniq.each { |follow| connection(follow).app }
+    job.requests.map(&:follow?).uniq.each { |follow| connection(follow).app }
   end
 
   def request(req)
-    conn = connection(req.follow_redirects)
+    conn = connection(req.follow?)
     headers = req.upload_headers
     # a plain-field form goes multipart when the request says so (Faraday's multipart
     # middleware adds the boundary); a Hash body without it is urlencoded
     headers = { "Content-Type" => "multipart/form-data" }.merge(headers) if req.multipart?
     req.open_body do |file|
       resp = conn.run_request(req.method.downcase.to_sym, req.url, file || req.form, headers)
-      http = @persistent[req.follow_redirects]&.http_version(resp.env.url) || "?"
+      http = @persistent[req.follow?]&.http_version(resp.env.url) || "?"
       LabDriver::Response.of(resp.status, http, resp.body, @job.verify)
     end
   end
@@ -72,7 +85,7 @@ class FaradayDriver < LabDriver::Driver
     ) do |f|
       f.request :multipart
       f.request :url_encoded
-      f.use FaradayMiddleware::FollowRedirects, limit: MAX_REDIRECTS if follow
+      f.use FaradayMiddleware::FollowRedirects if follow # its own redirect limit
       f.use :cookie_jar, jar: @jar if @jar
       f.use FaradayMiddleware::Gzip if @job.accept_gzip # asks for gzip and decodes it
       f.adapter(:net_http_persistent) { |http| configure(follow, http) }
@@ -80,9 +93,9 @@ class FaradayDriver < LabDriver::Driver
   end
 
   def default_headers
-    headers = {}
-    # Net::HTTP would ask for gzip itself otherwise (and decode it behind Faraday's back)
-    headers["Accept-Encoding"] = "identity" unless @job.accept_gzip
+    # exactly what the job asks for: Gzip would ask for "gzip,deflate" and Net::HTTP for its own
+    # list (decoding behind Faraday's back); Gzip keeps a header it is given and decodes gzip
+    headers = { "Accept-Encoding" => @job.gzip_header }
     headers["Connection"] = "close" unless @job.keep_alive # Net::HTTP::Persistent closes after it
     headers
   end
@@ -100,4 +113,4 @@ class FaradayDriver < LabDriver::Driver
   end
 end
 
-LabDriver.main(FaradayDriver.new, __FILE__) if $PROGRAM_NAME == __FILE__
+LabDriver.main(FaradayDriver.new) if $PROGRAM_NAME == __FILE__

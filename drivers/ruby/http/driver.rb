@@ -6,6 +6,7 @@
 require_relative "../_lib/labdriver"
 require "http"
 require "http-parser/version"
+require "zlib"
 
 class HttpRbDriver < LabDriver::Driver
   # http.rb's nodelay (true sets TCP_NODELAY; without it the socket keeps the system's default,
@@ -15,12 +16,14 @@ class HttpRbDriver < LabDriver::Driver
     "expect_100" => "http.rb does not wait for 100 Continue",
     "max_host_connections" => "http.rb has no connection limit (one connection per origin here)",
   }.freeze
-  MAX_HOPS = 20
 
+  # http-parser parses responses in its bundled C parser through FFI; auto_inflate inflates
+  # with Ruby's zlib
   def versions
     LabDriver.base_versions.merge(
       "http.rb" => HTTP::VERSION, "http-form-data" => HTTP::FormData::VERSION,
-      "http-parser" => HttpParser::VERSION, "addressable" => Addressable::VERSION::STRING
+      "http-parser" => HttpParser::VERSION, "ffi" => FFI::VERSION,
+      "addressable" => Addressable::VERSION::STRING, "zlib" => Zlib.zlib_version
     )
   end
 
@@ -44,7 +47,8 @@ class HttpRbDriver < LabDriver::Driver
       client = @clients[key] ||= @base.persistent(key)
     end
     opts = { headers: req.upload_headers(length: false), ssl_context: @ssl } # http.rb sizes the body
-    opts[:follow] = { max_hops: MAX_HOPS } if req.follow_redirects # same client, same connection
+    # same client, same connection, http.rb's own hop limit; without it a 3xx is reported as it is
+    opts[:follow] = true if req.follow?
     if req.multipart?
       opts[:form] = HTTP::FormData::Multipart.new(req.form) # plain fields as multipart parts
     elsif req.form
@@ -78,4 +82,4 @@ class HttpRbDriver < LabDriver::Driver
   end
 end
 
-LabDriver.main(HttpRbDriver.new, __FILE__) if $PROGRAM_NAME == __FILE__
+LabDriver.main(HttpRbDriver.new) if $PROGRAM_NAME == __FILE__

@@ -5,6 +5,7 @@
 
 require_relative "../_lib/labdriver"
 require "net/http"
+require "zlib"
 
 class NetHttpDriver < LabDriver::Driver
   # Net::HTTP sets TCP_NODELAY on every socket it opens and has no setting to turn it off; it
@@ -17,16 +18,22 @@ class NetHttpDriver < LabDriver::Driver
   }.freeze
 
   def versions
-    LabDriver.base_versions.merge("net-http" => Net::HTTP::VERSION)
+    # Net::HTTP inflates with Ruby's zlib
+    LabDriver.base_versions.merge("net-http" => Net::HTTP::VERSION, "zlib" => Zlib.zlib_version)
+  end
+
+  def refuse(job)
+    name = job.multipart_name_matching(/[\r\n]/) or return nil
+
+    "Net::HTTP's multipart encoder escapes only \\ and \" in field names: #{name.inspect} would break its part's header"
   end
 
   def open(job)
     @job = job
     # origin => Net::HTTP, started (connected) by its first request and kept for the job
     @connections = job.origins.to_h { |origin| [origin, new_http(URI(origin))] }
-    @headers = {}
-    # Net::HTTP asks for gzip itself and decodes it only when the caller sets no Accept-Encoding
-    @headers["Accept-Encoding"] = "identity" unless job.accept_gzip
+    # exactly what the job asks for (left unset, Net::HTTP would ask for gzip, deflate and identity)
+    @headers = { "Accept-Encoding" => job.gzip_header }
     @headers["Connection"] = "close" unless job.keep_alive # Net::HTTP closes, then reconnects
   end
 
@@ -67,14 +74,15 @@ class NetHttpDriver < LabDriver::Driver
 
   def perform(http, message, req)
     LabDriver.response_for(req, @job.verify) do |sink|
-      res = if sink
-              http.request(message) { |response| response.read_body { |chunk| sink.write(chunk) } }
-            else
-              http.request(message)
-            end
+      res = http.request(message) do |response|
+        # a caller's own Accept-Encoding turns Net::HTTP's decoding off; the response's
+        # decode_content turns its inflater (the one it uses for its own header) back on
+        response.decode_content = true if @job.accept_gzip
+        response.read_body { |chunk| sink.write(chunk) } if sink
+      end
       [res.code, res.http_version, sink ? nil : res.body]
     end
   end
 end
 
-LabDriver.main(NetHttpDriver.new, __FILE__) if $PROGRAM_NAME == __FILE__
+LabDriver.main(NetHttpDriver.new) if $PROGRAM_NAME == __FILE__

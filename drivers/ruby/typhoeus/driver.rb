@@ -13,7 +13,6 @@ class TyphoeusDriver < LabDriver::Driver
   # CURLOPT_TCP_NODELAY, an Expect header (Typhoeus sends "Expect:" by default, which keeps
   # libcurl from adding one) and CURLMOPT_MAX_HOST_CONNECTIONS on the Hydra's multi handle
   OPTIONS = { "tcp_nodelay" => nil, "expect_100" => nil, "max_host_connections" => nil }.freeze
-  MAX_REDIRECTS = 20
   CURL_VERSION_HTTP2 = 1 << 16 # curl_version_info features bit (Ethon has no constant for it)
   # h2c (:httpv2_prior_knowledge) is not claimed: libcurl < 8.0.0 (Debian 12 has 7.88.1) fails
   # every prior-knowledge request that reuses the connection (curl#10634)
@@ -44,15 +43,15 @@ class TyphoeusDriver < LabDriver::Driver
       http_version: HTTP_VERSIONS.fetch(job.http),
       timeout_ms: (job.timeout_s * 1000).ceil,
       ssl_verifypeer: true, ssl_verifyhost: 2,
-      maxredirs: MAX_REDIRECTS,
     }
     @base[:cainfo] = job.tls_ca if job.tls_ca
     @base[:accept_encoding] = "gzip" if job.accept_gzip # libcurl asks for gzip and decodes it
     @base.update(forbid_reuse: true, fresh_connect: true) unless job.keep_alive
     @base[:tcp_nodelay] = job.option("tcp_nodelay") unless job.option("tcp_nodelay").nil?
     if job.cookies
-      # Typhoeus::Pool empties a handle's cookies when it takes it back: Typhoeus keeps cookies
-      # in a cookie file (written after each transfer, read before the next), as documented
+      # Typhoeus::Pool erases a handle's in-memory cookies whenever it takes the handle back, and
+      # Ethon cannot set a libcurl share: Typhoeus keeps cookies only in a cookie file, as its
+      # README shows (written after every transfer, read before the next)
       @cookie_dir = Dir.mktmpdir("clientlab-typhoeus-")
       jar = File.join(@cookie_dir, "cookies.txt")
       @base.update(cookiefile: jar, cookiejar: jar)
@@ -93,13 +92,16 @@ class TyphoeusDriver < LabDriver::Driver
   def build(req, report)
     headers = req.upload_headers(length: false) # libcurl counts the body itself
     headers = headers.merge("Expect" => @expect ? "100-continue" : "") if req.body? && !@expect.nil?
-    options = @base.merge(method: req.method.downcase.to_sym, headers: headers,
-                          followlocation: req.follow_redirects)
+    options = @base.merge(method: req.method.downcase.to_sym, headers: headers)
+    # set only when the job names it: Typhoeus' own default (no following, maxredirs 50) otherwise
+    options[:followlocation] = req.follow_redirects if req.redirects_named?
     if req.form
       options[:body] = req.form
       options[:multipart] = true if req.multipart? # curl_formadd parts
     elsif req.body_file
-      options[:body] = File.binread(req.body_file) # Typhoeus takes a String body, not an IO
+      # Typhoeus takes a raw body only as a String: Ethon's PUT sets the upload's size from it
+      # (after any option given) and reads it from memory
+      options[:body] = File.binread(req.body_file)
     end
     request = Typhoeus::Request.new(req.url, options)
     sink = nil
@@ -125,4 +127,4 @@ class TyphoeusDriver < LabDriver::Driver
   end
 end
 
-LabDriver.main(TyphoeusDriver.new, __FILE__) if $PROGRAM_NAME == __FILE__
+LabDriver.main(TyphoeusDriver.new) if $PROGRAM_NAME == __FILE__
