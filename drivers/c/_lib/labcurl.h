@@ -32,8 +32,9 @@ void lab_curl_versions(json_t *v);
    libcurl refuses one */
 lab_status lab_curl_job_options(CURL *h, const lab_job *job, char *why, size_t why_len);
 
-/* the per-request options of entry `q`, undoing what an earlier entry set on the handle;
-   -1 when body_file cannot be read */
+/* the per-request options of entry `q`, undoing what an earlier entry set on the handle (but
+   FOLLOWLOCATION: set only by an entry that names follow_redirects); -1 when body_file cannot
+   be read */
 int lab_curl_entry(CURL *h, const lab_job *job, const lab_request *q, lab_entry *e);
 void lab_curl_entry_free(lab_entry *e);
 

@@ -1,7 +1,8 @@
 /* labdriver: the clientlab driver protocol (docs/driver-protocol.md) for C drivers.
  *
- * A driver fills a lab_driver with its capabilities, the options it honours and three
- * callbacks, then calls lab_main(). The library does hello / job / ready / go / done / report
+ * A driver fills a lab_driver with the options it honours and its callbacks, then calls
+ * lab_main(). Capabilities are declared in driver.toml only: the lab sends no job that needs
+ * one the manifest does not claim. The library does hello / job / ready / go / done / report
  * and the calibration loop (bare rounds on one kept client, timed by the driver's own clock);
  * the driver only builds its client (prepare), does the requests (run) and closes it (finish).
  */
@@ -10,14 +11,6 @@
 
 #include <stddef.h>
 #include <jansson.h>
-
-/* capabilities, as in driver.toml: the library refuses jobs that need one not claimed */
-enum {
-    LAB_CAP_TLS = 1 << 0, LAB_CAP_HTTP2 = 1 << 1, LAB_CAP_H2C = 1 << 2,
-    LAB_CAP_COOKIES = 1 << 3, LAB_CAP_REDIRECTS = 1 << 4, LAB_CAP_FORM = 1 << 5,
-    LAB_CAP_MULTIPART = 1 << 6, LAB_CAP_UPLOAD = 1 << 7, LAB_CAP_SINK_FILE = 1 << 8,
-    LAB_CAP_GZIP = 1 << 9, LAB_CAP_PARALLEL = 1 << 10, LAB_CAP_KEEPALIVE_OFF = 1 << 11,
-};
 
 /* job.options known in protocol version 1; a driver lists the ones it honours */
 enum {
@@ -39,7 +32,8 @@ typedef struct {
     lab_kv *form; size_t n_form; /* n_form > 0 or has_form: a form body */
     int has_form, multipart;    /* multipart: form_encoding == "multipart" */
     const char *body_file, *content_type; /* body_file NULL: no raw body */
-    int follow_redirects;
+    int follow_redirects;       /* 1 / 0 as the job says; -1 when absent (the URL does not
+                                   redirect: the client's redirect setting stays as it ships) */
     int sink_file; const char *sink_path;
 } lab_request;
 
@@ -85,9 +79,7 @@ typedef enum { LAB_READY, LAB_UNSUPPORTED, LAB_ERROR } lab_status;
 
 typedef struct {
     const char *name;           /* for log lines on stderr */
-    unsigned caps;              /* LAB_CAP_* */
     unsigned options;           /* LAB_OPT_* it can honour */
-    const char *sequential;     /* without LAB_CAP_PARALLEL: why, for refusing concurrency > 1 */
     /* add {"name": "version"} pairs to `versions` (called once, at hello) */
     void (*versions)(json_t *versions);
     /* build the client for `job` (no connection, no request); on refusal write why */

@@ -1,4 +1,4 @@
-/* Parsing a job into C structs, and refusing what the driver cannot do exactly as asked. */
+/* Parsing a job into C structs, and refusing options the driver cannot honour exactly. */
 #include "labjob.h"
 
 #include <stdio.h>
@@ -66,7 +66,7 @@ static lab_status parse_request(json_t *e, lab_request *q, char *why, size_t why
     q->content_type = str_field(e, "content_type");
     if (q->has_form && q->body_file)
         FAIL(LAB_ERROR, "request %d: both form and body_file", q->r);
-    q->follow_redirects = bool_field(e, "follow_redirects", 0);
+    q->follow_redirects = bool_field(e, "follow_redirects", -1);
     s = str_field(e, "sink");
     if (s && strcmp(s, "memory") && strcmp(s, "file"))
         FAIL(LAB_UNSUPPORTED, "sink '%s' is not known", s);
@@ -134,38 +134,6 @@ static lab_status parse_options(json_t *opts, lab_job *job, unsigned honoured, c
     return LAB_READY;
 }
 
-/* capabilities the job needs, compared with what the driver claims */
-static lab_status check_caps(const lab_job *job, const lab_driver *d, char *why, size_t why_len)
-{
-    unsigned caps = d->caps;
-    unsigned need = 0;
-    static const char *names[] = {"tls", "http2", "h2c", "cookies", "redirects", "form",
-                                  "multipart", "upload", "sink_file", "gzip", "parallel",
-                                  "keepalive_off"};
-    if (job->tls_ca) need |= LAB_CAP_TLS;
-    if (job->http == LAB_HTTP_2) need |= LAB_CAP_HTTP2;
-    if (job->http == LAB_HTTP_H2C) need |= LAB_CAP_H2C;
-    if (job->cookies) need |= LAB_CAP_COOKIES;
-    if (job->accept_gzip) need |= LAB_CAP_GZIP;
-    if (job->concurrency > 1) need |= LAB_CAP_PARALLEL;
-    if (!job->keep_alive) need |= LAB_CAP_KEEPALIVE_OFF;
-    for (size_t i = 0; i < job->n_requests; i++) {
-        const lab_request *q = &job->requests[i];
-        if (!strncmp(q->url, "https:", 6)) need |= LAB_CAP_TLS;
-        if (q->follow_redirects) need |= LAB_CAP_REDIRECTS;
-        if (q->has_form) need |= q->multipart ? LAB_CAP_MULTIPART : LAB_CAP_FORM;
-        if (q->body_file) need |= LAB_CAP_UPLOAD;
-        if (q->sink_file) need |= LAB_CAP_SINK_FILE;
-    }
-    if ((need & LAB_CAP_PARALLEL) && !(caps & LAB_CAP_PARALLEL))
-        FAIL(LAB_UNSUPPORTED, "concurrency %d: %s", job->concurrency,
-             d->sequential ? d->sequential : "this driver is sequential");
-    for (unsigned i = 0; i < sizeof names / sizeof *names; i++)
-        if ((need & (1u << i)) && !(caps & (1u << i)))
-            FAIL(LAB_UNSUPPORTED, "this driver does not do '%s'", names[i]);
-    return LAB_READY;
-}
-
 lab_status lab_job_parse(json_t *obj, const lab_driver *d, lab_job *job, char *why, size_t why_len)
 {
     json_t *reqs = json_object_get(obj, "requests"), *v;
@@ -203,9 +171,7 @@ lab_status lab_job_parse(json_t *obj, const lab_driver *d, lab_job *job, char *w
             return st;
         job->total += job->requests[i].repeat;
     }
-    if ((st = parse_options(json_object_get(obj, "options"), job, d->options, why, why_len)))
-        return st;
-    return check_caps(job, d, why, why_len);
+    return parse_options(json_object_get(obj, "options"), job, d->options, why, why_len);
 }
 
 void lab_job_free(lab_job *job)

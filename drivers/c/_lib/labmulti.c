@@ -243,9 +243,6 @@ int lab_multi_main(const lab_multi_loop *loop)
 {
     lab_driver d = {
         .name = loop->name,
-        .caps = LAB_CAP_TLS | LAB_CAP_HTTP2 | LAB_CAP_H2C | LAB_CAP_COOKIES | LAB_CAP_REDIRECTS |
-                LAB_CAP_FORM | LAB_CAP_MULTIPART | LAB_CAP_UPLOAD | LAB_CAP_SINK_FILE | LAB_CAP_GZIP |
-                LAB_CAP_PARALLEL | LAB_CAP_KEEPALIVE_OFF,
         .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100 | LAB_OPT_MAX_HOST_CONNECTIONS | LAB_OPT_SHARE |
                    LAB_OPT_MULTI_API,
         .versions = lab_curl_versions,

@@ -92,11 +92,7 @@ int main(void)
 {
     static const lab_driver d = {
         .name = "c-libcurl",
-        .caps = LAB_CAP_TLS | LAB_CAP_HTTP2 | LAB_CAP_H2C | LAB_CAP_COOKIES | LAB_CAP_REDIRECTS |
-                LAB_CAP_FORM | LAB_CAP_MULTIPART | LAB_CAP_UPLOAD | LAB_CAP_SINK_FILE |
-                LAB_CAP_GZIP | LAB_CAP_KEEPALIVE_OFF,
         .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100,
-        .sequential = "easy interface is sequential",
         .versions = lab_curl_versions,
         .prepare = prepare,
         .run = run,

@@ -177,7 +177,7 @@ static void command(const cli *c, const lab_job *job, const lab_request *q, argv
     }
     if (job->opt.tcp_nodelay >= 0)
         add(a, job->opt.tcp_nodelay ? "--tcp-nodelay" : "--no-tcp-nodelay");
-    if (q->follow_redirects)
+    if (q->follow_redirects == 1) /* without -L curl never follows: false and absent alike */
         add(a, "-L");
     if (!strcmp(q->method, "HEAD"))
         add(a, "-I");           /* -X HEAD would wait for a body */
@@ -241,7 +241,7 @@ static lab_status commands(cli *c, const lab_job *job, char *why, size_t why_len
 {
     free_commands(c);
     for (size_t i = 0; job->http == LAB_HTTP_H2C && curl_version_num < 0x080000 && i < job->n_requests; i++)
-        if (job->requests[i].follow_redirects) {
+        if (job->requests[i].follow_redirects == 1) {
             /* curl < 8.0.0 fails a redirect that reuses its h2c connection (curl#10634) */
             snprintf(why, why_len, "curl before 8.0.0 fails redirects over h2c (curl#10634)");
             return LAB_UNSUPPORTED;
@@ -367,11 +367,7 @@ int main(void)
 {
     static const lab_driver d = {
         .name = "cli-curl",
-        .caps = LAB_CAP_TLS | LAB_CAP_HTTP2 | LAB_CAP_H2C | LAB_CAP_COOKIES | LAB_CAP_REDIRECTS |
-                LAB_CAP_FORM | LAB_CAP_MULTIPART | LAB_CAP_UPLOAD | LAB_CAP_SINK_FILE |
-                LAB_CAP_GZIP | LAB_CAP_KEEPALIVE_OFF,
         .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100,
-        .sequential = "one curl process per request, one after another",
         .versions = versions,
         .prepare = prepare,
         .run = run,

@@ -1,3 +1,3 @@
 module clientlab/labdriver
 
-go 1.26
+go 1.24

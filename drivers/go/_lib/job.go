@@ -50,7 +50,7 @@ type Request struct {
 	FormEncoding    string `json:"form_encoding"`
 	BodyFile        string `json:"body_file"`
 	ContentType     string `json:"content_type"`
-	FollowRedirects bool   `json:"follow_redirects"`
+	FollowRedirects *bool  `json:"follow_redirects"` // nil: absent, the URL does not redirect
 	Sink            string `json:"sink"`
 	SinkPath        string `json:"sink_path"`
 }
@@ -71,6 +71,14 @@ func (r *Request) Multipart() bool { return r.Form != nil && r.FormEncoding == "
 
 // ToFile says the body is streamed to SinkPath.
 func (r *Request) ToFile() bool { return r.Sink == "file" }
+
+// Follow says the entry asks to follow redirects (follow_redirects true).
+func (r *Request) Follow() bool { return r.FollowRedirects != nil && *r.FollowRedirects }
+
+// NoFollow says the entry asks for the 3xx itself (follow_redirects false). Neither Follow nor
+// NoFollow: the key is absent, the URL does not redirect, and the library's redirect setting
+// stays as it ships.
+func (r *Request) NoFollow() bool { return r.FollowRedirects != nil && !*r.FollowRedirects }
 
 // HasBody says the request carries a body (a form or a file).
 func (r *Request) HasBody() bool { return r.Form != nil || r.BodyFile != "" }
@@ -295,57 +303,10 @@ func parseOptions(raw map[string]json.RawMessage) (Options, error) {
 	return opts, nil
 }
 
-// RequiredCapabilities are the capabilities a driver needs for the job (the lab's rule,
-// clientlab/job.py).
-func (j *Job) RequiredCapabilities() []string {
-	need := map[string]bool{
-		"tls": false, "http2": j.HTTP == "2", "h2c": j.HTTP == "h2c", "cookies": j.Cookies,
-		"gzip": j.AcceptGzip, "parallel": j.Concurrency > 1, "keepalive_off": !j.KeepAlive,
-	}
-	if j.TLSCA != "" {
-		need["tls"] = true
-	}
-	for _, r := range j.Requests {
-		if strings.HasPrefix(r.URL, "https:") {
-			need["tls"] = true
-		}
-		if r.FollowRedirects {
-			need["redirects"] = true
-		}
-		if r.Multipart() {
-			need["multipart"] = true
-		} else if r.Form != nil {
-			need["form"] = true
-		}
-		if r.BodyFile != "" {
-			need["upload"] = true
-		}
-		if r.ToFile() {
-			need["sink_file"] = true
-		}
-	}
-	var names []string
-	for name, needed := range need {
-		if needed {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
-// refusal says why a job cannot be done exactly (a capability not claimed, an option not
-// honoured), or "".
-func refusal(job *Job, caps map[string]bool, honoured map[string][]any) string {
-	var missing []string
-	for _, c := range job.RequiredCapabilities() {
-		if !caps[c] {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) > 0 {
-		return "needs capabilities not claimed: " + strings.Join(missing, ", ")
-	}
+// refusal says why a job cannot be done exactly (an option not honoured), or "". Capabilities
+// are the lab's to check (clientlab/job.py): it sends no job that needs one the manifest does
+// not claim.
+func refusal(job *Job, honoured map[string][]any) string {
 	names := make([]string, 0, len(job.Options.set))
 	for name := range job.Options.set {
 		names = append(names, name)

@@ -2,9 +2,10 @@
 //
 // A driver fills a Driver (the options it honours, its versions, Open) and calls Main; Open
 // builds a Client for one job, Client.Do does one request, Client.Close closes it. Main does
-// the rest: hello / job / ready / go / done / report, refusing jobs that need a capability the
-// driver's driver.toml does not claim or an option the driver does not honour, and running the
-// job's requests in order, or from `concurrency` goroutines when the job asks for more than one.
+// the rest: hello / job / ready / go / done / report, refusing jobs that set an option the
+// driver does not honour (capabilities are declared in driver.toml and checked by the lab, which
+// sends no job that needs one not claimed), and running the job's requests in order, or from
+// `concurrency` goroutines when the job asks for more than one.
 // It also answers the calibration loop (`bare`): the same requests on one client kept from round
 // to round, counted rather than reported, timed by the driver's own clock.
 //
@@ -37,8 +38,6 @@ const Protocol = 1
 type Driver struct {
 	// Name for log lines on stderr, e.g. "go-net-http".
 	Name string
-	// Manifest is the driver's driver.toml (embed it): the one place capabilities are declared.
-	Manifest []byte
 	// Options maps each job option the driver honours to the values it honours exactly, or to
 	// nil for every valid value; any other non-null option is answered unsupported.
 	Options map[string][]any
@@ -79,17 +78,12 @@ var logName = "driver"
 // Main runs the driver on stdin/stdout until end of stdin, then exits.
 func Main(d Driver) {
 	logName = d.Name
-	caps, err := manifestCapabilities(d.Manifest)
-	if err != nil {
-		Logf("driver.toml: %v", err)
-		os.Exit(3)
-	}
 	proto, err := moveStdoutAside()
 	if err != nil {
 		Logf("stdout: %v", err)
 		os.Exit(3)
 	}
-	l := &loop{driver: d, caps: caps, out: bufio.NewWriterSize(proto, 1<<16)}
+	l := &loop{driver: d, out: bufio.NewWriterSize(proto, 1<<16)}
 	l.run(bufio.NewReaderSize(os.Stdin, 1<<16))
 	os.Exit(0)
 }
@@ -111,7 +105,6 @@ func moveStdoutAside() (*os.File, error) {
 
 type loop struct {
 	driver Driver
-	caps   map[string]bool
 	out    *bufio.Writer
 	job    *Job
 	client Client
@@ -214,7 +207,7 @@ func (l *loop) prepare(data json.RawMessage) (*Job, Client, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("bad job: %w", err)
 	}
-	if reason := refusal(job, l.caps, l.driver.Options); reason != "" {
+	if reason := refusal(job, l.driver.Options); reason != "" {
 		return nil, nil, &UnsupportedError{Reason: reason}
 	}
 	client, err := l.driver.Open(job)

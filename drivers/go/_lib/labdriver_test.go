@@ -14,13 +14,6 @@ import (
 	"time"
 )
 
-const manifest = `id = "go-test"
-# capabilities below
-capabilities = ["tls", "form", # a comment
-                "parallel", "keepalive_off"]
-default = false
-`
-
 func job(t *testing.T, text string) *Job {
 	t.Helper()
 	j, err := parseJob(json.RawMessage(text))
@@ -48,6 +41,13 @@ func TestParseJobDefaultsAndOrder(t *testing.T) {
 	}
 	if j.Options.TCPNoDelay != nil || len(j.Options.set) != 0 {
 		t.Fatalf("null option kept: %+v", j.Options)
+	}
+	if r.FollowRedirects != nil || r.Follow() || r.NoFollow() {
+		t.Fatalf("an absent follow_redirects must stay absent: %v", r.FollowRedirects)
+	}
+	f := job(t, `{"requests":[{"method":"GET","url":"u","follow_redirects":true},{"method":"GET","url":"u","follow_redirects":false}]}`)
+	if !f.Requests[0].Follow() || f.Requests[0].NoFollow() || f.Requests[1].Follow() || !f.Requests[1].NoFollow() {
+		t.Fatalf("follow_redirects true / false: %v, %v", *f.Requests[0].FollowRedirects, *f.Requests[1].FollowRedirects)
 	}
 	if z := job(t, `{"requests":[{"method":"GET","url":"u","repeat":0}]}`); z.Total != 0 {
 		t.Fatalf("repeat 0 became %d", z.Total)
@@ -81,31 +81,23 @@ func TestParseJobRejects(t *testing.T) {
 	}
 }
 
-func TestManifestCapabilities(t *testing.T) {
-	caps, err := manifestCapabilities([]byte(manifest))
-	if err != nil || len(caps) != 4 || !caps["parallel"] || !caps["keepalive_off"] {
-		t.Fatalf("caps %v, %v", caps, err)
-	}
-	if _, err := manifestCapabilities([]byte(`capabilities = ["tls"`)); err == nil {
-		t.Fatal("an open list was accepted")
-	}
-}
-
 func TestRefusal(t *testing.T) {
-	caps, _ := manifestCapabilities([]byte(manifest))
 	honoured := map[string][]any{"tcp_nodelay": nil, "expect_100": {false}}
 	for text, want := range map[string]string{
-		`{"requests":[{"method":"POST","url":"https://h/","form":{}}]}`:                  "",
-		`{"cookies":true,"requests":[]}`:                                                 "needs capabilities not claimed: cookies",
-		`{"http":"h2c","requests":[{"method":"GET","url":"u","follow_redirects":true}]}`: "needs capabilities not claimed: h2c, redirects",
-		`{"options":{"tcp_nodelay":false,"expect_100":false},"requests":[]}`:             "",
-		`{"options":{"expect_100":true},"requests":[]}`:                                  "option expect_100=true cannot be honoured (only [false])",
-		`{"options":{"max_host_connections":4},"requests":[]}`:                           "option max_host_connections is not supported",
-		`{"options":{"brand_new":"x"},"requests":[]}`:                                    "option brand_new is not supported",
+		`{"requests":[{"method":"POST","url":"https://h/","form":{}}]}`:      "",
+		`{"options":{"tcp_nodelay":false,"expect_100":false},"requests":[]}`: "",
+		`{"options":{"expect_100":true},"requests":[]}`:                      "option expect_100=true cannot be honoured (only [false])",
+		`{"options":{"max_host_connections":4},"requests":[]}`:               "option max_host_connections is not supported",
+		`{"options":{"brand_new":"x"},"requests":[]}`:                        "option brand_new is not supported",
 	} {
-		if got := refusal(job(t, text), caps, honoured); got != want {
+		if got := refusal(job(t, text), honoured); got != want {
 			t.Errorf("%s: %q, want %q", text, got, want)
 		}
+	}
+	// capabilities are the lab's to check (it sends no job a manifest does not claim)
+	anything := `{"cookies":true,"http":"h2c","requests":[{"method":"GET","url":"u","follow_redirects":true}]}`
+	if got := refusal(job(t, anything), nil); got != "" {
+		t.Errorf("a job without options was refused: %q", got)
 	}
 }
 
@@ -148,10 +140,9 @@ func TestRunAllKeepsConcurrency(t *testing.T) {
 }
 
 func TestLoopMessages(t *testing.T) {
-	caps, _ := manifestCapabilities([]byte(manifest))
 	f := &fakeClient{}
 	var out bytes.Buffer
-	l := &loop{caps: caps, out: bufio.NewWriter(&out), driver: Driver{
+	l := &loop{out: bufio.NewWriter(&out), driver: Driver{
 		Options:  map[string][]any{},
 		Versions: func() map[string]string { return map[string]string{"lib": "1.0"} },
 		Open: func(j *Job) (Client, error) {
@@ -165,7 +156,7 @@ func TestLoopMessages(t *testing.T) {
 		`{"type":"hello","protocol":1}`,
 		`{"type":"go"}`,
 		`{"type":"job","job":{"scenario":"refuse","requests":[]}}`,
-		`{"type":"job","job":{"cookies":true,"requests":[]}}`,
+		`{"type":"job","job":{"options":{"share":["dns"]},"requests":[]}}`,
 		``,
 		`{"type":"job","job":{"verify":true,"requests":[{"method":"GET","url":"u","repeat":2}]}}`,
 		`{"type":"go"}`,
@@ -175,7 +166,7 @@ func TestLoopMessages(t *testing.T) {
 	l.run(bufio.NewReader(strings.NewReader(in)))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{`{"type":"hello","protocol":1,"versions":{`, `{"type":"error","message":"go without a ready job"}`,
-		`{"type":"unsupported","reason":"not today"}`, `{"type":"unsupported","reason":"needs capabilities not claimed: cookies"}`,
+		`{"type":"unsupported","reason":"not today"}`, `{"type":"unsupported","reason":"option share is not supported"}`,
 		`{"type":"ready"}`, `{"type":"done"}`, `{"type":"report","responses":[{"r":0,"status":200,"bytes":3,"http":"1.1","sha256":"ba78`,
 		`{"type":"error","message":"unknown message type \"bye\""}`, `{"type":"error","message":"not a protocol message:`}
 	if len(lines) != len(want) {
@@ -199,7 +190,7 @@ func TestSetNoDelay(t *testing.T) {
 	defer ln.Close()
 	for _, on := range []bool{false, true} {
 		j := &Job{Options: Options{TCPNoDelay: &on}}
-		conn, err := DialContext(j)(t.Context(), "tcp", ln.Addr().String())
+		conn, err := NoDelayDialer(j, nil)(t.Context(), "tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,9 +207,8 @@ func TestSetNoDelay(t *testing.T) {
 // bareLoop is a loop whose Open hands out a new fakeClient per call, kept in *opened.
 func bareLoop(t *testing.T, out *bytes.Buffer) (*loop, *[]*fakeClient) {
 	t.Helper()
-	caps, _ := manifestCapabilities([]byte(manifest))
 	opened := &[]*fakeClient{}
-	return &loop{caps: caps, out: bufio.NewWriter(out), driver: Driver{
+	return &loop{out: bufio.NewWriter(out), driver: Driver{
 		Options: map[string][]any{},
 		Open: func(j *Job) (Client, error) {
 			if j.Scenario == "refuse" {
@@ -298,7 +288,7 @@ func TestBareRefusesAsAJobWouldAndKeepsNoClient(t *testing.T) {
 	var out bytes.Buffer
 	l, opened := bareLoop(t, &out)
 	feed(l,
-		`{"type":"bare","job":{"cookies":true,"requests":[]}}`,
+		`{"type":"bare","job":{"options":{"tcp_nodelay":true},"requests":[]}}`,
 		`{"type":"bare","job":{"scenario":"refuse","requests":[]}}`,
 		`{"type":"bare","job":{}}`,
 		bareRound(1),
@@ -314,7 +304,7 @@ func TestBareRefusesAsAJobWouldAndKeepsNoClient(t *testing.T) {
 			t.Errorf("answer %d: %v, want %s", i, got[i], w)
 		}
 	}
-	if got[0]["reason"] != "needs capabilities not claimed: cookies" || got[1]["reason"] != "not today" {
+	if got[0]["reason"] != "option tcp_nodelay is not supported" || got[1]["reason"] != "not today" {
 		t.Errorf("reasons: %v, %v", got[0], got[1])
 	}
 	if len(*opened) != 1 || (*opened)[0].closed.Load() {

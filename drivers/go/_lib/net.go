@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"time"
 )
 
 // TLSConfig is a verifying TLS configuration trusting the job's CA file (the system roots
@@ -43,12 +42,18 @@ func SetNoDelay(job *Job, conn net.Conn) error {
 	return tcp.SetNoDelay(*job.Options.TCPNoDelay)
 }
 
-// DialContext dials as net/http's default transport does (30 s connect timeout, 30 s TCP
-// keep-alive probes) and then applies the job's tcp_nodelay option.
-func DialContext(job *Job) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+// Dial is a transport's dial function.
+type Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// NoDelayDialer wraps a transport's own dial function (nil: a plain net.Dialer, as
+// http.Transport uses without one) so that every connection it makes gets the job's
+// tcp_nodelay option.
+func NoDelayDialer(job *Job, dial Dial) Dial {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dialer.DialContext(ctx, network, addr)
+		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}

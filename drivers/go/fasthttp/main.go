@@ -4,7 +4,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	_ "embed"
 	"io"
 	"mime/multipart"
 	"net"
@@ -15,16 +14,12 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-//go:embed driver.toml
-var manifest []byte
-
 // maxRedirects is what fasthttp's own Get follows (its unexported defaultMaxRedirectsCount).
 const maxRedirects = 16
 
 func main() {
 	lab.Main(lab.Driver{
-		Name:     "go-fasthttp",
-		Manifest: manifest,
+		Name: "go-fasthttp",
 		// tcp_nodelay: set on every dialled connection; max_host_connections: MaxConnsPerHost
 		// (requests wait for a free connection); fasthttp's client never sends
 		// Expect: 100-continue, so only expect_100=false is what it does
@@ -86,7 +81,7 @@ func (cl *client) Do(req *lab.Request) (lab.Response, error) {
 		return lab.Response{}, err
 	}
 	fresp.StreamBody = req.ToFile() // a file sink reads the body as a stream, not into memory
-	if req.FollowRedirects {
+	if req.Follow() {               // Do itself never follows: false and absent alike
 		err = cl.c.DoRedirects(freq, fresp, maxRedirects)
 	} else {
 		err = cl.c.Do(freq, fresp)

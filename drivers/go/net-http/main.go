@@ -3,8 +3,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	_ "embed"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -16,13 +14,9 @@ import (
 	"clientlab/labdriver/labhttp"
 )
 
-//go:embed driver.toml
-var manifest []byte
-
 func main() {
 	lab.Main(lab.Driver{
-		Name:     "go-net-http",
-		Manifest: manifest,
+		Name: "go-net-http",
 		// tcp_nodelay: set on every dialled connection; max_host_connections: MaxConnsPerHost;
 		// expect_100: the Expect header with ExpectContinueTimeout (net/http never sends it itself)
 		Options:  map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": nil},
@@ -91,8 +85,7 @@ func (c *client) newRequest(req *lab.Request) (*http.Request, error) {
 			body = http.NoBody
 		}
 	}
-	ctx := labhttp.WithFollow(context.Background(), req.FollowRedirects)
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, body)
+	hreq, err := http.NewRequestWithContext(labhttp.Context(req), req.Method, req.URL, body)
 	if err != nil {
 		if closer, ok := body.(io.Closer); ok {
 			closer.Close()

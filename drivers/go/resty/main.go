@@ -1,9 +1,10 @@
-// clientlab driver go-resty: one resty.Client per job on an http.Client of its own (net/http).
+// clientlab driver go-resty: one resty.Client per job (resty.New, net/http underneath).
 package main
 
 import (
-	"context"
-	_ "embed"
+	"errors"
+	"net/http"
+	"os"
 	"runtime"
 
 	lab "clientlab/labdriver"
@@ -12,14 +13,10 @@ import (
 	"github.com/go-resty/resty/v2"
 )
 
-//go:embed driver.toml
-var manifest []byte
-
 func main() {
 	lab.Main(lab.Driver{
-		Name:     "go-resty",
-		Manifest: manifest,
-		// the Transport underneath honours these exactly, as for go-net-http
+		Name: "go-resty",
+		// resty's Transport honours these exactly, as for go-net-http
 		Options:  map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": nil},
 		Versions: func() map[string]string { return map[string]string{"net/http": runtime.Version()} },
 		Open:     open,
@@ -32,30 +29,42 @@ type client struct {
 }
 
 func open(job *lab.Job) (lab.Client, error) {
-	hc, err := labhttp.Client(job) // timeout, cookie jar (or none), transport
-	if err != nil {
+	rc := resty.New() // as resty's users start: its own http.Client, transport and cookie jar
+	transport, ok := rc.GetClient().Transport.(*http.Transport)
+	if !ok {
+		return nil, errors.New("resty.New built no *http.Transport")
+	}
+	if err := labhttp.Configure(job, transport); err != nil { // only what the job names
 		return nil, err
 	}
-	rc := resty.NewWithClient(hc)
-	rc.SetRedirectPolicy(resty.RedirectPolicyFunc(labhttp.CheckRedirect)) // per request, see Do
+	rc.SetTimeout(job.Timeout)
+	if !job.Cookies {
+		rc.SetCookieJar(nil) // the job keeps no cookies
+	}
+	if policy := labhttp.RedirectPolicy(job); policy != nil { // only when an entry wants its 3xx
+		rc.SetRedirectPolicy(resty.RedirectPolicyFunc(policy))
+	}
 	return &client{job: job, rc: rc}, nil
 }
 
 func (c *client) Do(req *lab.Request) (lab.Response, error) {
-	r := c.rc.R().SetContext(labhttp.WithFollow(context.Background(), req.FollowRedirects))
+	r := c.rc.R()
+	if req.NoFollow() {
+		r.SetContext(labhttp.Context(req)) // the redirect policy answers its 3xx
+	}
 	switch {
 	case req.Multipart():
 		r.SetMultipartFormData(fields(req))
 	case req.Form != nil:
 		r.SetFormData(fields(req))
 	case req.BodyFile != "":
-		f, _, err := req.OpenBody()
+		// a file upload as resty's README does it: the file's bytes, with Content-Length (an
+		// io.Reader body would go chunked; SetContentLength on one buffers it all the same)
+		data, err := os.ReadFile(req.BodyFile)
 		if err != nil {
 			return lab.Response{}, err
 		}
-		defer f.Close()
-		// an io.Reader body is streamed (chunked: resty sets a length only by buffering it)
-		r.SetBody(f).SetHeader("Content-Type", req.UploadType())
+		r.SetBody(data).SetContentLength(true).SetHeader("Content-Type", req.UploadType())
 	}
 	for _, h := range req.Headers {
 		r.SetHeader(h.Name, h.Value)
@@ -70,11 +79,11 @@ func (c *client) Do(req *lab.Request) (lab.Response, error) {
 	if err != nil {
 		return lab.Response{}, err
 	}
-	http := labhttp.Label(resp.RawResponse)
+	version := labhttp.Label(resp.RawResponse)
 	if req.ToFile() {
-		return lab.File(c.job, req, resp.StatusCode(), http)
+		return lab.File(c.job, req, resp.StatusCode(), version)
 	}
-	return lab.Memory(c.job, resp.StatusCode(), http, resp.Body()), nil
+	return lab.Memory(c.job, resp.StatusCode(), version, resp.Body()), nil
 }
 
 func fields(req *lab.Request) map[string]string {

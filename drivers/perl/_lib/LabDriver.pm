@@ -5,8 +5,9 @@ package LabDriver;
 # A driver calls LabDriver::main(...) with the job options it honours and four steps:
 # versions (hello), prepare (build the client, no connection), run (the timed phase) and
 # finish (close the client). main() does hello / job / ready / go / done / report and
-# refuses jobs that need a capability its driver.toml does not claim or an option it does
-# not honour, and the calibration loop (bare: the same run on one kept client, timed by the
+# refuses jobs that set an option the driver does not honour (capabilities are declared in
+# driver.toml only and checked by the lab, which sends no job that needs one not claimed), and
+# the calibration loop (bare: the same run on one kept client, timed by the
 # driver's own clock). Core modules only (JSON::PP, Digest::SHA, Time::HiRes).
 
 use strict;
@@ -14,7 +15,6 @@ use warnings;
 
 use B ();
 use Digest::SHA ();
-use File::Basename ();
 use IO::Handle ();
 use JSON::PP ();
 
@@ -56,6 +56,21 @@ sub is_multipart {
     return defined $req->{form} && ($req->{form_encoding} // 'urlencoded') eq 'multipart';
 }
 
+# An entry's follow_redirects is true (follow), false (report the 3xx itself) or absent (the
+# URL does not redirect: set nothing, the library's redirect default stands).
+
+# True when the entry asks to follow redirects.
+sub follows {
+    my ($req) = @_;
+    return defined $req->{follow_redirects} && $req->{follow_redirects} ? 1 : 0;
+}
+
+# True when the entry asks for the 3xx itself (follow_redirects false, not absent).
+sub no_follow {
+    my ($req) = @_;
+    return defined $req->{follow_redirects} && !$req->{follow_redirects} ? 1 : 0;
+}
+
 # True when the entry's body is streamed to sink_path.
 sub to_file {
     my ($req) = @_;
@@ -73,27 +88,6 @@ sub _bytes {
     my ($s) = @_;
     utf8::encode($s);
     return $s;
-}
-
-# The capabilities a job needs (the lab's rule, clientlab/job.py).
-sub required_capabilities {
-    my ($job) = @_;
-    my %need;
-    for my $req (@{$job->{requests}}) {
-        $need{tls} = 1 if $req->{url} =~ /^https:/;
-        $need{redirects} = 1 if $req->{follow_redirects};
-        $need{is_multipart($req) ? 'multipart' : 'form'} = 1 if defined $req->{form};
-        $need{upload} = 1 if defined $req->{body_file};
-        $need{sink_file} = 1 if to_file($req);
-    }
-    my $http = $job->{http} // '1.1';
-    $need{http2} = 1 if $http eq '2';
-    $need{h2c} = 1 if $http eq 'h2c';
-    $need{cookies} = 1 if $job->{cookies};
-    $need{gzip} = 1 if $job->{accept_gzip};
-    $need{parallel} = 1 if ($job->{concurrency} // 1) > 1;
-    $need{keepalive_off} = 1 unless $job->{keep_alive} // 1;
-    return sort keys %need;
 }
 
 sub _json_type {
@@ -117,13 +111,10 @@ sub _same {
     return JSON::PP::is_bool($a) ? (JSON::PP::is_bool($b) && !!$a == !!$b) : (!ref $b && $a eq $b);
 }
 
-# Why a job cannot be done exactly (a capability not claimed or an option not honoured), or undef.
-# $honoured maps each option the driver honours to the list of values it honours, or to undef
+# Why a job cannot be done exactly (an option not honoured), or undef. $honoured maps each option the driver honours to the list of values it honours, or to undef
 # for every value of the option's type.
 sub refusal {
-    my ($job, $capabilities, $honoured) = @_;
-    my @missing = grep { !$capabilities->{$_} } required_capabilities($job);
-    return 'needs capabilities not claimed: ' . join(', ', @missing) if @missing;
+    my ($job, $honoured) = @_;
     my $options = $job->{options} || {};
     for my $name (sort keys %$options) {
         my $value = $options->{$name};
@@ -139,16 +130,6 @@ sub refusal {
             . join(', ', map { _show($_) } @$allowed) . ')';
     }
     return undef;
-}
-
-# The `capabilities` list of a driver.toml, as a set.
-sub manifest_capabilities {
-    my ($manifest) = @_;
-    open my $fh, '<', $manifest or die "$manifest: $!\n";
-    my $text = do { local $/; <$fh> };
-    $text =~ /^capabilities\s*=\s*\[(.*?)\]/ms or die "$manifest: no capabilities list\n";
-    my $list = $1;
-    return {map { $_ => 1 } $list =~ /"([a-z0-9_]+)"/g};
 }
 
 # --- bodies built by hand (for clients that take a raw body) -----------------------------
@@ -269,9 +250,9 @@ sub _parse_job {
 
 # Check a job and build its client: ($job, $client), or () after answering unsupported or error.
 sub _open {
-    my ($driver, $capabilities, $candidate) = @_;
+    my ($driver, $candidate) = @_;
     my $job = _parse_job($candidate) // return;
-    my $reason = refusal($job, $capabilities, $driver->{options} || {});
+    my $reason = refusal($job, $driver->{options} || {});
     if (defined $reason) {
         _send({type => 'unsupported', reason => $reason});
         return;
@@ -310,14 +291,14 @@ sub _close {
 # monotonic clock, nothing kept but counts. Returns the kept [job, client], or undef when the
 # first round could not build one.
 sub _bare_round {
-    my ($driver, $capabilities, $bare, $candidate) = @_;
+    my ($driver, $bare, $candidate) = @_;
     my ($job, $client);
     if ($bare) {
         $job = _parse_job($candidate) // return $bare;
         $client = $bare->[1];
     }
     else {
-        ($job, $client) = _open($driver, $capabilities, $candidate) or return undef;
+        ($job, $client) = _open($driver, $candidate) or return undef;
         # loaded here, not at start-up: a process that never calibrates carries none of it
         require Time::HiRes;
     }
@@ -336,14 +317,11 @@ sub _bare_round {
 #   prepare  => sub ($job) { $client | (undef, $reason) }   build the client, no connection
 #   run      => sub ($job, $client, $report)         the timed phase
 #   finish   => sub ($job, $client)                  close the client (after the report)
-# The driver's folder (holding driver.toml) is that of the script ($0).
 # A bare round calls run with a LabDriver::Tally in place of the report; its client is built
 # by prepare on the first round, kept for the next ones and closed by finish at the next job
 # or at end of input.
 sub main {
     my (%driver) = @_;
-    my $folder = File::Basename::dirname($0);
-    my $capabilities = manifest_capabilities("$folder/driver.toml");
 
     # the real stdout becomes the protocol channel; STDOUT points at stderr, so a library's
     # stray output cannot corrupt the protocol
@@ -369,7 +347,7 @@ sub main {
             ($job, $client) = ();
             _close(\%driver, @{$bare}) if $bare;
             $bare = undef;
-            ($job, $client) = _open(\%driver, $capabilities, $msg->{job}) or next;
+            ($job, $client) = _open(\%driver, $msg->{job}) or next;
             _send({type => 'ready'});
         }
         elsif ($type eq 'go') {
@@ -385,7 +363,7 @@ sub main {
             ($job, $client) = ();
         }
         elsif ($type eq 'bare') {
-            $bare = _bare_round(\%driver, $capabilities, $bare, $msg->{job});
+            $bare = _bare_round(\%driver, $bare, $msg->{job});
         }
         else {
             _send({type => 'error', message => 'unknown message: ' . substr($line =~ s/\s+$//r, 0, 200)});

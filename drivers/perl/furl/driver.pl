@@ -17,12 +17,11 @@ sub prepare {
     my ($job) = @_;
     my $furl = Furl->new(
         timeout => $job->{timeout_s},
-        max_redirects => 20,
         headers => [$job->{keep_alive} ? () : (Connection => 'close'),
                     $job->{accept_gzip} ? ('Accept-Encoding' => 'gzip') : ()],
         $job->{cookies} ? (cookie_jar => HTTP::CookieJar->new) : (),
-        ssl_opts => {SSL_verify_mode => IO::Socket::SSL::SSL_VERIFY_PEER(), SSL_verifycn_scheme => 'www',
-                     defined $job->{tls_ca} ? (SSL_ca_file => $job->{tls_ca}) : ()},
+        # Furl verifies by default (SSL_VERIFY_PEER, the 'www' name scheme): only the job's CA
+        ssl_opts => {defined $job->{tls_ca} ? (SSL_ca_file => $job->{tls_ca}) : ()},
     );
     return {furl => $furl};
 }
@@ -54,7 +53,8 @@ sub run {
             method => uc $req->{method}, url => $req->{url}, headers => \@headers,
             defined $content ? (content => $content) : (),
             $sink ? (write_file => $sink) : (),
-            max_redirects => $req->{follow_redirects} ? 20 : 0,
+            # Furl follows up to 7 by default: only an entry that wants its 3xx says otherwise
+            LabDriver::no_follow($req) ? (max_redirects => 0) : (),
         );
         if ($sink) {
             close $sink or die "writing $req->{sink_path}: $!\n";

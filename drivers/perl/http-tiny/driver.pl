@@ -14,24 +14,22 @@ use IO::Socket::SSL ();
 use JSON::PP ();
 
 my $CHUNK = 64 * 1024;
-my $MAX_REDIRECTS = 20;
 
 sub prepare {
     my ($job) = @_;
     for my $req (@{$job->{requests}}) {
         # HTTP::Tiny follows 301/302/307/308 for GET and HEAD only (and 303 for any method)
         return (undef, "HTTP::Tiny does not follow redirects of $req->{method} requests")
-            if $req->{follow_redirects} && uc($req->{method}) !~ /^(?:GET|HEAD)$/;
+            if LabDriver::follows($req) && uc($req->{method}) !~ /^(?:GET|HEAD)$/;
     }
     my $http = HTTP::Tiny->new(
         keep_alive => $job->{keep_alive} ? 1 : 0,
         timeout => $job->{timeout_s},
-        max_redirect => $MAX_REDIRECTS,
         verify_SSL => 1,
         SSL_options => {defined $job->{tls_ca} ? (SSL_ca_file => $job->{tls_ca}) : ()},
         $job->{cookies} ? (cookie_jar => HTTP::CookieJar->new) : (),
     );
-    return {http => $http};
+    return {http => $http, max_redirect => $http->max_redirect};    # HTTP::Tiny's default, 5
 }
 
 sub run {
@@ -66,7 +64,9 @@ sub run {
             open $sink, '>:raw', $req->{sink_path} or die "$req->{sink_path}: $!\n";
             $options{data_callback} = sub { print {$sink} $_[0] or die "writing $req->{sink_path}: $!\n" };
         }
-        $http->max_redirect($req->{follow_redirects} ? $MAX_REDIRECTS : 0);
+        # the object's setting, for this request: only where the job names it (absent: as is)
+        $http->max_redirect(LabDriver::follows($req) ? $client->{max_redirect} : 0)
+            if defined $req->{follow_redirects};
         my $res = $http->request(uc $req->{method}, $req->{url}, \%options);
         if ($sink) {
             close $sink or die "writing $req->{sink_path}: $!\n";

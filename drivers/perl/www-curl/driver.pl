@@ -27,8 +27,6 @@ sub prepare {
     setopt($curl, CURLOPT_HTTP_VERSION, $HTTP_VERSION{$job->{http}}
         // return (undef, "HTTP version $job->{http} is not offered"));
     setopt($curl, CURLOPT_TIMEOUT_MS, int($job->{timeout_s} * 1000));
-    setopt($curl, CURLOPT_MAXREDIRS, 20);
-    setopt($curl, CURLOPT_NOSIGNAL, 1);
     setopt($curl, CURLOPT_CAINFO, $job->{tls_ca}) if defined $job->{tls_ca};
     if (!$job->{keep_alive}) {
         setopt($curl, CURLOPT_FORBID_REUSE, 1);
@@ -50,7 +48,9 @@ sub setup {
     my $expect = LabDriver::option($job, 'expect_100');
     push @headers, $expect ? 'Expect: 100-continue' : 'Expect:' if defined $expect;
     setopt($curl, CURLOPT_URL, $req->{url});
-    setopt($curl, CURLOPT_FOLLOWLOCATION, $req->{follow_redirects} ? 1 : 0);
+    # absent: the URL does not redirect, FOLLOWLOCATION stays as it is (libcurl's default, off,
+    # unless an earlier entry of the job set it)
+    setopt($curl, CURLOPT_FOLLOWLOCATION, LabDriver::follows($req)) if defined $req->{follow_redirects};
     setopt($curl, CURLOPT_CUSTOMREQUEST, undef);
     setopt($curl, CURLOPT_UPLOAD, 0);    # also resets the method to GET
     setopt($curl, CURLOPT_HTTPGET, 1);

@@ -9,19 +9,39 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
-	"time"
 
 	lab "clientlab/labdriver"
 )
 
-// Client is the job's http.Client: a Transport of its own forced to the job's HTTP version
-// (HTTP/1.1; HTTP/2 over TLS, ALPN h2 only; h2c with prior knowledge), no proxy whatever
-// the environment says, the job's CA, keep-alive, gzip, cookies, redirects (per request, see
-// WithFollow), timeout and options. Nothing is dialled here.
+// Client is the job's http.Client: a clone of net/http's DefaultTransport (what a program on
+// the default client gets) with what the job names set on it (Configure), the job's timeout, a
+// cookie jar when the job keeps cookies, and a redirect policy only when an entry asks for its
+// 3xx (RedirectPolicy). Nothing is dialled here.
 func Client(job *lab.Job) (*http.Client, error) {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if err := Configure(job, transport); err != nil {
+		return nil, err
+	}
+	client := &http.Client{Transport: transport, CheckRedirect: RedirectPolicy(job), Timeout: job.Timeout}
+	if job.Cookies {
+		jar, err := cookiejar.New(nil)
+		if err != nil {
+			return nil, err
+		}
+		client.Jar = jar
+	}
+	return client, nil
+}
+
+// Configure sets on `transport` what the job names and nothing else: Protocols forced to the
+// job's version (HTTP/1.1; HTTP/2 over TLS, ALPN h2 only; h2c with prior knowledge), the job's
+// CA, keep-alive, gzip, max_host_connections and tcp_nodelay. Every other field (proxies from
+// the environment, dial and TLS handshake timeouts, idle connections: MaxIdleConnsPerHost 0
+// is net/http's 2 a host) stays as the transport has it.
+func Configure(job *lab.Job, transport *http.Transport) error {
 	tlsConfig, err := lab.TLSConfig(job)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	protocols := new(http.Protocols)
 	switch job.HTTP {
@@ -33,32 +53,18 @@ func Client(job *lab.Job) (*http.Client, error) {
 	case "h2c":
 		protocols.SetUnencryptedHTTP2(true) // http:// URLs: HTTP/2 with prior knowledge
 	}
-	transport := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment, // as http.DefaultTransport; the lab keeps the environment clean
-		DialContext:         lab.DialContext(job),
-		TLSClientConfig:     tlsConfig,
-		TLSHandshakeTimeout: 10 * time.Second, // as http.DefaultTransport
-		IdleConnTimeout:     90 * time.Second,
-		MaxIdleConns:        100,
-		// MaxIdleConnsPerHost stays net/http's default (2), as every program on the default
-		// transport has it: a parallel job's other connections close when they come back idle
-		// and are opened anew, which the server's counters and the diagnosis show
-		MaxConnsPerHost:   job.Options.MaxHostConnections, // 0: no limit
-		DisableKeepAlives: !job.KeepAlive,
-		// the Transport asks for gzip and decodes it itself unless this is set
-		DisableCompression: !job.AcceptGzip,
-		Protocols:          protocols,
+	transport.Protocols = protocols
+	transport.TLSClientConfig = tlsConfig
+	transport.DisableKeepAlives = !job.KeepAlive
+	// the Transport asks for gzip and decodes it itself unless this is set
+	transport.DisableCompression = !job.AcceptGzip
+	if n := job.Options.MaxHostConnections; n > 0 {
+		transport.MaxConnsPerHost = n
 	}
-	if e := job.Options.Expect100; e != nil && *e {
-		transport.ExpectContinueTimeout = time.Second // as http.DefaultTransport
+	if job.Options.TCPNoDelay != nil {
+		transport.DialContext = lab.NoDelayDialer(job, transport.DialContext)
 	}
-	client := &http.Client{Transport: transport, CheckRedirect: CheckRedirect, Timeout: job.Timeout}
-	if job.Cookies {
-		if client.Jar, err = cookiejar.New(nil); err != nil {
-			return nil, err
-		}
-	}
-	return client, nil
+	return nil
 }
 
 // requireH2 fails a TLS handshake in which the server did not choose h2, so that an HTTP/2
@@ -70,21 +76,36 @@ func requireH2(cs tls.ConnectionState) error {
 	return nil
 }
 
-type followKey struct{}
+type noFollowKey struct{}
 
-// WithFollow marks a request's context: follow redirects (true) or report the 3xx (false).
-func WithFollow(ctx context.Context, follow bool) context.Context {
-	return context.WithValue(ctx, followKey{}, follow)
+// Context is the context for one request: context.Background, marked when the entry asks for
+// its 3xx (follow_redirects false) so that CheckRedirect stops there.
+func Context(req *lab.Request) context.Context {
+	if req.NoFollow() {
+		return context.WithValue(context.Background(), noFollowKey{}, true)
+	}
+	return context.Background()
 }
 
-// CheckRedirect follows redirects, up to net/http's usual 10, only for requests whose context
-// says so (WithFollow); the others get their 3xx response as it is.
+// RedirectPolicy is the http.Client's CheckRedirect for the job: nil (net/http's own policy:
+// follow up to 10) unless an entry asks for its 3xx, then CheckRedirect.
+func RedirectPolicy(job *lab.Job) func(*http.Request, []*http.Request) error {
+	for _, r := range job.Requests {
+		if r.NoFollow() {
+			return CheckRedirect
+		}
+	}
+	return nil
+}
+
+// CheckRedirect answers the 3xx itself for requests whose context says so (Context) and follows
+// the others as net/http's own policy does (up to 10).
 func CheckRedirect(req *http.Request, via []*http.Request) error {
-	if follow, _ := req.Context().Value(followKey{}).(bool); !follow {
+	if noFollow, _ := req.Context().Value(noFollowKey{}).(bool); noFollow {
 		return http.ErrUseLastResponse
 	}
 	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
+		return errors.New("stopped after 10 redirects") // net/http's own message
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package labhttp
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/pem"
 	"io"
@@ -53,8 +52,9 @@ func serve(t *testing.T, secure bool, protocols func(*http.Protocols)) (*httptes
 	return ts, ca, conns
 }
 
-func get(t *testing.T, c *http.Client, url string, follow bool) (int, string, string, error) {
-	req, _ := http.NewRequestWithContext(WithFollow(context.Background(), follow), "GET", url, nil)
+// get does one GET; follow is the entry's follow_redirects (nil: absent).
+func get(t *testing.T, c *http.Client, url string, follow *bool) (int, string, string, error) {
+	req, _ := http.NewRequestWithContext(Context(&lab.Request{FollowRedirects: follow}), "GET", url, nil)
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, "", "", err
@@ -90,7 +90,7 @@ func TestVersionsAreForced(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer client.CloseIdleConnections()
-			_, version, _, err := get(t, client, ts.URL+"/", false)
+			_, version, _, err := get(t, client, ts.URL+"/", nil)
 			if c.want == "" && err == nil {
 				t.Fatalf("no error: fell back to HTTP/%s", version)
 			}
@@ -105,26 +105,50 @@ func TestVersionsAreForced(t *testing.T) {
 func TestRedirectsKeepAliveAndGzipSettings(t *testing.T) {
 	ts, _, conns := serve(t, false, func(p *http.Protocols) { p.SetHTTP1(true) })
 	defer ts.Close()
+	yes, no := true, false
 	for _, keepAlive := range []bool{true, false} {
 		conns.Store(0)
-		client, err := Client(&lab.Job{HTTP: "1.1", KeepAlive: keepAlive, Concurrency: 1})
+		job := &lab.Job{HTTP: "1.1", KeepAlive: keepAlive, Concurrency: 1,
+			Requests: []*lab.Request{{FollowRedirects: &no}, {FollowRedirects: &yes}, {}}}
+		client, err := Client(job)
 		if err != nil {
 			t.Fatal(err)
 		}
-		status, _, _, err := get(t, client, ts.URL+"/r", false)
+		status, _, _, err := get(t, client, ts.URL+"/r", &no)
 		if err != nil || status != http.StatusFound {
 			t.Fatalf("not following: %d %v", status, err)
 		}
-		status, _, body, err := get(t, client, ts.URL+"/r", true)
-		if err != nil || status != http.StatusOK || !strings.HasPrefix(body, "HTTP/1.1") {
-			t.Fatalf("following: %d %q %v", status, body, err)
+		for _, follow := range []*bool{&yes, nil} { // absent: net/http's own policy follows
+			status, _, body, err := get(t, client, ts.URL+"/r", follow)
+			if err != nil || status != http.StatusOK || !strings.HasPrefix(body, "HTTP/1.1") {
+				t.Fatalf("following (%v): %d %q %v", follow, status, body, err)
+			}
 		}
 		client.CloseIdleConnections()
-		if want := map[bool]int32{true: 1, false: 3}[keepAlive]; conns.Load() != want {
-			t.Errorf("keep_alive=%v: %d connections for 3 requests", keepAlive, conns.Load())
+		if want := map[bool]int32{true: 1, false: 5}[keepAlive]; conns.Load() != want {
+			t.Errorf("keep_alive=%v: %d connections for 5 requests", keepAlive, conns.Load())
 		}
 		if tr := client.Transport.(*http.Transport); !tr.DisableCompression || tr.Proxy == nil {
 			t.Errorf("without accept_gzip the transport must ask for no coding, and read proxies as net/http's default does")
 		}
+	}
+}
+
+func TestWhatTheJobDoesNotNameStaysNetHTTPs(t *testing.T) {
+	yes := true
+	client, err := Client(&lab.Job{HTTP: "1.1", KeepAlive: true, Concurrency: 4, AcceptGzip: true,
+		Requests: []*lab.Request{{}, {FollowRedirects: &yes}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if client.CheckRedirect != nil || client.Jar != nil {
+		t.Errorf("no entry asks for its 3xx and no cookies: CheckRedirect and Jar must stay nil")
+	}
+	tr, def := client.Transport.(*http.Transport), http.DefaultTransport.(*http.Transport)
+	if tr.MaxIdleConnsPerHost != 0 || tr.MaxConnsPerHost != 0 || tr.MaxIdleConns != def.MaxIdleConns ||
+		tr.IdleConnTimeout != def.IdleConnTimeout || tr.TLSHandshakeTimeout != def.TLSHandshakeTimeout ||
+		tr.ExpectContinueTimeout != def.ExpectContinueTimeout || tr.DisableCompression || tr.DisableKeepAlives ||
+		tr.Proxy == nil || tr.DialContext == nil || tr.ForceAttemptHTTP2 != def.ForceAttemptHTTP2 {
+		t.Errorf("a setting the job does not name differs from http.DefaultTransport: %+v", tr)
 	}
 }
