@@ -3,11 +3,12 @@
  *
  * A driver extends `Driver`, says which job options it honours, and supplies three steps:
  * `open(job)` builds the client, `request(req)` does one request and returns a `Response`,
- * `close()` closes the client. `main(driver, import.meta.url)` does the rest: hello / job /
- * ready / go / done / report, refusing jobs that need a capability the driver's `driver.toml`
- * does not claim or an option the driver does not honour. Up to `job.concurrency` requests run
- * at once (one after another, in order, when it is 1). It also answers `bare`, the calibration
- * loop: the same requests on one client kept from round to round, timed by the driver's own clock.
+ * `close()` closes the client. `main(driver)` does the rest: hello / job / ready / go / done /
+ * report, refusing jobs that set an option the driver does not honour (capabilities are the lab's
+ * business: it sends no job that needs one the driver's `driver.toml` does not claim). Up to
+ * `job.concurrency` requests run at once (one after another, in order, when it is 1). It also
+ * answers `bare`, the calibration loop: the same requests on one client kept from round to round,
+ * timed by the driver's own clock.
  *
  * Importing this module moves the real stdout aside: protocol lines are written to fd 1 with
  * fs.writeSync, while `process.stdout` (and so console.log) becomes stderr, so a library's stray
@@ -19,7 +20,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream, readFileSync, statSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 export const PROTOCOL = 1;
@@ -104,7 +104,11 @@ export class Request {
     this.bodyFile = data.body_file ?? null;
     this.contentType = data.content_type ?? null;
     check(!(this.form && this.bodyFile), `request ${r}: both form and body_file`);
-    this.followRedirects = Boolean(data.follow_redirects);
+    // true: follow; false: report the 3xx; null (absent): the URL does not redirect, and the
+    // driver leaves its library's redirect setting as it ships
+    this.followRedirects = data.follow_redirects ?? null;
+    check(this.followRedirects === null || typeof this.followRedirects === 'boolean',
+      `request ${r}: follow_redirects must be a boolean`);
     this.sink = data.sink || 'memory';
     check(['memory', 'file'].includes(this.sink), `sink '${this.sink}' is not known`, Unsupported);
     this.sinkPath = data.sink_path ?? null;
@@ -223,25 +227,6 @@ export class Job {
   * work() {
     for (const req of this.requests) for (let i = 0; i < req.repeat; i++) yield req;
   }
-
-  /** Capabilities a driver needs for this job (the lab's rule, clientlab/job.py). */
-  requiredCapabilities() {
-    const needed = new Set();
-    if (this.requests.some((req) => req.url.startsWith('https:'))) needed.add('tls');
-    if (this.http === '2') needed.add('http2');
-    if (this.http === 'h2c') needed.add('h2c');
-    if (this.cookies) needed.add('cookies');
-    if (this.acceptGzip) needed.add('gzip');
-    if (this.concurrency > 1) needed.add('parallel');
-    if (!this.keepAlive) needed.add('keepalive_off');
-    for (const req of this.requests) {
-      if (req.followRedirects) needed.add('redirects');
-      if (req.form !== null) needed.add(req.multipart ? 'multipart' : 'form');
-      if (req.bodyFile) needed.add('upload');
-      if (req.toFile) needed.add('sink_file');
-    }
-    return needed;
-  }
 }
 
 /* ---------------------------------------------------------------- responses */
@@ -269,19 +254,29 @@ export class Response {
 }
 
 /** Stream a body (a Node stream, a web ReadableStream or any async iterable of chunks) to
- * `req.sinkPath`, counting it and hashing it when verifying; resolves to the Response. */
+ * `req.sinkPath` as Node's users do, `pipeline(body, fs.createWriteStream(path))`, and resolve
+ * to the Response: its size is what the file stream wrote; the digest, only when verifying, is
+ * read back from the file once it is written, so nothing stands between body and file. */
 export async function fileResponse(req, source, status, http, verify) {
-  const digest = verify ? createHash('sha256') : null;
-  let size = 0;
-  const tap = new Transform({
-    transform(chunk, _encoding, done) {
-      size += chunk.length;
-      digest?.update(chunk);
-      done(null, chunk);
-    },
-  });
-  await pipeline(source, tap, createWriteStream(req.sinkPath));
-  return new Response(status, size, http, digest ? digest.digest('hex') : null);
+  const file = createWriteStream(req.sinkPath);
+  await pipeline(source, file);
+  return new Response(status, file.bytesWritten, http, verify ? await fileDigest(req.sinkPath) : null);
+}
+
+/** sha256 of a file's content, in hex. */
+async function fileDigest(path) {
+  const digest = createHash('sha256');
+  for await (const chunk of createReadStream(path)) digest.update(chunk);
+  return digest.digest('hex');
+}
+
+/** An HTTP/2 job's response that came in another version (an ALPN or server fall-back): the
+ * request fails with this rather than count as HTTP/2 work. */
+export class WrongVersion extends Error {
+  constructor(asked, got) {
+    super(`HTTP/${got} response on an HTTP/${asked === 'h2c' ? '2 (h2c)' : asked} job: the connection fell back`);
+    this.name = 'WrongVersion';
+  }
 }
 
 /** What a failed request's error says, with its cause chain (fetch says only "fetch failed"
@@ -383,13 +378,17 @@ export class Driver {
   async reuse(_job) {}
 
   /** Every request, up to `concurrency` at once (in order when it is 1), each one's outcome into
-   * `report`: a Report in the timed phase, a Tally in the bare loop. */
+   * `report`: a Report in the timed phase, a Tally in the bare loop. On an HTTP/2 or h2c job a
+   * response in another version is a failed request, never done work. */
   async runAll(job, report) {
     const work = job.work(); // shared by the workers: they take the next entry between awaits
+    const h2 = job.http !== '1.1';
     const worker = async () => {
       for (const req of work) {
         try {
-          report.add(req, await this.request(req));
+          const resp = await this.request(req);
+          if (h2 && resp.http !== '2') throw new WrongVersion(job.http, resp.http);
+          report.add(req, resp);
         } catch (err) {
           report.fail(req, err); // a failed request is reported, never fatal
         }
@@ -397,15 +396,6 @@ export class Driver {
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(job.concurrency, job.total)) }, worker));
   }
-}
-
-/** The `capabilities` list of a driver.toml (a flat list of strings, possibly over several
- * lines: the only field the driver reads, so no TOML parser is needed). */
-export function loadCapabilities(manifestUrl) {
-  const text = readFileSync(manifestUrl, 'utf8').replace(/#.*$/gm, '');
-  const match = /^capabilities\s*=\s*\[([^\]]*)\]/m.exec(text);
-  if (!match) throw new Error(`${manifestUrl}: no capabilities list`);
-  return new Set([...match[1].matchAll(/"([^"]*)"/g)].map((m) => m[1]));
 }
 
 function typeOk(kind, value) {
@@ -418,10 +408,8 @@ function typeOk(kind, value) {
   }
 }
 
-/** Why a job cannot be done exactly (a missing capability or an unhonoured option), or null. */
-export function refusal(job, capabilities, honoured) {
-  const missing = [...job.requiredCapabilities()].filter((c) => !capabilities.has(c)).sort();
-  if (missing.length) return `needs capabilities not claimed: ${missing.join(', ')}`;
+/** Why a job cannot be done exactly (an option set that the driver does not honour), or null. */
+export function refusal(job, honoured) {
   for (const name of Object.keys(job.options).sort()) {
     const value = job.options[name];
     if (value === null || value === undefined) continue;
@@ -438,9 +426,8 @@ export function refusal(job, capabilities, honoured) {
 
 /** The protocol message loop for one driver. */
 class Loop {
-  constructor(driver, capabilities) {
+  constructor(driver) {
     this.driver = driver;
-    this.capabilities = capabilities;
     this.job = null; // the job that is ready, waiting for go
     this.bare = false; // the bare loop's client is built and kept for the next bare round
   }
@@ -476,7 +463,7 @@ class Loop {
   async prepare(data) {
     const job = this.parse(data);
     if (!job) return null;
-    const reason = refusal(job, this.capabilities, this.driver.options) ?? this.driver.refuse(job);
+    const reason = refusal(job, this.driver.options) ?? this.driver.refuse(job);
     if (reason) {
       send({ type: 'unsupported', reason });
       return null;
@@ -566,13 +553,12 @@ class Loop {
   }
 }
 
-/** Run `driver` on stdin/stdout until end of input, then exit 0. `driverUrl` is the driver's
- * own import.meta.url: its folder holds driver.toml, the one place capabilities are declared. */
-export async function main(driver, driverUrl) {
+/** Run `driver` on stdin/stdout until end of input, then exit 0. */
+export async function main(driver) {
   // a library's late error (a socket closed after its job) is logged, never fatal
   process.on('uncaughtException', (err) => log(`uncaught: ${err?.stack ?? err}`));
   process.on('unhandledRejection', (err) => log(`unhandled rejection: ${err?.stack ?? err}`));
-  const loop = new Loop(driver, loadCapabilities(new URL('driver.toml', driverUrl)));
+  const loop = new Loop(driver);
   for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
     await loop.onLine(line);
   }

@@ -84,10 +84,11 @@ export function connectionHeaders(job) {
  * Options for an undici Pool or Agent (the built-in one behind fetch, or the npm package):
  * `job.connections` connections per origin; keep-alive off is `pipelining: 0`, undici's
  * documented way to close the connection after every request (it then sends Connection: close);
- * HTTP/2 is `allowH2` (ALPN offers h2 and http/1.1 and the bench server picks h2; the lab checks
- * the version of every response), h2c is the connector's `useH2c` (npm undici 7 only); the job's
- * CA goes to the connector (tls.connect's `ca`, verification stays on); the job's time limit is
- * undici's headers and body timeouts. undici always sets TCP_NODELAY on its sockets.
+ * HTTP/2 is `allowH2` (its connector offers http/1.1 and h2 whatever the connect options say: a
+ * connection that falls back is closed by ConnectionVersions), h2c is the connector's `useH2c`
+ * (npm undici 7 only); the job's CA goes to the connector (tls.connect's `ca`, verification stays
+ * on); the job's time limit is undici's headers and body timeouts. undici always sets
+ * TCP_NODELAY on its sockets.
  */
 export function undiciOptions(job) {
   const options = {
@@ -110,18 +111,30 @@ export function undiciOptions(job) {
  * diagnostics channel `undici:client:connected` with its version ("h1" or "h2", from ALPN).
  * The label is that version when all of the job's connections agree, which they do when every
  * request goes to one origin with one setting; otherwise it says so, and verification fails.
+ *
+ * On an HTTP/2 job a connection on which ALPN fell back to HTTP/1.1 is destroyed as soon as it
+ * is published, before undici writes a request on it: every request undici gives it fails with
+ * that error, so no HTTP/1.1 response passes for HTTP/2 work.
  */
 export class ConnectionVersions {
   constructor() {
     this.seen = new Set();
-    diagnostics.subscribe('undici:client:connected', (message) => {
-      this.seen.add(httpLabel(message.connectParams.version));
+    this.required = null; // '2' on an HTTP/2 or h2c job
+    diagnostics.subscribe('undici:client:connected', ({ connectParams, socket }) => {
+      const version = httpLabel(connectParams.version);
+      if (this.required !== null && version !== this.required) {
+        socket.destroy(new Error(`the server chose HTTP/${version} (ALPN ${socket.alpnProtocol || 'none'}) on an `
+          + `HTTP/${this.required} job; undici offers h2 only beside http/1.1, so the connection is closed`));
+        return;
+      }
+      this.seen.add(version);
     });
   }
 
-  /** Forget the connections of the last job. */
-  reset() {
+  /** Forget the connections of the last job; `job` says which version its connections need. */
+  reset(job) {
     this.seen.clear();
+    this.required = job.http === '1.1' ? null : '2';
   }
 
   /** The version of every response so far. */
@@ -148,7 +161,7 @@ export class UndiciDriver extends Driver {
 
   async open(job) {
     this.job = job;
-    this.connections.reset();
+    this.connections.reset(job);
   }
 
   /** The HTTP version of the job's responses. */

@@ -34,8 +34,9 @@ class AxiosDriver extends AgentDriver {
       headers: req.uploadHeaders(),
       responseType: req.toFile ? 'stream' : 'arraybuffer', // arraybuffer: the body as a Buffer
     };
-    // followed by follow-redirects (axios's default, up to 21); 0 uses plain node:http
-    if (!req.followRedirects) config.maxRedirects = 0;
+    // only a redirect the job must not follow sets anything: axios's default (follow-redirects,
+    // up to 21) stays in place elsewhere, as its users have it; 0 uses plain node:http
+    if (req.followRedirects === false) config.maxRedirects = 0;
     if (req.multipart) {
       config.data = req.formData(); // axios streams a spec FormData as multipart/form-data
     } else if (req.form) {
@@ -50,4 +51,4 @@ class AxiosDriver extends AgentDriver {
   }
 }
 
-main(new AxiosDriver(), import.meta.url);
+main(new AxiosDriver());

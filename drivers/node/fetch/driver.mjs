@@ -3,8 +3,9 @@
  *
  * Trusting the job's CA without turning verification off: fetch takes a `dispatcher` option,
  * and Node's own undici Agent class is reachable without installing anything: once fetch has
- * run, Node keeps its global dispatcher (an instance of that Agent) under
- * Symbol.for('undici.globalDispatcher.1'), the key undici documents for the global dispatcher.
+ * run, Node keeps its global dispatcher (an instance of that Agent) under undici's global key,
+ * Symbol.for('undici.globalDispatcher.2') from Node 24 on (with undici 8, in Node 26, '.1' holds
+ * a wrapper for dispatchers of the older API), Symbol.for('undici.globalDispatcher.1') before.
  * The driver loads fetch with a data: URL (no network), takes that object's constructor, and
  * builds a new Agent per job with `connect: { ca }`. Every request is still made by the
  * built-in fetch and the built-in undici (process.versions.undici); nothing from npm.
@@ -15,12 +16,13 @@
 import { Response, baseVersions, fileResponse, main } from '../_lib/labdriver.mjs';
 import { UndiciDriver, undiciOptions } from '../_lib/labhttp.mjs';
 
-const GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+const GLOBAL_DISPATCHER = [Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')];
 
 /** The Agent class of Node's bundled undici. */
 async function builtinAgent() {
   await (await fetch('data:,')).arrayBuffer(); // loads Node's undici, which sets its global dispatcher
-  const Agent = globalThis[GLOBAL_DISPATCHER]?.constructor;
+  const key = GLOBAL_DISPATCHER.find((symbol) => globalThis[symbol] !== undefined);
+  const Agent = key && globalThis[key].constructor;
   if (Agent?.name !== 'Agent') throw new Error("Node's fetch did not set its global undici Agent");
   return Agent;
 }
@@ -46,9 +48,10 @@ class FetchDriver extends UndiciDriver {
     const init = {
       method: req.method,
       headers: { ...req.uploadHeaders(), ...this.encoding },
-      redirect: req.followRedirects ? 'follow' : 'manual', // manual: Node's fetch returns the 3xx itself
       dispatcher: this.dispatcher,
     };
+    // fetch follows by default; manual: Node's fetch returns the 3xx itself
+    if (req.followRedirects !== null) init.redirect = req.followRedirects ? 'follow' : 'manual';
     if (req.multipart) {
       init.body = req.formData(); // sent as multipart/form-data
     } else if (req.form) {
@@ -69,4 +72,4 @@ class FetchDriver extends UndiciDriver {
   }
 }
 
-main(new FetchDriver(await builtinAgent()), import.meta.url);
+main(new FetchDriver(await builtinAgent()));

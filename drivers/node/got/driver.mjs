@@ -35,24 +35,30 @@ class GotDriver extends AgentDriver {
     await super.open(job);
     const h2 = job.http === '2';
     // HTTP/2: got's `http2: true` (http2-wrapper, ALPN over TLS); its own Agent per job so that
-    // no session outlives the job
+    // no session outlives the job. got offers h2 and http/1.1 and takes what the server picks:
+    // its `https.alpnProtocols` option offers h2 alone, so the job gets HTTP/2 or no connection
     if (h2) this.agents.http2 = new http2wrapper.Agent();
+    const https = { certificateAuthority: job.ca() };
+    if (h2) https.alpnProtocols = ['h2'];
     this.client = got.extend({
       agent: this.agents,
       http2: h2,
-      https: { certificateAuthority: job.ca() },
+      https,
       // got asks for gzip, deflate, br by default: say exactly what the job wants
       headers: { 'accept-encoding': job.gzipHeader, ...connectionHeaders(job) },
       cookieJar: job.cookies ? new CookieJar() : undefined, // tough-cookie, got's documented jar
-      retry: { limit: 0 }, // a failed request is reported, not tried again
+      // the job's time limit, after which a request is given up and reported as failed, as are a
+      // refused or reset one (protocol §3, §4): so no retry (got retries GETs twice by default)
       timeout: { request: job.timeoutMs },
+      retry: { limit: 0 },
       throwHttpErrors: false, // every status is a response, not an error
       responseType: 'buffer',
     });
   }
 
   async request(req) {
-    const options = { method: req.method, headers: req.uploadHeaders(), followRedirect: req.followRedirects };
+    const options = { method: req.method, headers: req.uploadHeaders() };
+    if (req.followRedirects !== null) options.followRedirect = req.followRedirects; // got follows by default
     if (req.multipart) {
       options.body = req.formData(); // got encodes a spec FormData as multipart/form-data
     } else if (req.form) {
@@ -62,7 +68,7 @@ class GotDriver extends AgentDriver {
     }
     if (req.toFile) return this.download(req, options);
     const res = await this.client(req.url, options);
-    return Response.of(res.statusCode, res.httpVersion, res.rawBody, this.job.verify);
+    return Response.of(res.statusCode, res.httpVersion, res.body, this.job.verify); // a Buffer (responseType buffer)
   }
 
   /** got.stream: the body piped to the file once the (final) response has arrived. */
@@ -73,4 +79,4 @@ class GotDriver extends AgentDriver {
   }
 }
 
-main(new GotDriver(), import.meta.url);
+main(new GotDriver());

@@ -31,6 +31,10 @@ class HttpDriver extends AgentDriver {
   // with Expect: 100-continue the body waits for the server's 100 (the request's 'continue' event)
   options = { ...this.options, expect_100: null };
 
+  versions() {
+    return { ...super.versions(), http: process.versions.node }; // node:http is Node's own: its version
+  }
+
   async open(job) {
     await super.open(job);
     this.headers = { ...connectionHeaders(job) };
@@ -78,4 +82,4 @@ class HttpDriver extends AgentDriver {
   }
 }
 
-main(new HttpDriver(), import.meta.url);
+main(new HttpDriver());

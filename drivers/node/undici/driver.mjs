@@ -17,11 +17,13 @@ class UndiciPoolDriver extends UndiciDriver {
   async open(job) {
     await super.open(job);
     const options = undiciOptions(job);
-    // redirects are followed by undici's redirect interceptor, for the requests that ask for it
-    // (maxRedirections per request); gzip bodies are decoded by its decompress interceptor
-    const layers = [interceptors.redirect()];
+    // undici follows no redirect as it ships: a job with a request to follow gets its redirect
+    // interceptor (maxRedirections per request); gzip bodies are decoded by its decompress
+    // interceptor
+    const layers = [];
+    if (job.requests.some((req) => req.followRedirects)) layers.push(interceptors.redirect());
     if (job.acceptGzip) layers.push(interceptors.decompress());
-    this.newPool = (origin) => new Pool(origin, options).compose(...layers);
+    this.newPool = (origin) => (layers.length ? new Pool(origin, options).compose(...layers) : new Pool(origin, options));
     this.pools = new Map(job.origins.map((origin) => [origin, this.newPool(origin)]));
     // undici sends no Accept-Encoding of its own
     this.encoding = job.acceptGzip ? { 'accept-encoding': 'gzip' } : {};
@@ -40,8 +42,8 @@ class UndiciPoolDriver extends UndiciDriver {
       method: req.method,
       path: url.pathname + url.search,
       headers: { ...req.uploadHeaders(), ...this.encoding },
-      maxRedirections: req.followRedirects ? MAX_REDIRECTS : 0,
     };
+    if (req.followRedirects !== null) options.maxRedirections = req.followRedirects ? MAX_REDIRECTS : 0;
     if (req.multipart) {
       options.body = req.formData(FormData); // undici's own, sent as multipart/form-data
     } else if (req.form) {
@@ -62,4 +64,4 @@ class UndiciPoolDriver extends UndiciDriver {
   }
 }
 
-main(new UndiciPoolDriver(), import.meta.url);
+main(new UndiciPoolDriver());
