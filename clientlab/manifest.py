@@ -193,6 +193,18 @@ def on_runtimes(drivers: list[Driver], chosen: dict[str, list[runtimes.Runtime]]
     return out
 
 
+def variant(drivers: dict[str, Driver], driver_id: str) -> Driver | None:
+    """The driver a cell id names: `node-fetch` as it is, `node-fetch@node22` on that pinned line;
+    None when there is no such driver or line."""
+    base_id, at, label = driver_id.partition("@")
+    base = drivers.get(base_id)
+    if base is None or not at:
+        return base
+    kind = base.manifest.runtime or ""
+    version = runtimes.lines(kind).get(label[len(kind):]) if label.startswith(kind) and kind else None
+    return base.on(runtimes.Runtime(kind, label[len(kind):], version)) if version else None
+
+
 def select(drivers: list[Driver], wanted: list[str] | None) -> list[Driver]:
     """The drivers named in `wanted` (all default ones when None); unknown names are an error."""
     if not wanted:

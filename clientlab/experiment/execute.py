@@ -8,6 +8,7 @@ import itertools
 import time
 from dataclasses import dataclass
 
+from clientlab import build as builder
 from clientlab import machine, manifest
 from clientlab.experiment.plan import PlannedCell, plan
 from clientlab.experiment.spec import Experiment, Part
@@ -38,6 +39,13 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
     options = dataclasses.replace(options, time_budget_s=budget or None)
     end = time.monotonic() + budget if budget else None
     drivers = {d.id: d for d in manifest.discover()[0] + (extra_drivers or [])}
+    for driver_id in dict.fromkeys(c.driver for c in cells):  # runtime lines: built on first use
+        found = manifest.variant(drivers, driver_id) if driver_id not in drivers else None
+        if found is not None:
+            drivers[driver_id] = found
+            if not builder.is_built(found):
+                on_note(f"building {found.id} (on {found.runtime.kind} {found.runtime.version}) …")
+                on_note(f"{found.id}: {builder.build(found)[1]}")
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
               "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells),
               "placement": options.placement, "retries": options.retries, "interleave": options.interleave,

@@ -6,7 +6,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-from clientlab import manifest, scenario
+from clientlab import manifest, runtimes, scenario
 from clientlab.errors import LabInputError
 from clientlab.experiment.spec import Experiment, Part, Value
 from clientlab.scenario import Scenario
@@ -76,13 +76,20 @@ def plan(experiment: Experiment, quick: bool) -> list[PlannedCell]:
 
 
 def drivers_of(part: Part) -> list[str]:
-    """The part's driver ids, patterns ("go-*") expanded over every driver of the lab."""
-    if not any(ch in d for d in part.drivers for ch in "*?["):
+    """The part's driver ids, patterns ("go-*") expanded over every driver of the lab, and each
+    driver of a runtime the part names once per line (`node-fetch@node20`)."""
+    if not part.runtimes and not any(ch in d for d in part.drivers for ch in "*?["):
         return list(part.drivers)
-    known = [d.id for d in manifest.discover()[0]]
+    known = {d.id: d for d in manifest.discover()[0]}
     out: list[str] = []
     for entry in part.drivers:
         matched = sorted(fnmatch.filter(known, entry)) if any(ch in entry for ch in "*?[") else [entry]
         out.extend(m for m in matched if m not in out)
+    if part.runtimes:
+        chosen = runtimes.parse(part.runtimes)
+        out = [v for d in out for v in
+               ([x.id for x in manifest.on_runtimes([known[d]], {k: r for k, r in chosen.items()
+                                                                  if k == known[d].manifest.runtime})]
+                if d in known else [d])]
     return out
 

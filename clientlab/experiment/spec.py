@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from typing_extensions import TypedDict
 
-from clientlab import paths
+from clientlab import paths, runtimes
 from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
 from clientlab.scenario import OptionValue
 
@@ -61,11 +61,22 @@ class Part(BaseModel):
     net: str = "loopback"
     sweep: Sweep | None = None
     variants: list[ClientChanges] = []            # client settings, each a set of cells (e.g. nodelay on / off)
+    # runtime lines, e.g. ["node=20,22,24"]: each driver of that runtime once per line (node-fetch@node20)
+    runtimes: list[str] = []
     # a new driver process for every trial, as a script run per request would (no cache survives)
     fresh_process: bool = False
     trials: int | None = Field(default=None, ge=1, le=200)   # timed trials per cell in the full form
     # untimed warm-up trials per cell (default: the run's); a transfer of hundreds of MB warms nothing
     warmup: int | None = Field(default=None, ge=0, le=20)
+
+    @field_validator("runtimes")
+    @classmethod
+    def _pinned_lines(cls, specs: list[str]) -> list[str]:
+        try:
+            runtimes.parse(specs)
+        except LabInputError as exc:
+            raise ValueError(str(exc)) from None
+        return specs
 
     @model_validator(mode="after")
     def _one_kind_of_variation(self) -> "Part":
@@ -80,7 +91,7 @@ class Select(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     part: str
-    driver: str | None = None            # None: every driver of the part
+    driver: str | None = None            # None: every driver of the part; a pattern ("go-net-http@go*") picks several
     scenario: str | None = None          # None: every scenario of the part
     value: Value | None = None           # a sweep value, or a variant's index
     http: str | None = None              # for sweeps crossed with an HTTP version

@@ -9,6 +9,7 @@ given: a client not packaged, a network the machine cannot build, a job a driver
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +56,7 @@ def _base(label: str) -> str:
 def select(cells: list[dict], s: Select) -> list[dict]:
     def fits(c: dict) -> bool:
         p = c.get("params") or {}
-        return (p.get("part") == s.part and (s.driver is None or c["driver"] == s.driver)
+        return (p.get("part") == s.part and (s.driver is None or fnmatch.fnmatchcase(c["driver"], s.driver))
                 and (s.scenario is None or _base(c["scenario"]) == s.scenario)
                 and (s.value is None or p.get("value") == s.value)
                 and (s.http is None or (p.get("client") or {}).get("http") == s.http))
