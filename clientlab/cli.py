@@ -21,6 +21,7 @@ from clientlab.output.findings import print_findings
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed
+from clientlab.output.cellfigures import DEPARTED
 from clientlab.output.whatran import print_what_ran
 from clientlab.netlab.lab import open_server_side
 from clientlab.runner import INTERLEAVES, JIT_WARM_S, PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
@@ -139,7 +140,8 @@ def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool) -> None:
     rows = [{
         "id": d.id, "language": d.manifest.language, "library": d.manifest.library,
         "description": d.manifest.description, "capabilities": d.manifest.capabilities,
-        "default": d.manifest.default, "folder": str(d.folder),
+        "default": d.manifest.default, "folder": str(d.folder), "departures": d.manifest.departures,
+        "runtime": f"{d.runtime.kind} {d.runtime.version}" if d.runtime else None,
         "installed": (missing := d.missing()) is None, "why_not": missing,
     } for d in drivers]
     if as_json:
@@ -150,7 +152,9 @@ def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool) -> None:
         table.add_column(column, overflow="fold")
     for r in rows:
         installed = "[green]yes[/]" if r["installed"] else f"[red]no[/]: {escape(r['why_not'])}"
-        table.add_row(r["id"], escape(r["library"]), installed, ", ".join(r["capabilities"]), escape(r["description"]))
+        how = escape(r["description"]) + "".join(f"\n[magenta]{DEPARTED} {escape(x)}[/]" for x in r["departures"])
+        library = escape(r["library"]) + (f"\n[dim]on {escape(r['runtime'])}[/]" if r["runtime"] else "")
+        table.add_row(r["id"], library, installed, ", ".join(r["capabilities"]), how)
     out.print(table)
 
 
