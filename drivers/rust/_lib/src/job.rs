@@ -30,7 +30,9 @@ pub struct Request {
     /// a raw body read from this file
     pub body_file: Option<String>,
     pub content_type: Option<String>,
-    pub follow_redirects: bool,
+    /// `Some(true)`: follow 3xx; `Some(false)`: report the 3xx; `None`: the URL does not
+    /// redirect, so the client's redirect setting stays as the library ships it
+    pub follow_redirects: Option<bool>,
     /// `Some(path)` when the body is streamed to a file (`sink: "file"`)
     pub sink_path: Option<String>,
 }
@@ -111,12 +113,16 @@ fn string_of(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, Refu
     }
 }
 
-fn bool_of(obj: &Map<String, Value>, key: &str, default: bool) -> Result<bool, Refusal> {
+fn opt_bool_of(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>, Refusal> {
     match obj.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(other) => Err(bad(format!("{key} must be true or false, got {other}"))),
     }
+}
+
+fn bool_of(obj: &Map<String, Value>, key: &str, default: bool) -> Result<bool, Refusal> {
+    Ok(opt_bool_of(obj, key)?.unwrap_or(default))
 }
 
 fn pairs_of(obj: &Map<String, Value>, key: &str) -> Result<Option<Vec<(String, String)>>, Refusal> {
@@ -170,7 +176,7 @@ impl Request {
             multipart,
             body_file,
             content_type: string_of(obj, "content_type")?,
-            follow_redirects: bool_of(obj, "follow_redirects", false)?,
+            follow_redirects: opt_bool_of(obj, "follow_redirects")?,
             sink_path,
         })
     }
@@ -273,37 +279,19 @@ impl Job {
         self.requests.iter().map(|req| req.repeat as usize).sum()
     }
 
-    /// `Some(follow)` when every request entry agrees on following redirects, `None` when
-    /// they differ (for clients whose redirect policy is set per client).
+    /// For clients whose redirect policy is set per client: the setting every entry that names
+    /// one agrees on, `None` when no entry names one (the client keeps its own default) or when
+    /// they differ ([`Job::mixes_redirects`]).
     pub fn follow_redirects(&self) -> Option<bool> {
-        let follow = self.requests.first().is_some_and(|req| req.follow_redirects);
-        self.requests.iter().all(|req| req.follow_redirects == follow).then_some(follow)
+        let mut named = self.requests.iter().filter_map(|req| req.follow_redirects);
+        let first = named.next()?;
+        named.all(|follow| follow == first).then_some(first)
     }
 
-    /// Capabilities a driver needs for this job (the lab's rule, clientlab/job.py).
-    pub fn required_capabilities(&self) -> Vec<&'static str> {
-        let mut needed = Vec::new();
-        let mut need = |cap: &'static str, when: bool| {
-            if when && !needed.contains(&cap) {
-                needed.push(cap);
-            }
-        };
-        need("tls", self.tls_ca.is_some() || self.requests.iter().any(|r| r.url.starts_with("https:")));
-        need("http2", self.http == Http::H2);
-        need("h2c", self.http == Http::H2c);
-        need("cookies", self.cookies);
-        need("gzip", self.accept_gzip);
-        need("parallel", self.concurrency > 1);
-        need("keepalive_off", !self.keep_alive);
-        for req in &self.requests {
-            need("redirects", req.follow_redirects);
-            need("form", req.form.is_some() && !req.multipart);
-            need("multipart", req.form.is_some() && req.multipart);
-            need("upload", req.body_file.is_some());
-            need("sink_file", req.sink_path.is_some());
-        }
-        needed.sort_unstable();
-        needed
+    /// True when some entries follow redirects and others do not.
+    pub fn mixes_redirects(&self) -> bool {
+        let named = || self.requests.iter().filter_map(|req| req.follow_redirects);
+        named().any(|f| f) && named().any(|f| !f)
     }
 }
 
@@ -334,14 +322,10 @@ impl Opt {
     }
 }
 
-/// Why `job` cannot be done exactly by a driver claiming `capabilities` and honouring
-/// `options`: a missing capability or an option value it cannot honour; `None` when it can.
-pub fn refusal(job: &Job, capabilities: &[String], options: &[Opt]) -> Option<String> {
-    let missing: Vec<_> =
-        job.required_capabilities().into_iter().filter(|cap| !capabilities.iter().any(|c| c == cap)).collect();
-    if !missing.is_empty() {
-        return Some(format!("needs capabilities not claimed: {}", missing.join(", ")));
-    }
+/// Why `job` cannot be done exactly by a driver honouring `options`: a non-null option it does
+/// not know or a value it cannot honour; `None` when it can. (Capabilities are the lab's to
+/// check: it never sends a job that needs one the manifest does not claim.)
+pub fn refusal(job: &Job, options: &[Opt]) -> Option<String> {
     let because = |why: &str| if why.is_empty() { String::new() } else { format!(": {why}") };
     for (name, value) in &job.options.given {
         let Some(opt) = options.iter().find(|o| o.name == name) else {
@@ -365,18 +349,6 @@ pub fn refusal(job: &Job, capabilities: &[String], options: &[Opt]) -> Option<St
     None
 }
 
-/// The `capabilities` list of a driver.toml (the one place they are declared), read from its
-/// text: `capabilities = ["tls", ...]`, possibly over several lines.
-pub fn manifest_capabilities(manifest: &str) -> Vec<String> {
-    let Some(start) = manifest.lines().position(|line| line.trim_start().starts_with("capabilities")) else {
-        return Vec::new();
-    };
-    let rest: String = manifest.lines().skip(start).collect::<Vec<_>>().join("\n");
-    let Some(open) = rest.find('[') else { return Vec::new() };
-    let list = &rest[open + 1..rest[open..].find(']').map_or(rest.len(), |end| open + end)];
-    list.split(',').filter_map(|item| item.trim().strip_prefix('"')?.strip_suffix('"').map(String::from)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,8 +369,9 @@ mod tests {
         assert_eq!(j.requests[0].method, "POST");
         assert_eq!(j.requests[0].urlencoded(), "a=1+2&b=%26");
         assert_eq!(j.work(), vec![0, 0, 1]);
-        assert_eq!(j.required_capabilities(), vec!["form", "h2c", "parallel", "sink_file", "tls"]);
-        assert_eq!(j.follow_redirects(), Some(false));
+        assert_eq!(j.requests[1].sink_path.as_deref(), Some("/tmp/s"));
+        assert_eq!(j.requests[0].follow_redirects, None);
+        assert_eq!((j.follow_redirects(), j.mixes_redirects()), (None, false));
     }
 
     #[test]
@@ -412,48 +385,51 @@ mod tests {
     }
 
     #[test]
-    fn refuses_what_the_driver_does_not_claim_or_honour() {
+    fn refuses_options_the_driver_does_not_honour() {
         const OPTS: &[Opt] =
             &[Opt::only("tcp_nodelay", &["true"], "always on"), Opt::never("share", "no share handle")];
-        let caps: Vec<String> = vec!["tls".into()];
         let plain =
             |options: Value| job(json!({"options": options, "requests": [{"method": "GET", "url": "https://x/"}]}));
-        assert_eq!(refusal(&plain(json!({"tcp_nodelay": true})), &caps, OPTS), None);
+        assert_eq!(refusal(&plain(json!({"tcp_nodelay": true})), OPTS), None);
         assert_eq!(
-            refusal(&plain(json!({"tcp_nodelay": false})), &caps, OPTS).unwrap(),
+            refusal(&plain(json!({"tcp_nodelay": false})), OPTS).unwrap(),
             "option tcp_nodelay=false cannot be honoured (only true): always on"
         );
         assert_eq!(
-            refusal(&plain(json!({"share": ["dns"]})), &caps, OPTS).unwrap(),
+            refusal(&plain(json!({"share": ["dns"]})), OPTS).unwrap(),
             "option share is not supported: no share handle"
         );
-        assert_eq!(
-            refusal(&plain(json!({"expect_100": false})), &caps, OPTS).unwrap(),
-            "option expect_100 is not supported"
-        );
-        assert_eq!(
-            refusal(&plain(json!({"future_knob": 1})), &caps, OPTS).unwrap(),
-            "option future_knob is not supported"
-        );
-        let cookies = job(json!({"cookies": true, "keep_alive": false, "requests": []}));
-        assert_eq!(refusal(&cookies, &caps, OPTS).unwrap(), "needs capabilities not claimed: cookies, keepalive_off");
+        assert_eq!(refusal(&plain(json!({"expect_100": false})), OPTS).unwrap(), "option expect_100 is not supported");
+        assert_eq!(refusal(&plain(json!({"future_knob": 1})), OPTS).unwrap(), "option future_knob is not supported");
+        // capabilities are the lab's to check, not the driver's
+        let cookies = job(json!({"cookies": true, "keep_alive": false, "concurrency": 8, "requests": []}));
+        assert_eq!(refusal(&cookies, OPTS), None);
     }
 
     #[test]
-    fn mixed_redirects_have_no_single_policy() {
-        let j = job(
-            json!({"requests": [{"method": "GET", "url": "u", "follow_redirects": true}, {"method": "GET", "url": "u"}]}),
-        );
-        assert_eq!(j.follow_redirects(), None);
-    }
-
-    #[test]
-    fn reads_the_capabilities_of_a_manifest() {
-        let manifest =
-            "id = \"x\"\n# capabilities are below\ncapabilities = [\"tls\", \"http2\",\n  \"gzip\"]\ndefault = false\n";
-        assert_eq!(manifest_capabilities(manifest), vec!["tls", "http2", "gzip"]);
-        for text in [include_str!("../../reqwest/driver.toml"), include_str!("../../isahc/driver.toml")] {
-            assert!(manifest_capabilities(text).contains(&"fresh_process".to_string()));
-        }
+    fn follow_redirects_is_true_false_or_absent() {
+        let entries = |follows: &[Value]| {
+            let requests: Vec<Value> = follows
+                .iter()
+                .map(|f| match f {
+                    Value::Null => json!({"method": "GET", "url": "u"}),
+                    f => json!({"method": "GET", "url": "u", "follow_redirects": f}),
+                })
+                .collect();
+            job(json!({ "requests": requests }))
+        };
+        let j = entries(&[json!(true), json!(false), Value::Null]);
+        let named: Vec<_> = j.requests.iter().map(|r| r.follow_redirects).collect();
+        assert_eq!(named, vec![Some(true), Some(false), None]);
+        assert_eq!((j.follow_redirects(), j.mixes_redirects()), (None, true));
+        // an entry that does not redirect has no say in the client's policy
+        let j = entries(&[Value::Null, json!(false), Value::Null]);
+        assert_eq!((j.follow_redirects(), j.mixes_redirects()), (Some(false), false));
+        let j = entries(&[json!(true), Value::Null]);
+        assert_eq!((j.follow_redirects(), j.mixes_redirects()), (Some(true), false));
+        let j = entries(&[Value::Null]);
+        assert_eq!((j.follow_redirects(), j.mixes_redirects()), (None, false));
+        let bad = json!({"requests": [{"method": "GET", "url": "u", "follow_redirects": "yes"}]});
+        assert!(matches!(Job::parse(&bad), Err(Refusal::Error(_))));
     }
 }

@@ -1,25 +1,29 @@
 //! labdriver: the clientlab driver protocol (docs/driver-protocol.md) for Rust drivers.
 //!
-//! A sequential driver implements [`Driver`]: the job options it honours, `open` (build the
-//! client from the job, no connection), `request` (one request) and `close`. A driver on tokio
-//! implements [`parallel::AsyncDriver`] instead (build the client, one request as a future) and
-//! runs as `parallel::Parallel`, up to `concurrency` requests in flight. [`main`] does the rest:
-//! hello / job / ready / go / done / report, refusing jobs that need a capability the driver's
-//! `driver.toml` does not claim or an option the driver does not honour, and the calibration
-//! loop (`bare`: the job's requests through the same `run_all` on one client kept from round to
-//! round, counted into a [`Tally`] instead of a [`Report`], timed by the driver's own clock).
+//! A driver for a blocking client implements [`parallel::BlockingDriver`] (the job options it
+//! honours, `open`: build the client from the job, no connection; `request`: one request on the
+//! shared client) and runs as [`parallel::Threads`]: one request after another, or
+//! `concurrency` threads sharing the client. A driver on tokio implements
+//! [`parallel::AsyncDriver`] (build the client, one request as a future) and runs as
+//! [`parallel::Parallel`], up to `concurrency` requests in flight. Both are a [`Driver`];
+//! [`main`] does the rest: hello / job / ready / go / done / report, refusing jobs with an
+//! option the driver does not honour (or that its own `refuse` hook turns down), and the
+//! calibration loop (`bare`: the job's requests through the same `run_all` on one client kept
+//! from round to round, counted into a [`Tally`] instead of a [`Report`], timed by the driver's
+//! own clock). Capabilities are the lab's to check (driver.toml), not this crate's.
 //!
 //! The real stdout is kept for protocol lines only: [`main`] moves it to a private descriptor
 //! and points fd 1 at stderr, so a library's default output cannot corrupt the protocol.
 
 mod job;
-#[cfg(feature = "tokio")]
 pub mod parallel;
 mod reqwest;
 pub use reqwest::{REQWEST_OPTIONS, reqwest_refusal, reqwest_versions};
 mod report;
 
-pub use job::{Http, Job, Opt, Options, Refusal, Request, manifest_capabilities, refusal};
+pub use job::{Http, Job, Opt, Options, Refusal, Request, refusal};
+#[cfg(feature = "tokio")]
+pub use report::AsyncFileSink;
 pub use report::{CHUNK, Error, FileSink, Outcomes, Report, Response, Tally, error_message, http_label};
 
 use serde_json::Value;
@@ -61,7 +65,7 @@ pub trait Driver {
     /// Library versions for the hello message.
     fn versions(&self) -> Versions;
 
-    /// A reason this driver cannot do `job` exactly, beyond capabilities and options.
+    /// A reason this driver cannot do `job` exactly, beyond the options it honours.
     fn refuse(&self, _job: &Job) -> Option<String> {
         None
     }
@@ -90,7 +94,6 @@ pub trait Driver {
 /// The protocol message loop for one driver, writing protocol lines to `out`.
 struct Loop<'a, D: Driver, W: Write> {
     driver: &'a mut D,
-    capabilities: Vec<String>,
     out: W,
     /// the job that is ready (its client built), waiting for go
     job: Option<Arc<Job>>,
@@ -121,10 +124,10 @@ impl<D: Driver, W: Write> Loop<'_, D, W> {
         }
     }
 
-    /// Parse a job and refuse what the driver cannot do exactly (capabilities, options, its own).
+    /// Parse a job and refuse what the driver cannot do exactly (options, its own hook).
     fn accept(&self, data: &Value) -> Result<Arc<Job>, Refusal> {
         let job = Job::parse(data)?;
-        match refusal(&job, &self.capabilities, D::OPTIONS).or_else(|| self.driver.refuse(&job)) {
+        match refusal(&job, D::OPTIONS).or_else(|| self.driver.refuse(&job)) {
             Some(reason) => Err(Refusal::Unsupported(reason)),
             None => Ok(Arc::new(job)),
         }
@@ -255,9 +258,8 @@ fn protocol_output() -> std::io::Result<File> {
     }
 }
 
-/// Run `driver` on stdin/stdout until end of input. `manifest` is the text of the driver's own
-/// driver.toml (`include_str!("../driver.toml")`), the one place its capabilities are declared.
-pub fn main<D: Driver>(driver: &mut D, manifest: &str) {
+/// Run `driver` on stdin/stdout until end of input.
+pub fn main<D: Driver>(driver: &mut D) {
     let out = match protocol_output() {
         Ok(out) => out,
         Err(e) => {
@@ -265,8 +267,7 @@ pub fn main<D: Driver>(driver: &mut D, manifest: &str) {
             std::process::exit(3);
         }
     };
-    let capabilities = manifest_capabilities(manifest);
-    Loop { driver, capabilities, out, job: None, bare: false }.run(std::io::stdin().lock());
+    Loop { driver, out, job: None, bare: false }.run(std::io::stdin().lock());
 }
 
 #[cfg(test)]
@@ -316,10 +317,10 @@ mod tests {
         }
     }
 
-    /// Run the loop on `messages` (then end of input), claiming no capability; its answers.
+    /// Run the loop on `messages` (then end of input); its answers.
     fn talk(driver: &mut Fake, messages: &[Value]) -> Vec<Value> {
         let input: String = messages.iter().map(|m| format!("{m}\n")).collect();
-        let mut lp = Loop { driver, capabilities: Vec::new(), out: Vec::new(), job: None, bare: false };
+        let mut lp = Loop { driver, out: Vec::new(), job: None, bare: false };
         lp.run(input.as_bytes());
         String::from_utf8(lp.out).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect()
     }
@@ -390,16 +391,16 @@ mod tests {
     #[test]
     fn the_first_bare_round_is_refused_as_a_job_would_be() {
         let mut fake = Fake::default();
-        let mut cookies = job(4001, json!([["a", 1]]));
-        cookies["cookies"] = json!(true);
+        let mut nodelay = job(4001, json!([["a", 1]]));
+        nodelay["options"] = json!({"tcp_nodelay": true});
         let messages = [
-            bare(cookies.clone()),
-            json!({"type": "job", "job": cookies}),
+            bare(nodelay.clone()),
+            json!({"type": "job", "job": nodelay}),
             bare(json!({"requests": 1})),
             bare(job(4001, json!([["a", 1]]))),
         ];
         let answers = talk(&mut fake, &messages);
-        assert_eq!(answers[0], json!({"type": "unsupported", "reason": "needs capabilities not claimed: cookies"}));
+        assert_eq!(answers[0], json!({"type": "unsupported", "reason": "option tcp_nodelay is not supported"}));
         assert_eq!(answers[0], answers[1]);
         assert_eq!(answers[2]["type"], "error");
         assert_eq!((&answers[3]["type"], &answers[3]["requests"]), (&json!("bare"), &json!(1)));

@@ -1,10 +1,10 @@
 //! What requests got: responses (status, decoded length, HTTP version, digest when verifying),
-//! errors, and the file sink for `sink: "file"` bodies.
+//! errors, and the file sinks for `sink: "file"` bodies.
 
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 
 use crate::job::Request;
 
@@ -47,23 +47,86 @@ pub fn http_label(version: http::Version) -> &'static str {
     }
 }
 
-/// Writes a streamed body to `sink_path` chunk by chunk, counting it (and hashing when verifying).
+/// The request's `sink_path`, for a `sink: "file"` body.
+fn sink_path(req: &Request) -> io::Result<&str> {
+    req.sink_path.as_deref().ok_or_else(|| io::Error::other("the request has no sink_path"))
+}
+
+/// What a file sink wrote: its size and, when verifying, its digest.
+fn written(status: u16, version: http::Version, size: u64, digest: Option<Sha256>) -> Response {
+    Response { status, bytes: size, http: http_label(version), sha256: digest.map(|d| d.finalize().into()) }
+}
+
+/// A `sink: "file"` body from a blocking client's reader, copied into a `BufWriter` over the
+/// file (std's `io::copy` reads straight into its buffer: one write per CHUNK bytes), counted,
+/// and hashed when verifying.
 pub struct FileSink {
-    file: File,
-    size: u64,
+    out: BufWriter<File>,
     digest: Option<Sha256>,
 }
 
 impl FileSink {
     /// Create (truncate) the request's `sink_path`.
     pub fn create(req: &Request, verify: bool) -> io::Result<FileSink> {
-        let path = req.sink_path.as_deref().ok_or_else(|| io::Error::other("the request has no sink_path"))?;
-        Ok(FileSink { file: File::create(path)?, size: 0, digest: verify.then(Sha256::new) })
+        let out = BufWriter::with_capacity(CHUNK, File::create(sink_path(req)?)?);
+        Ok(FileSink { out, digest: verify.then(Sha256::new) })
+    }
+
+    /// Copy a whole body from a blocking reader into the file, then describe what was written.
+    pub fn drain(mut self, mut body: impl Read, status: u16, version: http::Version) -> Result<Response, Error> {
+        let size = match &mut self.digest {
+            None => io::copy(&mut body, &mut self.out)?,
+            Some(digest) => io::copy(&mut body, &mut Hashing { out: &mut self.out, digest })?,
+        };
+        self.out.into_inner().map_err(|e| e.into_error())?; // the last buffered bytes, then closed
+        Ok(written(status, version, size, self.digest))
+    }
+}
+
+/// A writer that hashes what it passes on (verification only).
+struct Hashing<'a, W: Write> {
+    out: &'a mut W,
+    digest: &'a mut Sha256,
+}
+
+impl<W: Write> Write for Hashing<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.digest.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// A `sink: "file"` body from an async client's chunks, written through tokio's `BufWriter`
+/// over a `tokio::fs::File`: the file hands every write to the blocking pool, so the buffer makes
+/// that one hand-off per CHUNK bytes rather than one per chunk. Counted, hashed when verifying.
+#[cfg(feature = "tokio")]
+pub struct AsyncFileSink {
+    out: tokio::io::BufWriter<tokio::fs::File>,
+    size: u64,
+    digest: Option<Sha256>,
+}
+
+#[cfg(feature = "tokio")]
+impl AsyncFileSink {
+    /// Create (truncate) the request's `sink_path`.
+    pub async fn create(req: &Request, verify: bool) -> io::Result<AsyncFileSink> {
+        let file = tokio::fs::File::create(sink_path(req)?).await?;
+        Ok(AsyncFileSink {
+            out: tokio::io::BufWriter::with_capacity(CHUNK, file),
+            size: 0,
+            digest: verify.then(Sha256::new),
+        })
     }
 
     /// Append one chunk.
-    pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
-        self.file.write_all(chunk)?;
+    pub async fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        self.out.write_all(chunk).await?;
         self.size += chunk.len() as u64;
         if let Some(digest) = &mut self.digest {
             digest.update(chunk);
@@ -71,29 +134,11 @@ impl FileSink {
         Ok(())
     }
 
-    /// Copy a whole body from a blocking reader, CHUNK bytes at a time, then describe the file.
-    pub fn drain(mut self, mut body: impl Read, status: u16, version: http::Version) -> Result<Response, Error> {
-        let mut buf = vec![0u8; CHUNK];
-        loop {
-            match body.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => self.write(&buf[..n])?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        self.finish(status, version)
-    }
-
-    /// Close the file (unbuffered: every chunk is already written) and describe what was written.
-    pub fn finish(self, status: u16, version: http::Version) -> Result<Response, Error> {
-        drop(self.file);
-        Ok(Response {
-            status,
-            bytes: self.size,
-            http: http_label(version),
-            sha256: self.digest.map(|d| d.finalize().into()),
-        })
+    /// Write out what is buffered, close the file, and describe what was written.
+    pub async fn finish(mut self, status: u16, version: http::Version) -> Result<Response, Error> {
+        use tokio::io::AsyncWriteExt;
+        self.out.flush().await?; // waits for the file's last write
+        Ok(written(status, version, self.size, self.digest))
     }
 }
 
@@ -308,6 +353,37 @@ mod tests {
         assert_eq!((resp.bytes, resp.http), (3, "1.1"));
         assert_eq!(resp.sha256, Response::memory(200, http::Version::HTTP_11, b"abc", true).sha256);
         assert_eq!(std::fs::read(&path).unwrap(), b"abc");
+        // larger than the buffer, not verifying: counted, no digest
+        let body: Vec<u8> = (0..3 * CHUNK + 5).map(|i| i as u8).collect();
+        let resp = FileSink::create(&req, false).unwrap().drain(&body[..], 200, http::Version::HTTP_11).unwrap();
+        assert_eq!((resp.bytes, resp.sha256), (body.len() as u64, None));
+        assert_eq!(std::fs::read(&path).unwrap(), body);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[cfg(feature = "tokio")]
+    #[test]
+    fn async_file_sink_counts_and_hashes_what_it_writes() {
+        let path = std::env::temp_dir().join(format!("labdriver-async-sink-{}", std::process::id()));
+        let req = crate::Job::parse(&serde_json::json!({"requests": [{"method": "GET", "url": "u", "sink": "file",
+            "sink_path": path.to_str().unwrap()}]}))
+        .unwrap()
+        .requests
+        .remove(0);
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let body: Vec<u8> = (0..3 * CHUNK + 5).map(|i| i as u8).collect();
+        let resp = rt
+            .block_on(async {
+                let mut sink = AsyncFileSink::create(&req, true).await?;
+                for chunk in body.chunks(1000) {
+                    sink.write(chunk).await?;
+                }
+                sink.finish(200, http::Version::HTTP_2).await
+            })
+            .unwrap();
+        assert_eq!((resp.bytes, resp.http), (body.len() as u64, "2"));
+        assert_eq!(resp.sha256, Response::memory(200, http::Version::HTTP_2, &body, true).sha256);
+        assert_eq!(std::fs::read(&path).unwrap(), body);
         std::fs::remove_file(path).unwrap();
     }
 

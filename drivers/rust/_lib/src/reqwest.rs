@@ -5,21 +5,23 @@
 
 /// A reqwest `ClientBuilder` (blocking or async) configured from a `&Job`: HTTP version forced
 /// (HTTP/1.1 only, or HTTP/2 with prior knowledge: ALPN h2 only over TLS, h2c in cleartext),
-/// the job's CA as the only trust anchor, cookies, gzip, redirect policy, timeout, pooling.
+/// the job's CA as the only trust anchor, cookies, gzip, redirect policy (only when the job
+/// names one), timeout, pooling.
 #[macro_export]
 macro_rules! reqwest_builder {
     ($builder:expr, $job:expr) => {{
         let job: &$crate::Job = $job;
-        // the redirect policy is the client's: jobs mixing both are refused (driver's refuse)
-        let redirects = match job.follow_redirects() {
-            Some(true) => reqwest::redirect::Policy::default(), // up to 10 hops
-            _ => reqwest::redirect::Policy::none(),
-        };
         let mut builder = $builder
             .timeout(job.timeout)
             .cookie_store(job.cookies)
-            .gzip(job.accept_gzip) // off: no Accept-Encoding at all; on: "gzip", decoded
-            .redirect(redirects);
+            .gzip(job.accept_gzip); // off: no Accept-Encoding at all; on: "gzip", decoded
+        // the redirect policy is the client's: jobs mixing both are refused (reqwest_refusal);
+        // none named (no URL redirects): reqwest's own default stays
+        match job.follow_redirects() {
+            Some(true) => builder = builder.redirect(reqwest::redirect::Policy::default()), // up to 10 hops
+            Some(false) => builder = builder.redirect(reqwest::redirect::Policy::none()),
+            None => {}
+        }
         builder = match job.http {
             $crate::Http::H1 => builder.http1_only(),
             $crate::Http::H2 | $crate::Http::H2c => builder.http2_prior_knowledge(),
@@ -88,7 +90,7 @@ pub fn reqwest_versions() -> crate::Versions {
 
 /// Why a reqwest driver cannot do `job`: its redirect policy belongs to the client.
 pub fn reqwest_refusal(job: &crate::Job) -> Option<String> {
-    job.follow_redirects().is_none().then(|| {
+    job.mixes_redirects().then(|| {
         "reqwest sets its redirect policy per client, and this job mixes following and not following redirects".into()
     })
 }

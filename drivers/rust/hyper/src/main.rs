@@ -14,7 +14,7 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::TokioExecutor;
 use labdriver::parallel::{AsyncDriver, Parallel};
-use labdriver::{CHUNK, Error, FileSink, Http, Job, Opt, Request, Response, Versions};
+use labdriver::{AsyncFileSink, CHUNK, Error, Http, Job, Opt, Request, Response, Versions};
 use rustls::pki_types::{CertificateDer, pem::PemObject};
 
 type Body = BoxBody<Bytes, std::io::Error>;
@@ -58,7 +58,8 @@ async fn body(req: &Request, builder: http::request::Builder) -> Result<http::Re
     Ok(builder.body(Empty::new().map_err(|never| match never {}).boxed())?)
 }
 
-/// One exchange: the request, then the whole response body (into memory, or into the sink).
+/// One exchange: the request, then the whole response body (into memory, or frame by frame into
+/// the file: tokio::fs through a BufWriter).
 async fn exchange(client: &HyperClient, job: &Job, req: &Request) -> Result<Response, Error> {
     let mut builder = http::Request::builder().method(req.method.as_str()).uri(req.url.as_str());
     for (name, value) in &req.headers {
@@ -68,13 +69,13 @@ async fn exchange(client: &HyperClient, job: &Job, req: &Request) -> Result<Resp
     let (status, version) = (resp.status().as_u16(), resp.version());
     let mut incoming = resp.into_body();
     if req.sink_path.is_some() {
-        let mut sink = FileSink::create(req, job.verify)?;
+        let mut sink = AsyncFileSink::create(req, job.verify).await?;
         while let Some(frame) = incoming.frame().await {
             if let Ok(data) = frame?.into_data() {
-                sink.write(&data)?;
+                sink.write(&data).await?;
             }
         }
-        return sink.finish(status, version);
+        return sink.finish(status, version).await;
     }
     let whole = incoming.collect().await?.to_bytes();
     Ok(Response::memory(status, version, &whole, job.verify))
@@ -119,5 +120,5 @@ impl AsyncDriver for Hyper {
 }
 
 fn main() {
-    labdriver::main(&mut Parallel::new(Hyper), include_str!("../driver.toml"));
+    labdriver::main(&mut Parallel::new(Hyper));
 }

@@ -1,13 +1,13 @@
 //! clientlab driver rust-isahc: one `isahc::HttpClient` for the job (libcurl underneath: the
 //! system's libcurl, driven by isahc's agent thread through curl_multi_socket_action), requests
-//! one after another through the blocking `send`.
-
-use std::sync::Arc;
+//! through the blocking `send`: one after another, or from `concurrency` threads sharing the
+//! client (isahc's own parallel example: threads, one client).
 
 use isahc::config::{Configurable, RedirectPolicy, VersionNegotiation};
 use isahc::tls::{TlsConfig, TrustStore};
 use isahc::{Body, HttpClient, ReadResponseExt};
-use labdriver::{Driver, Error, FileSink, Http, Job, Opt, Request, Response, Versions};
+use labdriver::parallel::{BlockingDriver, Threads};
+use labdriver::{Error, FileSink, Http, Job, Opt, Request, Response, Versions};
 
 const OPTIONS: &[Opt] = &[
     Opt::only("tcp_nodelay", &["true"], "isahc can only turn TCP_NODELAY on (tcp_nodelay())"),
@@ -17,10 +17,19 @@ const OPTIONS: &[Opt] = &[
     Opt::never("share", "isahc has no libcurl share handle (one multi handle's caches serve the client)"),
 ];
 
-#[derive(Default)]
-struct Isahc {
-    client: Option<HttpClient>,
+struct Isahc;
+
+/// The job's client, shared by the threads, and what each request needs to know of the job.
+struct Client {
+    client: HttpClient,
     expect_100: Option<bool>,
+    /// the job's entries differ on redirects: each entry that names a setting sets it itself
+    redirects_per_request: bool,
+}
+
+/// isahc's redirect policy for following (up to 10 hops) or not (the 3xx is the response).
+fn redirect_policy(follow: bool) -> RedirectPolicy {
+    if follow { RedirectPolicy::Limit(10) } else { RedirectPolicy::None }
 }
 
 /// libcurl's own version string, e.g. "7.88.1".
@@ -28,7 +37,8 @@ fn libcurl() -> String {
     curl::Version::get().version().to_string()
 }
 
-impl Driver for Isahc {
+impl BlockingDriver for Isahc {
+    type Client = Client;
     const OPTIONS: &'static [Opt] = OPTIONS;
 
     fn versions(&self) -> Versions {
@@ -65,7 +75,7 @@ impl Driver for Isahc {
         None
     }
 
-    fn open(&mut self, job: &Arc<Job>) -> Result<(), Error> {
+    fn open(&self, job: &Job) -> Result<Client, Error> {
         let mut builder = HttpClient::builder()
             .version_negotiation(match job.http {
                 Http::H1 => VersionNegotiation::http11(),
@@ -94,20 +104,26 @@ impl Driver for Isahc {
         if let Some(expect) = job.options.expect_100 {
             builder = builder.expect_continue(expect); // false: "Expect:" removes libcurl's own
         }
-        self.expect_100 = job.options.expect_100;
-        self.client = Some(builder.build()?);
-        Ok(())
+        // the client's redirect policy when the job's entries agree; none named: isahc's own
+        if let Some(follow) = job.follow_redirects() {
+            builder = builder.redirect_policy(redirect_policy(follow));
+        }
+        Ok(Client {
+            client: builder.build()?,
+            expect_100: job.options.expect_100,
+            redirects_per_request: job.mixes_redirects(),
+        })
     }
 
-    fn request(&mut self, job: &Job, req: &Request) -> Result<Response, Error> {
-        let client = self.client.as_ref().ok_or("no client")?;
-        let policy = if req.follow_redirects { RedirectPolicy::Limit(10) } else { RedirectPolicy::None };
-        let mut builder =
-            isahc::Request::builder().method(req.method.as_str()).uri(req.url.as_str()).redirect_policy(policy);
+    fn request(client: &Client, job: &Job, req: &Request) -> Result<Response, Error> {
+        let mut builder = isahc::Request::builder().method(req.method.as_str()).uri(req.url.as_str());
+        if let (true, Some(follow)) = (client.redirects_per_request, req.follow_redirects) {
+            builder = builder.redirect_policy(redirect_policy(follow));
+        }
         for (name, value) in &req.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
-        if req.has_body() && self.expect_100 == Some(true) {
+        if req.has_body() && client.expect_100 == Some(true) {
             builder = builder.header("Expect", "100-continue"); // libcurl waits for the 100 itself
         }
         let body = if req.form.is_some() {
@@ -120,19 +136,16 @@ impl Driver for Isahc {
         } else {
             Body::empty()
         };
-        let mut resp = client.send(builder.body(body)?)?;
+        let mut resp = client.client.send(builder.body(body)?)?;
         let (status, version) = (resp.status().as_u16(), resp.version());
         if req.sink_path.is_some() {
             return FileSink::create(req, job.verify)?.drain(resp.body_mut(), status, version);
         }
         Ok(Response::memory(status, version, &resp.bytes()?, job.verify))
     }
-
-    fn close(&mut self) {
-        self.client = None; // stops the agent thread; the multi handle closes its connections
-    }
 }
 
 fn main() {
-    labdriver::main(&mut Isahc::default(), include_str!("../driver.toml"));
+    // closing the job's client stops isahc's agent thread; the multi handle closes its connections
+    labdriver::main(&mut Threads::new(Isahc));
 }

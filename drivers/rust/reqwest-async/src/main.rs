@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use labdriver::parallel::{AsyncDriver, Parallel};
-use labdriver::{Error, FileSink, Job, Opt, Response, Versions};
+use labdriver::{AsyncFileSink, Error, Job, Opt, Response, Versions};
 use reqwest::{Client, multipart::Form};
 
 struct ReqwestAsync;
@@ -25,7 +25,8 @@ impl AsyncDriver for ReqwestAsync {
         Ok(labdriver::reqwest_builder!(Client::builder(), job).build()?)
     }
 
-    /// One request of entry `r`: the body into memory (`bytes()`), or chunk by chunk into the sink.
+    /// One request of entry `r`: the body into memory (`bytes()`), or chunk by chunk into the file
+    /// (tokio::fs through a BufWriter).
     async fn request(client: Client, job: Arc<Job>, r: usize) -> Result<Response, Error> {
         let req = &job.requests[r];
         let mut builder = labdriver::reqwest_request!(client, Form, req);
@@ -37,11 +38,11 @@ impl AsyncDriver for ReqwestAsync {
         let mut resp = builder.send().await?;
         let (status, version) = (resp.status().as_u16(), resp.version());
         if req.sink_path.is_some() {
-            let mut sink = FileSink::create(req, job.verify)?;
+            let mut sink = AsyncFileSink::create(req, job.verify).await?;
             while let Some(chunk) = resp.chunk().await? {
-                sink.write(&chunk)?;
+                sink.write(&chunk).await?;
             }
-            return sink.finish(status, version);
+            return sink.finish(status, version).await;
         }
         Ok(Response::memory(status, version, &resp.bytes().await?, job.verify))
     }
@@ -50,5 +51,5 @@ impl AsyncDriver for ReqwestAsync {
 fn main() {
     // rustls without aws-lc-rs: ring is the process's crypto provider
     let _ = rustls::crypto::ring::default_provider().install_default();
-    labdriver::main(&mut Parallel::new(ReqwestAsync), include_str!("../driver.toml"));
+    labdriver::main(&mut Parallel::new(ReqwestAsync));
 }

@@ -1,17 +1,15 @@
-//! clientlab driver rust-reqwest: one `reqwest::blocking::Client` for the job, requests one
-//! after another (the blocking client drives its own tokio runtime on a background thread).
+//! clientlab driver rust-reqwest: one `reqwest::blocking::Client` for the job (the blocking
+//! client drives its own tokio runtime on a background thread), requests one after another, or
+//! from `concurrency` threads sharing the client.
 
-use std::sync::Arc;
-
-use labdriver::{Driver, Error, FileSink, Job, Opt, Request, Response, Versions};
+use labdriver::parallel::{BlockingDriver, Threads};
+use labdriver::{Error, FileSink, Job, Opt, Request, Response, Versions};
 use reqwest::blocking::{Client, multipart::Form};
 
-#[derive(Default)]
-struct Reqwest {
-    client: Option<Client>,
-}
+struct Reqwest;
 
-impl Driver for Reqwest {
+impl BlockingDriver for Reqwest {
+    type Client = Client;
     const OPTIONS: &'static [Opt] = labdriver::REQWEST_OPTIONS;
 
     fn versions(&self) -> Versions {
@@ -22,13 +20,11 @@ impl Driver for Reqwest {
         labdriver::reqwest_refusal(job)
     }
 
-    fn open(&mut self, job: &Arc<Job>) -> Result<(), Error> {
-        self.client = Some(labdriver::reqwest_builder!(Client::builder(), job).build()?);
-        Ok(())
+    fn open(&self, job: &Job) -> Result<Client, Error> {
+        Ok(labdriver::reqwest_builder!(Client::builder(), job).build()?)
     }
 
-    fn request(&mut self, job: &Job, req: &Request) -> Result<Response, Error> {
-        let client = self.client.as_ref().ok_or("no client")?;
+    fn request(client: &Client, job: &Job, req: &Request) -> Result<Response, Error> {
         let mut builder = labdriver::reqwest_request!(client, Form, req);
         if let Some(path) = &req.body_file {
             builder = builder.body(std::fs::File::open(path)?); // streamed, Content-Length from the file
@@ -40,14 +36,11 @@ impl Driver for Reqwest {
         }
         Ok(Response::memory(status, version, &resp.bytes()?, job.verify))
     }
-
-    fn close(&mut self) {
-        self.client = None; // drops the pool and stops the client's runtime thread
-    }
 }
 
 fn main() {
     // rustls without aws-lc-rs: ring is the process's crypto provider
     let _ = rustls::crypto::ring::default_provider().install_default();
-    labdriver::main(&mut Reqwest::default(), include_str!("../driver.toml"));
+    // closing the job's client drops the pool and stops the client's runtime thread
+    labdriver::main(&mut Threads::new(Reqwest));
 }

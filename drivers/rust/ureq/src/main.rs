@@ -1,9 +1,10 @@
-//! clientlab driver rust-ureq: one `ureq::Agent` for the job (its connection pool, its cookie
-//! jar), requests one after another; HTTP/1.1 only; rustls with ring, the job's CA only.
+//! clientlab driver rust-ureq: one `ureq::Agent` for the job (its connection pool), requests one
+//! after another or from `concurrency` threads sharing the agent; HTTP/1.1 only; rustls with
+//! ring, the job's CA only. Built without ureq's `cookies` feature: with it, every agent keeps
+//! a cookie jar (no setting turns it off), so a program that keeps no cookies leaves it out.
 
-use std::sync::Arc;
-
-use labdriver::{Driver, Error, FileSink, Job, Opt, Request, Response, Versions};
+use labdriver::parallel::{BlockingDriver, Threads};
+use labdriver::{Error, FileSink, Job, Opt, Request, Response, Versions};
 use ureq::tls::{PemItem, RootCerts, TlsConfig};
 use ureq::typestate::{WithBody, WithoutBody};
 use ureq::unversioned::multipart::Form;
@@ -17,11 +18,14 @@ const OPTIONS: &[Opt] = &[
     Opt::any("expect_100"),
 ];
 
-#[derive(Default)]
-struct Ureq {
-    agent: Option<Agent>,
-    cookies: bool,
+struct Ureq;
+
+/// The job's agent, shared by the threads, and what each request needs to know of the job.
+struct Client {
+    agent: Agent,
     expect_100: bool,
+    /// the job's entries differ on redirects: each entry that names a setting sets it itself
+    redirects_per_request: bool,
 }
 
 /// Only the job's CA certificates (no bundled roots even when the job has no CA).
@@ -61,26 +65,35 @@ fn with_body(agent: &Agent, req: &Request) -> Result<RequestBuilder<WithBody>, E
     })
 }
 
-/// The entry's extra headers and redirect setting (ureq configures redirects per request), and
-/// `Expect: 100-continue` on a body when the job asks for it.
-fn prepare<B>(builder: RequestBuilder<B>, req: &Request, expect_100: bool) -> RequestBuilder<B> {
-    let mut builder = builder.config().max_redirects(if req.follow_redirects { 10 } else { 0 }).build();
-    if expect_100 && req.has_body() {
+/// ureq's max_redirects for following (its default, 10 hops) or not (0: the 3xx is the response).
+fn max_redirects(follow: bool) -> u32 {
+    if follow { 10 } else { 0 }
+}
+
+/// The entry's extra headers, its redirect setting when the agent's does not fit every entry,
+/// and `Expect: 100-continue` on a body when the job asks for it.
+fn prepare<B>(builder: RequestBuilder<B>, client: &Client, req: &Request) -> RequestBuilder<B> {
+    let mut builder = match req.follow_redirects {
+        Some(follow) if client.redirects_per_request => builder.config().max_redirects(max_redirects(follow)).build(),
+        _ => builder,
+    };
+    if client.expect_100 && req.has_body() {
         builder = builder.header("Expect", "100-continue");
     }
     req.headers.iter().fold(builder, |b, (name, value)| b.header(name.as_str(), value.as_str()))
 }
 
-impl Driver for Ureq {
+impl BlockingDriver for Ureq {
+    type Client = Client;
     const OPTIONS: &'static [Opt] = OPTIONS;
 
     fn versions(&self) -> Versions {
         let mut versions = labdriver::base_versions();
-        versions.extend(labdriver::locked(&["ureq", "ureq-proto", "rustls", "ring", "flate2", "cookie_store"]));
+        versions.extend(labdriver::locked(&["ureq", "ureq-proto", "rustls", "ring", "flate2"]));
         versions
     }
 
-    fn open(&mut self, job: &Arc<Job>) -> Result<(), Error> {
+    fn open(&self, job: &Job) -> Result<Client, Error> {
         let mut config = Agent::config_builder()
             .http_status_as_error(false) // a 4xx/5xx is a response, not an error
             .timeout_global(Some(job.timeout))
@@ -92,35 +105,36 @@ impl Driver for Ureq {
         if let Some(nodelay) = job.options.tcp_nodelay {
             config = config.no_delay(nodelay);
         }
-        self.agent = Some(config.build().new_agent());
-        self.cookies = job.cookies;
-        self.expect_100 = job.options.expect_100 == Some(true);
-        Ok(())
+        // the agent's redirect setting when the job's entries agree; none named: ureq's own
+        if let Some(follow) = job.follow_redirects() {
+            config = config.max_redirects(max_redirects(follow));
+        }
+        Ok(Client {
+            agent: config.build().new_agent(),
+            expect_100: job.options.expect_100 == Some(true),
+            redirects_per_request: job.mixes_redirects(),
+        })
     }
 
-    fn request(&mut self, job: &Job, req: &Request) -> Result<Response, Error> {
-        let agent = self.agent.as_ref().ok_or("no client")?;
+    fn request(client: &Client, job: &Job, req: &Request) -> Result<Response, Error> {
+        let agent = &client.agent;
         let mut resp = match (&req.form, &req.body_file) {
             (Some(fields), _) if req.multipart => {
                 let form = fields.iter().fold(Form::new(), |form, (k, v)| form.text(k, v));
-                prepare(with_body(agent, req)?, req, self.expect_100).send(form)?
+                prepare(with_body(agent, req)?, client, req).send(form)?
             }
             (Some(fields), _) => {
-                prepare(with_body(agent, req)?, req, self.expect_100).send_form(fields.iter().map(|(k, v)| (k, v)))?
+                prepare(with_body(agent, req)?, client, req).send_form(fields.iter().map(|(k, v)| (k, v)))?
             }
             // streamed from the file, Content-Length from its size
-            (None, Some(path)) => prepare(with_body(agent, req)?, req, self.expect_100)
+            (None, Some(path)) => prepare(with_body(agent, req)?, client, req)
                 .content_type(req.upload_type())
                 .send(std::fs::File::open(path)?)?,
             (None, None) if matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") => {
-                prepare(with_body(agent, req)?, req, self.expect_100).send_empty()?
+                prepare(with_body(agent, req)?, client, req).send_empty()?
             }
-            (None, None) => prepare(without_body(agent, req)?, req, false).call()?,
+            (None, None) => prepare(without_body(agent, req)?, client, req).call()?,
         };
-        if !self.cookies {
-            // the cookies feature gives every agent a jar: a job without cookies keeps none
-            agent.cookie_jar_lock().clear();
-        }
         let (status, version) = (resp.status().as_u16(), resp.version());
         // no size limit (ureq's read_to_vec stops at 10 MB by default)
         let body = resp.body_mut().with_config().limit(u64::MAX);
@@ -129,12 +143,9 @@ impl Driver for Ureq {
         }
         Ok(Response::memory(status, version, &body.read_to_vec()?, job.verify))
     }
-
-    fn close(&mut self) {
-        self.agent = None; // drops the pool and its connections
-    }
 }
 
 fn main() {
-    labdriver::main(&mut Ureq::default(), include_str!("../driver.toml"));
+    // closing the job's client drops the agent: its pool and connections
+    labdriver::main(&mut Threads::new(Ureq));
 }
