@@ -45,8 +45,6 @@ function job_options(array $job, int $httpVersion): array
     $opts = [
         CURLOPT_HTTP_VERSION => $httpVersion,
         CURLOPT_TIMEOUT_MS => (int)round($job['timeout_s'] * 1000),
-        CURLOPT_NOPROXY => '*', // the lab's traffic stays on the lab's hosts whatever the environment
-        CURLOPT_MAXREDIRS => 20,
     ];
     if ($job['tls_ca'] !== null) {
         $opts[CURLOPT_CAINFO] = $job['tls_ca']; // verification stays on (the default)
@@ -86,10 +84,15 @@ function request(\CurlHandle $ch, array $job, int $r, array $req): Transfer|stri
     foreach (($req['headers'] ?? []) as $name => $value) {
         $headers[] = $value === '' ? "$name;" : "$name: $value"; // "name;" sends an empty value
     }
-    // back to a plain GET first (no upload, no HEAD, no custom method left from the last request),
-    // then this request's own options: two calls, as the order matters
-    $plain = [CURLOPT_NOBODY => false, CURLOPT_UPLOAD => false, CURLOPT_HTTPGET => true, CURLOPT_CUSTOMREQUEST => null];
-    $opts = [CURLOPT_URL => $req['url'], CURLOPT_FOLLOWLOCATION => !empty($req['follow_redirects'])];
+    // back to a plain GET first (no upload, no HEAD, no custom method left from the last request,
+    // libcurl's default of not following redirects), then this request's own options: two calls,
+    // as the order matters
+    $plain = [CURLOPT_NOBODY => false, CURLOPT_UPLOAD => false, CURLOPT_HTTPGET => true, CURLOPT_CUSTOMREQUEST => null,
+        CURLOPT_FOLLOWLOCATION => false];
+    $opts = [CURLOPT_URL => $req['url']];
+    if (Lab\follow_redirects($req)) {
+        $opts[CURLOPT_FOLLOWLOCATION] = true;
+    }
     $natural = $method === 'GET';
     $upload = null;
     if (isset($req['form'])) {

@@ -4,10 +4,10 @@
 // A driver extends Lab\Driver: it names the options it honours and supplies versions(),
 // prepare(job) (build the client, no connection: its state, or an Unsupported), run(job, state,
 // collector) (the timed phase) and finish(state) (close the client). Lab\main() does hello / job /
-// ready / go / done / report, refuses jobs that need a capability its driver.toml does not claim
-// or an option it does not honour, and runs the calibration loop (bare: the same run() on one
-// kept client, into a Tally instead of a Report, timed by the driver's own clock). Standard
-// extensions only (json, hash).
+// ready / go / done / report, refuses jobs with an option the driver does not honour (the lab
+// itself never sends a job that needs a capability the driver.toml does not claim), and runs the
+// calibration loop (bare: the same run() on one kept client, into a Tally instead of a Report,
+// timed by the driver's own clock). Standard extensions only (json, hash).
 
 declare(strict_types=1);
 
@@ -180,35 +180,12 @@ function work(array $job): \Generator
     }
 }
 
-/** the capabilities a job needs (the lab's rule, clientlab/job.py) */
-function required_capabilities(array $job): array
+/**
+ * why a job cannot be done exactly (an option not honoured), or null; capabilities are the lab's
+ * business: it never sends a job that needs one the manifest does not claim
+ */
+function refusal(array $job, array $honoured): ?string
 {
-    $need = [];
-    foreach ($job['requests'] as $req) {
-        if (str_starts_with($req['url'], 'https:')) $need['tls'] = 1;
-        if (!empty($req['follow_redirects'])) $need['redirects'] = 1;
-        if (isset($req['form'])) $need[is_multipart($req) ? 'multipart' : 'form'] = 1;
-        if (!empty($req['body_file'])) $need['upload'] = 1;
-        if (to_file($req)) $need['sink_file'] = 1;
-    }
-    $flags = ['http2' => $job['http'] === '2', 'h2c' => $job['http'] === 'h2c', 'cookies' => !empty($job['cookies']),
-        'gzip' => !empty($job['accept_gzip']), 'parallel' => ($job['concurrency'] ?? 1) > 1,
-        'keepalive_off' => !($job['keep_alive'] ?? true)];
-    foreach ($flags as $cap => $on) {
-        if ($on) $need[$cap] = 1;
-    }
-    $need = array_keys($need);
-    sort($need);
-    return $need;
-}
-
-/** why a job cannot be done exactly (a capability not claimed, an option not honoured), or null */
-function refusal(array $job, array $capabilities, array $honoured): ?string
-{
-    $missing = array_values(array_diff(required_capabilities($job), $capabilities));
-    if ($missing) {
-        return 'needs capabilities not claimed: ' . implode(', ', $missing);
-    }
     $options = $job['options'] ?? [];
     ksort($options);
     foreach ($options as $name => $value) {
@@ -232,9 +209,30 @@ function option(array $job, string $name): mixed
     return $job['options'][$name] ?? null;
 }
 
+/**
+ * why a client that closes connections only with a "Connection: close" header cannot do $job
+ * (keep-alive off over HTTP/2, where that header does not exist), or null
+ */
+function close_refusal(array $job, string $library): ?string
+{
+    if (!($job['keep_alive'] ?? true) && $job['http'] !== '1.1') {
+        return "$library cannot close HTTP/2 connections per request (Connection: close is HTTP/1.1)";
+    }
+    return null;
+}
+
 function is_multipart(array $req): bool
 {
     return isset($req['form']) && ($req['form_encoding'] ?? 'urlencoded') === 'multipart';
+}
+
+/**
+ * a request entry's follow_redirects: true (follow), false (report the 3xx), or null when absent
+ * (the URL does not redirect: the client's own redirect setting stays as it ships)
+ */
+function follow_redirects(array $req): ?bool
+{
+    return isset($req['follow_redirects']) ? (bool)$req['follow_redirects'] : null;
 }
 
 function to_file(array $req): bool
@@ -261,16 +259,6 @@ function debian_version(string $package): string
     return is_string($out) && trim($out) !== '' ? trim($out) : 'unknown';
 }
 
-/** the `capabilities` list of a driver.toml (a flat TOML array of strings) */
-function manifest_capabilities(string $manifest): array
-{
-    if (!preg_match('/^capabilities\s*=\s*\[(.*?)\]/ms', (string)file_get_contents($manifest), $m)) {
-        throw new \RuntimeException("$manifest: no capabilities list");
-    }
-    preg_match_all('/"([a-z0-9_]+)"/', $m[1], $names);
-    return $names[1];
-}
-
 /** write one protocol line on the real stdout */
 function send(array $message): void
 {
@@ -291,7 +279,7 @@ final class Loop
     private mixed $bare = null; // the client state the first bare round built, kept for the next
     private bool $bareOpen = false;
 
-    public function __construct(private Driver $driver, private array $capabilities)
+    public function __construct(private Driver $driver)
     {
     }
 
@@ -312,7 +300,7 @@ final class Loop
         if (($job = self::parse($msg)) === null) {
             return null;
         }
-        if (($reason = refusal($job, $this->capabilities, $this->driver->options)) !== null) {
+        if (($reason = refusal($job, $this->driver->options)) !== null) {
             send(['type' => 'unsupported', 'reason' => $reason]);
             return null;
         }
@@ -434,7 +422,7 @@ final class Loop
 }
 
 /** answer the lab's messages on stdin until it closes it */
-function main(Driver $driver, string $folder): void
+function main(Driver $driver): void
 {
     // stdout carries protocol lines only: PHP's own output (echo, warnings) goes to stderr
     ini_set('display_errors', 'stderr');
@@ -442,7 +430,7 @@ function main(Driver $driver, string $folder): void
         fwrite(STDERR, $buffer);
         return '';
     }, 1);
-    $loop = new Loop($driver, manifest_capabilities($folder . '/driver.toml'));
+    $loop = new Loop($driver);
     while (($line = fgets(STDIN)) !== false) {
         if (trim($line) === '') continue;
         $msg = json_decode($line, true);

@@ -94,4 +94,4 @@ final class CurlDriver extends Lab\Driver
     }
 }
 
-Lab\main(new CurlDriver(), __DIR__);
+Lab\main(new CurlDriver());

@@ -27,7 +27,10 @@ final class GuzzleDriver extends Lab\Driver
         if ($job['http'] === 'h2c') { // not claimed; said here for a run by hand
             return new Lab\Unsupported("Guzzle's version 2.0 over http:// asks for an Upgrade, not prior knowledge (h2c)");
         }
-        $curl = [CURLOPT_NOPROXY => '*']; // the lab's traffic stays on the lab's hosts whatever the environment
+        if (($why = Lab\close_refusal($job, 'Guzzle')) !== null) {
+            return new Lab\Unsupported($why);
+        }
+        $curl = [];
         if (($nodelay = Lab\option($job, 'tcp_nodelay')) !== null) {
             $curl[CURLOPT_TCP_NODELAY] = $nodelay;
         }
@@ -51,7 +54,10 @@ final class GuzzleDriver extends Lab\Driver
         if (!empty($job['accept_gzip'])) {
             $headers['Accept-Encoding'] = 'gzip'; // decode_content (default on) then decodes it
         }
-        $o = ['headers' => $headers, 'allow_redirects' => empty($req['follow_redirects']) ? false : ['max' => 20]];
+        $o = ['headers' => $headers];
+        if (($follow = Lab\follow_redirects($req)) !== null) {
+            $o['allow_redirects'] = $follow; // true: Guzzle's own redirect settings
+        }
         if (($expect = Lab\option($job, 'expect_100')) !== null) {
             $o['expect'] = $expect;
         }
@@ -113,4 +119,4 @@ final class GuzzleDriver extends Lab\Driver
     }
 }
 
-Lab\main(new GuzzleDriver(), __DIR__);
+Lab\main(new GuzzleDriver());

@@ -59,7 +59,9 @@ final class PeclHttpDriver extends Lab\Driver
             $request->setBody(new http\Message\Body(fopen($req['body_file'], 'rb')));
             $request->setContentType($req['content_type'] ?? 'application/octet-stream');
         }
-        $request->setOptions(['redirect' => empty($req['follow_redirects']) ? 0 : 20]);
+        if (Lab\follow_redirects($req)) {
+            $request->setOptions(['redirect' => 20]); // how many to follow; its default, 0, follows none
+        }
         return $request;
     }
 
@@ -92,4 +94,4 @@ final class PeclHttpDriver extends Lab\Driver
     }
 }
 
-Lab\main(new PeclHttpDriver(), __DIR__);
+Lab\main(new PeclHttpDriver());

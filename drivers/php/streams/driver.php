@@ -1,8 +1,8 @@
 <?php
 // php-streams: file_get_contents / fopen on PHP's http:// wrapper with a stream context per
 // request. The wrapper has no connection pool and sends "Connection: close": every request is a
-// new connection. That is its normal behaviour, so a keep_alive job runs as it is (the server
-// records one connection per request) and keep_alive=false is exactly what it always does.
+// new connection. keep_alive=false is exactly what it always does; keepalive is not claimed, so
+// the lab answers keep-alive cells unsupported.
 
 declare(strict_types=1);
 
@@ -34,8 +34,10 @@ final class StreamsDriver extends Lab\Driver
             $headers[] = "$name: $value";
         }
         $http = ['method' => strtoupper($req['method']), 'protocol_version' => 1.1, 'ignore_errors' => true,
-            'timeout' => (float)$job['timeout_s'], 'follow_location' => empty($req['follow_redirects']) ? 0 : 1,
-            'max_redirects' => 20];
+            'timeout' => (float)$job['timeout_s']];
+        if (Lab\follow_redirects($req) === false) {
+            $http['follow_location'] = 0; // true or absent: the wrapper's default, which follows (up to 20)
+        }
         if (isset($req['form'])) {
             if (Lab\is_multipart($req)) {
                 [$type, $http['content']] = self::multipart($req['form']);
@@ -112,4 +114,4 @@ final class StreamsDriver extends Lab\Driver
     }
 }
 
-Lab\main(new StreamsDriver(), __DIR__);
+Lab\main(new StreamsDriver());

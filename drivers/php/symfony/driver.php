@@ -39,6 +39,9 @@ final class SymfonyDriver extends Lab\Driver
         if ($job['http'] === 'h2c') { // not claimed; said here for a run by hand
             return new Lab\Unsupported("Symfony's http_version 2.0 over http:// is libcurl's Upgrade, not prior knowledge (h2c)");
         }
+        if (($why = Lab\close_refusal($job, 'Symfony HttpClient')) !== null) {
+            return new Lab\Unsupported($why);
+        }
         if (($max = Lab\option($job, 'max_host_connections')) !== null && $max < 1) {
             return new Lab\Unsupported("option max_host_connections must be at least 1, got $max");
         }
@@ -67,8 +70,10 @@ final class SymfonyDriver extends Lab\Driver
             // by default it asks for gzip (and decodes it); a job without gzip does not ask
             $headers['Accept-Encoding'] = 'identity';
         }
-        $o = ['headers' => $headers, 'max_redirects' => empty($req['follow_redirects']) ? 0 : 20,
-            'buffer' => !Lab\to_file($req)];
+        $o = ['headers' => $headers, 'buffer' => !Lab\to_file($req)];
+        if (Lab\follow_redirects($req) === false) {
+            $o['max_redirects'] = 0; // true or absent: its default, which follows (up to 20)
+        }
         if (isset($req['form'])) {
             $o['body'] = $req['form']; // an array is sent urlencoded
         } elseif (!empty($req['body_file'])) {
@@ -171,4 +176,4 @@ final class SymfonyDriver extends Lab\Driver
     }
 }
 
-Lab\main(new SymfonyDriver(), __DIR__);
+Lab\main(new SymfonyDriver());

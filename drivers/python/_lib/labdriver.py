@@ -1,11 +1,13 @@
 """labdriver: the clientlab driver protocol (docs/driver-protocol.md) for Python drivers.
 
-A driver subclasses `Driver` (or `AsyncDriver` for asyncio clients), says which job options
+A driver subclasses `Driver` (or `AsyncDriver` for asyncio clients, `HybridDriver` for a library
+whose users pick its asyncio client for concurrent work), says which job options
 it honours, and supplies three steps: `open(job)` builds the client, `request(req)` does one
 request and returns a `Response`, `close()` closes the client. `main()` does the rest:
-hello / job / ready / go / done / report, refusing jobs that need a capability the driver's
-`driver.toml` does not claim or an option the driver does not honour, and the calibration loop
-(`bare`: the same requests in a plain loop on one kept client, timed by the driver's own clock).
+hello / job / ready / go / done / report, refusing jobs with an option the driver does not
+honour (the lab itself never sends a job that needs a capability the driver's `driver.toml` does
+not claim), and the calibration loop (`bare`: the same requests in a plain loop on one kept
+client, timed by the driver's own clock).
 
 Standard library only: the lab's own test run imports this module without the drivers' venvs.
 """
@@ -21,11 +23,9 @@ import platform
 import ssl
 import sys
 import time
-import tomllib
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 PROTOCOL = 1
@@ -54,7 +54,9 @@ class Request:
     form_encoding: str = "urlencoded"
     body_file: str | None = None
     content_type: str | None = None
-    follow_redirects: bool = False
+    # True: follow 3xx; False: report the 3xx; None (absent): the URL does not redirect, so the
+    # library's own redirect setting stays as it ships
+    follow_redirects: bool | None = None
     sink: str = "memory"
     sink_path: str | None = None
 
@@ -96,11 +98,16 @@ class Request:
             return {"files": {k: (None, v) for k, v in self.form.items()}}
         return {"data": self.form}
 
+    def redirect_kwargs(self, name: str) -> dict:
+        """`{name: follow_redirects}` when the job says whether to follow, else {} (the library's
+        own default stays)."""
+        return {} if self.follow_redirects is None else {name: self.follow_redirects}
+
     def requests_kwargs(self, timeout_s: float, body: IO[bytes] | None = None) -> dict:
         """Keyword arguments for a requests-style `Session.request()` (requests, niquests): the
-        extra headers, redirects as asked, the timeout, streaming for a file sink, the form, and
-        `body` (the opened `body_file`, streamed) as `data`."""
-        kwargs = {"headers": self.upload_headers(), "allow_redirects": self.follow_redirects,
+        extra headers, redirects when the job names them, the timeout, streaming for a file sink,
+        the form, and `body` (the opened `body_file`, streamed) as `data`."""
+        kwargs = {"headers": self.upload_headers(), **self.redirect_kwargs("allow_redirects"),
                   "timeout": timeout_s, "stream": self.to_file, **self.form_kwargs()}
         if body is not None:
             kwargs["data"] = body
@@ -126,7 +133,7 @@ class Request:
             form_encoding=data.get("form_encoding") or "urlencoded",
             body_file=data.get("body_file"),
             content_type=data.get("content_type"),
-            follow_redirects=bool(data.get("follow_redirects", False)),
+            follow_redirects=None if data.get("follow_redirects") is None else bool(data["follow_redirects"]),
             sink=data.get("sink") or "memory",
             sink_path=data.get("sink_path"),
         )
@@ -195,30 +202,6 @@ class Job:
         for req in self.requests:
             for _ in range(req.repeat):
                 yield req
-
-    def required_capabilities(self) -> set[str]:
-        """Capabilities a driver needs for this job (the lab's rule, clientlab/job.py)."""
-        needed = set()
-        if any(r.url.startswith("https:") for r in self.requests):
-            needed.add("tls")
-        if self.http == "2":
-            needed.add("http2")
-        if self.http == "h2c":
-            needed.add("h2c")
-        for flag, cap in ((self.cookies, "cookies"), (self.accept_gzip, "gzip"),
-                          (self.concurrency > 1, "parallel"), (not self.keep_alive, "keepalive_off")):
-            if flag:
-                needed.add(cap)
-        for r in self.requests:
-            if r.follow_redirects:
-                needed.add("redirects")
-            if r.form is not None:
-                needed.add("multipart" if r.multipart else "form")
-            if r.body_file:
-                needed.add("upload")
-            if r.to_file:
-                needed.add("sink_file")
-        return needed
 
 
 @dataclass
@@ -393,20 +376,49 @@ class AsyncDriver(Driver):
     async def close(self) -> None:  # type: ignore[override]
         """Close the client."""
 
-    async def _run_all(self, job: Job, report: "Report | Tally") -> None:
-        work = job.work()  # shared by the workers: asyncio switches only at awaits
+    def run_all(self, job: Job, report: "Report | Tally") -> None:
+        self.loop.run(run_concurrently(job, report, self.request))
 
-        async def worker() -> None:
-            for req in work:
-                try:
-                    report.add(req, await self.request(req))
-                except Exception as exc:
-                    report.fail(req, exc)
 
-        await asyncio.gather(*(worker() for _ in range(max(1, job.concurrency))))
+class HybridDriver(Driver):
+    """A library with a synchronous client and an asyncio one, each used as its users use it:
+    the synchronous client for sequential jobs (`request`), the asyncio one for parallel jobs
+    (concurrency > 1: `arequest`, up to `concurrency` at once). `open` and `close` build and close
+    whichever the job needs; for the asyncio client they return a coroutine, which runs on the
+    driver's event loop (one for every job of the process)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.Runner()
+
+    @staticmethod
+    def parallel(job: Job) -> bool:
+        """True when the job goes to the asyncio client."""
+        return job.concurrency > 1
+
+    async def arequest(self, req: Request) -> Response:
+        """Do one request of a parallel job on the asyncio client."""
+        raise NotImplementedError
 
     def run_all(self, job: Job, report: "Report | Tally") -> None:
-        self.loop.run(self._run_all(job, report))
+        if self.parallel(job):
+            self.loop.run(run_concurrently(job, report, self.arequest))
+        else:
+            super().run_all(job, report)
+
+
+async def run_concurrently(job: Job, report: "Report | Tally", request: Any) -> None:
+    """Every request of the job with up to `concurrency` in flight (order free), each one's
+    outcome into `report`; `request` is the driver's coroutine function for one request."""
+    work = job.work()  # shared by the workers: asyncio switches only at awaits
+
+    async def worker() -> None:
+        for req in work:
+            try:
+                report.add(req, await request(req))
+            except Exception as exc:  # a failed request is reported, never fatal
+                report.fail(req, exc)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, job.concurrency))))
 
 
 class Tally:
@@ -449,16 +461,9 @@ class Report:
         self.errors.append({"r": req.r, "message": message[:500]})
 
 
-def load_capabilities(manifest: Path) -> set[str]:
-    """The `capabilities` list of a driver.toml."""
-    return set(tomllib.loads(manifest.read_text())["capabilities"])
-
-
-def refusal(job: Job, capabilities: set[str], honoured: dict[str, tuple | None]) -> str | None:
-    """Why a job cannot be done exactly (a missing capability or an unhonoured option), or None."""
-    missing = sorted(job.required_capabilities() - capabilities)
-    if missing:
-        return f"needs capabilities not claimed: {', '.join(missing)}"
+def refusal(job: Job, honoured: dict[str, tuple | None]) -> str | None:
+    """Why a job cannot be done exactly (an option not honoured), or None. Capabilities are the
+    lab's business: it never sends a job that needs one the manifest does not claim."""
     for name, value in sorted(job.options.items()):
         if value is None:
             continue
@@ -476,8 +481,8 @@ def refusal(job: Job, capabilities: set[str], honoured: dict[str, tuple | None])
 class Loop:
     """The protocol message loop for one driver, reading `inp` and writing `out`."""
 
-    def __init__(self, driver: Driver, capabilities: set[str], inp: IO[bytes], out: IO[str]):
-        self.driver, self.capabilities, self.inp, self.out = driver, capabilities, inp, out
+    def __init__(self, driver: Driver, inp: IO[bytes], out: IO[str]):
+        self.driver, self.inp, self.out = driver, inp, out
         self.job: Job | None = None
         self.bare_open = False  # a bare loop's client is built and kept for the next bare round
 
@@ -500,7 +505,7 @@ class Loop:
         except (KeyError, TypeError, ValueError) as exc:
             self.send({"type": "error", "message": f"bad job: {exc!r}"})
             return None
-        reason = refusal(job, self.capabilities, self.driver.options) or self.driver.refuse(job)
+        reason = refusal(job, self.driver.options) or self.driver.refuse(job)
         if reason:
             self.send({"type": "unsupported", "reason": reason})
             return None
@@ -591,15 +596,13 @@ class Loop:
         self.end_bare()
 
 
-def main(driver: Driver, driver_file: str) -> None:
-    """Run `driver` on stdin/stdout; `driver_file` is the driver's own __file__ (its folder
-    holds driver.toml, the one place capabilities are declared)."""
-    capabilities = load_capabilities(Path(driver_file).resolve().parent / "driver.toml")
+def main(driver: Driver) -> None:
+    """Run `driver` on stdin/stdout."""
     out = sys.stdout
     sys.stdout = sys.stderr  # a stray print() from a library must not break the protocol
-    loop = Loop(driver, capabilities, sys.stdin.buffer, out)
+    loop = Loop(driver, sys.stdin.buffer, out)
     try:
         loop.run()
     finally:
-        if isinstance(driver, AsyncDriver):
+        if isinstance(driver, (AsyncDriver, HybridDriver)):
             driver.loop.close()

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
 
 import labdriver
 import pytest
-
-ALL_CAPS = {"tls", "http2", "h2c", "cookies", "redirects", "form", "multipart", "upload",
-            "sink_file", "gzip", "parallel", "keepalive_off"}
-
 
 def job_dict(**overrides) -> dict:
     job = {
@@ -37,23 +34,18 @@ def test_job_parse_defaults_and_fields():
     assert job.timeout_s == 60.0 and job.option("tcp_nodelay") is None and job.option("absent") is None
 
 
+@pytest.mark.parametrize("entry,follow", [({}, None), ({"follow_redirects": None}, None),
+                                          ({"follow_redirects": False}, False), ({"follow_redirects": True}, True)])
+def test_follow_redirects_is_three_valued(entry, follow):
+    req = labdriver.Request.parse(0, {"method": "GET", "url": "u", **entry})
+    assert req.follow_redirects is follow
+    assert req.redirect_kwargs("allow_redirects") == ({} if follow is None else {"allow_redirects": follow})
+
+
 def test_work_expands_repeats_in_order():
     job = labdriver.Job.parse(job_dict(requests=[
         {"method": "GET", "url": "http://h/a", "repeat": 2}, {"method": "GET", "url": "http://h/b"}]))
     assert [r.r for r in job.work()] == [0, 0, 1]
-
-
-def test_required_capabilities():
-    job = labdriver.Job.parse(job_dict(
-        http="2", cookies=True, accept_gzip=True, concurrency=4, keep_alive=False,
-        requests=[
-            {"method": "POST", "url": "https://h/echo", "form": {"a": "b"}, "form_encoding": "urlencoded"},
-            {"method": "POST", "url": "https://h/echo", "form": {"a": "b"}, "form_encoding": "multipart"},
-            {"method": "POST", "url": "https://h/echo", "body_file": "/f"},
-            {"method": "GET", "url": "https://h/r", "follow_redirects": True, "sink": "file", "sink_path": "/s"},
-        ]))
-    assert job.required_capabilities() == ALL_CAPS - {"h2c"}
-    assert labdriver.Job.parse(job_dict()).required_capabilities() == set()
 
 
 def test_open_body(tmp_path):
@@ -82,7 +74,10 @@ def test_requests_kwargs():
     sink = labdriver.Request.parse(0, {"method": "PUT", "url": "u", "body_file": "/b", "sink": "file"})
     body = io.BytesIO(b"x")
     kwargs = sink.requests_kwargs(1.0, body)
-    assert kwargs["data"] is body and kwargs["stream"] is True and kwargs["allow_redirects"] is False
+    assert kwargs["data"] is body and kwargs["stream"] is True
+    assert "allow_redirects" not in kwargs  # absent: the library's default stays
+    report_3xx = labdriver.Request.parse(0, {"method": "GET", "url": "u", "follow_redirects": False})
+    assert report_3xx.requests_kwargs(1.0)["allow_redirects"] is False
     assert kwargs["headers"] == {"Content-Type": "application/octet-stream"}
 
 
@@ -104,8 +99,8 @@ def test_http_label(value, label):
 
 # --- refusals ----------------------------------------------------------------------------------
 
-def refuse(caps=ALL_CAPS, honoured=None, **overrides):
-    return labdriver.refusal(labdriver.Job.parse(job_dict(**overrides)), set(caps), honoured or {})
+def refuse(honoured=None, **overrides):
+    return labdriver.refusal(labdriver.Job.parse(job_dict(**overrides)), honoured or {})
 
 
 def test_null_options_are_fine():
@@ -133,9 +128,9 @@ def test_option_of_wrong_type_is_refused():
     assert "must be a bool" in refuse(honoured={"tcp_nodelay": None}, options={"tcp_nodelay": 1})
 
 
-def test_missing_capability_is_refused():
-    assert refuse(caps=ALL_CAPS - {"h2c"}, http="h2c") == "needs capabilities not claimed: h2c"
-    assert "parallel" in refuse(caps=ALL_CAPS - {"parallel"}, concurrency=2)
+def test_capabilities_are_the_labs_business():
+    # the lab never sends a job needing a capability the manifest lacks: the helper checks none
+    assert refuse(http="h2c", concurrency=2, cookies=True, accept_gzip=True, keep_alive=False) is None
 
 
 def test_refuse_all_cookie_policy():
@@ -225,10 +220,10 @@ class FakeAsyncDriver(labdriver.AsyncDriver):
         return labdriver.Response.of(200, (1, 1), req.url.encode(), self.verify)
 
 
-def converse(driver, messages, caps=ALL_CAPS - {"parallel"}) -> list[dict]:
+def converse(driver, messages) -> list[dict]:
     inp = io.BytesIO("".join(json.dumps(m) + "\n" for m in messages).encode())
     out = io.StringIO()
-    labdriver.Loop(driver, set(caps), inp, out).run()
+    labdriver.Loop(driver, inp, out).run()
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -282,7 +277,7 @@ def test_unknown_message_and_garbage():
     replies = converse(FakeDriver(), [{"type": "dance"}])
     assert replies == [{"type": "error", "message": "unknown message type 'dance'"}]
     out = io.StringIO()
-    labdriver.Loop(FakeDriver(), ALL_CAPS, io.BytesIO(b"not json\n\n"), out).run()
+    labdriver.Loop(FakeDriver(), io.BytesIO(b"not json\n\n"), out).run()
     assert json.loads(out.getvalue())["type"] == "error"
 
 
@@ -293,7 +288,7 @@ def test_async_driver_runs_in_parallel_order_free():
             {"type": "job", "job": job_dict(concurrency=4, requests=[
                 {"method": "GET", "url": f"http://h/feeds/{i}"} for i in range(10)])},
             {"type": "go"},
-        ], caps=ALL_CAPS)
+        ])
     finally:
         driver.loop.close()
     assert [r["type"] for r in replies] == ["ready", "done", "report"]
@@ -301,14 +296,65 @@ def test_async_driver_runs_in_parallel_order_free():
     assert {r["http"] for r in replies[2]["responses"]} == {"1.1"}
 
 
-def test_main_reads_capabilities_from_manifest(tmp_path, monkeypatch):
-    (tmp_path / "driver.toml").write_text('capabilities = ["tls"]\n')
+class FakeHybridDriver(labdriver.HybridDriver):
+    """A sync client for sequential jobs, an asyncio one for parallel jobs; says which ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.events: list[str] = []
+
+    def open(self, job):
+        self.verify = job.verify
+        if self.parallel(job):
+            return self._aopen()
+        self.events.append("open")
+        return None
+
+    async def _aopen(self):
+        asyncio.get_running_loop()  # built inside the driver's loop
+        self.events.append("aopen")
+
+    def request(self, req):
+        return labdriver.Response.of(200, 11, b"sync", self.verify)
+
+    async def arequest(self, req):
+        await asyncio.sleep(0)
+        return labdriver.Response.of(200, 11, b"async", self.verify)
+
+    def close(self):
+        if self.events[-1] == "aopen":
+            return self._aclose()
+        self.events.append("close")
+        return None
+
+    async def _aclose(self):
+        self.events.append("aclose")
+
+
+def test_hybrid_driver_takes_its_async_client_for_parallel_jobs_only():
+    driver = FakeHybridDriver()
+    try:
+        replies = converse(driver, [
+            {"type": "job", "job": job_dict()}, {"type": "go"},
+            {"type": "job", "job": job_dict(concurrency=3, requests=[
+                {"method": "GET", "url": "http://h/a", "repeat": 7}])}, {"type": "go"},
+        ])
+    finally:
+        driver.loop.close()
+    sequential, parallel = replies[2]["responses"], replies[5]["responses"]
+    assert {r["bytes"] for r in sequential} == {4} and len(sequential) == 3
+    assert {r["bytes"] for r in parallel} == {5} and len(parallel) == 7
+    assert driver.events == ["open", "close", "aopen", "aclose"]
+
+
+def test_main_reads_no_manifest(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no driver.toml anywhere near: capabilities are the lab's
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(
         (json.dumps({"type": "job", "job": job_dict(cookies=True)}) + "\n").encode())))
     out = io.StringIO()
     monkeypatch.setattr("sys.stdout", out)
-    labdriver.main(FakeDriver(), str(tmp_path / "driver.py"))
-    assert json.loads(out.getvalue()) == {"type": "unsupported", "reason": "needs capabilities not claimed: cookies"}
+    labdriver.main(FakeDriver())
+    assert json.loads(out.getvalue()) == {"type": "ready"}
 
 
 # --- the calibration loop (bare) ---------------------------------------------------------------
@@ -344,5 +390,5 @@ def test_the_first_bare_round_is_refused_as_a_job_would_be_and_builds_no_client(
 
 def test_async_bare_rounds_keep_every_request_in_flight_counted():
     replies = converse(FakeAsyncDriver(), [{"type": "bare", "job": job_dict(verify=False, concurrency=3, requests=[
-        {"method": "GET", "url": "http://h/a", "repeat": 7}])}], caps=ALL_CAPS)
+        {"method": "GET", "url": "http://h/a", "repeat": 7}])}])
     assert (replies[0]["type"], replies[0]["requests"], replies[0]["errors"]) == ("bare", 7, 0)

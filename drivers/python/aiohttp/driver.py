@@ -39,7 +39,7 @@ class AiohttpDriver(labdriver.AsyncDriver):
         )
 
     async def request(self, req: labdriver.Request) -> labdriver.Response:
-        kwargs: dict = {"headers": req.upload_headers(), "allow_redirects": req.follow_redirects}
+        kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("allow_redirects")}
         if req.has_body and self.job.option("expect_100"):
             kwargs["expect100"] = True  # sends Expect: 100-continue and waits for the 100
         if req.multipart:
@@ -68,4 +68,4 @@ class AiohttpDriver(labdriver.AsyncDriver):
 
 
 if __name__ == "__main__":
-    labdriver.main(AiohttpDriver(), __file__)
+    labdriver.main(AiohttpDriver())

@@ -1,4 +1,4 @@
-"""clientlab driver: curl_cffi, one curl_cffi.requests.Session for the job, no impersonation."""
+"""clientlab driver: curl_cffi, one Session (sequential jobs) or AsyncSession (parallel jobs) for the job, no impersonation."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from curl_cffi import requests as cffi_requests  # noqa: E402
 # over TLS (no fallback). Left unset, this libcurl would negotiate h2 on every https URL.
 HTTP_VERSIONS = {"1.1": CurlHttpVersion.V1_1, "2": CurlHttpVersion.V2_PRIOR_KNOWLEDGE,
                  "h2c": CurlHttpVersion.V2_PRIOR_KNOWLEDGE}
+# AsyncSession's own number of easy handles, so of requests in flight (its max_clients default)
+ASYNC_MAX_CLIENTS = 10
 # CURLINFO_HTTP_VERSION values -> the report's labels
 HTTP_LABELS = {CurlHttpVersion.V1_0: "1.0", CurlHttpVersion.V1_1: "1.1", CurlHttpVersion.V2_0: "2"}
 
@@ -29,8 +31,10 @@ def _curl_versions() -> dict[str, str]:
             "nghttp2": libs.get("nghttp2", "none")}
 
 
-class CurlCffiDriver(labdriver.Driver):
-    """One curl_cffi Session per job: its curl easy handle keeps the connection between requests."""
+class CurlCffiDriver(labdriver.HybridDriver):
+    """One curl_cffi Session per sequential job (its curl easy handle keeps the connection between
+    requests); one AsyncSession per parallel job, up to `concurrency` requests awaited at once
+    (curl_cffi's way to run requests concurrently: easy handles on one curl multi handle)."""
 
     # curl_cffi always removes Expect: 100-continue, so expect_100=false is what it always does
     options = {"tcp_nodelay": None, "expect_100": (False,)}
@@ -38,53 +42,91 @@ class CurlCffiDriver(labdriver.Driver):
     def versions(self) -> dict[str, str]:
         return {**labdriver.base_versions(), "curl_cffi": curl_cffi.__version__, **_curl_versions()}
 
-    def open(self, job: labdriver.Job) -> None:
+    def refuse(self, job: labdriver.Job) -> str | None:
+        if self.parallel(job) and not job.keep_alive and job.http != "1.1":
+            return ("curl_cffi's AsyncSession multiplexes the HTTP/2 requests in flight on one connection: "
+                    "FORBID_REUSE closes it after its transfers, not one connection per request")
+        return None
+
+    def open(self, job: labdriver.Job):
         self.job = job
+        # curl_cffi asks for gzip/deflate/br by default; None sends no Accept-Encoding at all
+        self.accept_encoding = "gzip" if job.accept_gzip else None
+        if self.parallel(job):
+            return self._aopen(job)  # AsyncSession is built inside the event loop
+        self.session = self._configure(cffi_requests.Session(**self._session_kwargs(job)), job)
+        return None
+
+    async def _aopen(self, job: labdriver.Job) -> None:
+        kwargs = self._session_kwargs(job)
+        if job.concurrency > ASYNC_MAX_CLIENTS:
+            # one easy handle per request in flight: the default would hold the job to fewer at once
+            kwargs["max_clients"] = job.concurrency
+        self.session = self._configure(cffi_requests.AsyncSession(**kwargs), job)
+
+    @staticmethod
+    def _session_kwargs(job: labdriver.Job) -> dict:
         curl_options = {}
         if not job.keep_alive:
             curl_options[CurlOpt.FORBID_REUSE] = 1  # close the connection after every transfer
         if job.option("tcp_nodelay") is not None:
             curl_options[CurlOpt.TCP_NODELAY] = int(job.option("tcp_nodelay"))
-        self.session = cffi_requests.Session(
-            timeout=job.timeout_s,
-            http_version=HTTP_VERSIONS[job.http],
-            curl_options=curl_options,
-            discard_cookies=not job.cookies,  # keep no cookies from responses
-        )
-        # set after construction: the constructor would take REQUESTS_CA_BUNDLE over `True`
-        self.session.verify = job.tls_ca or True
-        # curl_cffi asks for gzip/deflate/br by default; None sends no Accept-Encoding at all
-        self.accept_encoding = "gzip" if job.accept_gzip else None
+        return {"timeout": job.timeout_s, "http_version": HTTP_VERSIONS[job.http], "curl_options": curl_options,
+                "discard_cookies": not job.cookies}  # discard: keep no cookies from responses
 
-    def request(self, req: labdriver.Request) -> labdriver.Response:
-        kwargs: dict = {"headers": req.upload_headers(), "allow_redirects": req.follow_redirects,
+    @staticmethod
+    def _configure(session, job: labdriver.Job):
+        # set after construction: the constructor would take REQUESTS_CA_BUNDLE over `True`
+        session.verify = job.tls_ca or True
+        return session
+
+    def _kwargs(self, req: labdriver.Request, body, mime: CurlMime | None) -> dict:
+        """The request's keyword arguments, the same for Session and AsyncSession."""
+        kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("allow_redirects"),
                         "accept_encoding": self.accept_encoding}
-        mime = None
-        if req.multipart:
-            mime = CurlMime(self.session.curl)  # curl_mime; curl_cffi takes no `files=`
+        if mime is not None:
             for name, value in req.form.items():
                 mime.addpart(name=name, data=value.encode())
-            kwargs["multipart"] = mime
+            kwargs["multipart"] = mime  # curl_mime; curl_cffi takes no `files=`
         elif req.form is not None:
             kwargs["data"] = req.form
+        if body:
+            kwargs["content"] = body  # streamed from the file, Content-Length from its size
+        return kwargs
+
+    def request(self, req: labdriver.Request) -> labdriver.Response:
+        mime = CurlMime(self.session.curl) if req.multipart else None
         try:
             with req.open_body() as body:
-                if body:
-                    kwargs["content"] = body  # streamed from the file, Content-Length from its size
-                return self._send(req, **kwargs)
+                kwargs = self._kwargs(req, body, mime)
+                if req.to_file:
+                    # libcurl's write callback straight into the file, on the Session's own handle
+                    # (stream=True would duplicate the handle, and so open a new connection, in a thread)
+                    with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
+                        resp = self.session.request(req.method, req.url, content_callback=sink.write, **kwargs)
+                        return sink.response(resp.status_code, self._http(resp))
+                resp = self.session.request(req.method, req.url, **kwargs)
+                return labdriver.Response.of(resp.status_code, self._http(resp), resp.content, self.job.verify)
         finally:
             if mime is not None:
                 mime.close()
 
-    def _send(self, req: labdriver.Request, **kwargs) -> labdriver.Response:
-        if req.to_file:
-            # libcurl's write callback straight into the file, on the Session's own handle
-            # (stream=True would duplicate the handle, and so open a new connection, in a thread)
-            with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
-                resp = self.session.request(req.method, req.url, content_callback=sink.write, **kwargs)
-                return sink.response(resp.status_code, self._http(resp))
-        resp = self.session.request(req.method, req.url, **kwargs)
-        return labdriver.Response.of(resp.status_code, self._http(resp), resp.content, self.job.verify)
+    async def arequest(self, req: labdriver.Request) -> labdriver.Response:
+        # CurlMime() as curl_cffi's docs build one: the handle that sends the request comes from
+        # the session's pool only inside request()
+        mime = CurlMime() if req.multipart else None
+        try:
+            with req.open_body() as body:
+                kwargs = self._kwargs(req, body, mime)
+                if req.to_file:
+                    with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
+                        resp = await self.session.request(req.method, req.url, content_callback=sink.write, **kwargs)
+                        return sink.response(resp.status_code, self._http(resp))
+                resp = await self.session.request(req.method, req.url, **kwargs)
+                return labdriver.Response.of(resp.status_code, self._http(resp), resp.content, self.job.verify)
+        finally:
+            if mime is not None:
+                mime.close()
 
     def _http(self, resp) -> str:
         label = HTTP_LABELS.get(resp.http_version, str(resp.http_version))
@@ -92,9 +134,9 @@ class CurlCffiDriver(labdriver.Driver):
             raise RuntimeError(f"asked for HTTP/2, got HTTP {label}")
         return label
 
-    def close(self) -> None:
-        self.session.close()
+    def close(self):
+        return self.session.close()  # AsyncSession.close() is a coroutine: the loop runs it
 
 
 if __name__ == "__main__":
-    labdriver.main(CurlCffiDriver(), __file__)
+    labdriver.main(CurlCffiDriver())

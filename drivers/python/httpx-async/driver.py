@@ -11,4 +11,4 @@ import labdriver  # noqa: E402
 from httpx_async import HttpxAsyncDriver  # noqa: E402  (this folder; python-httpx-http2 shares it)
 
 if __name__ == "__main__":
-    labdriver.main(HttpxAsyncDriver(), __file__)
+    labdriver.main(HttpxAsyncDriver())

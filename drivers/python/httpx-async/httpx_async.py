@@ -64,7 +64,7 @@ class HttpxAsyncDriver(labdriver.AsyncDriver):
                                         timeout=job.timeout_s)
 
     async def request(self, req: labdriver.Request) -> labdriver.Response:
-        kwargs: dict = {"headers": req.upload_headers(), "follow_redirects": req.follow_redirects}
+        kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("follow_redirects")}
         kwargs.update(req.form_kwargs())
         with req.open_body() as body:
             if body:

@@ -16,4 +16,4 @@ import labdriver  # noqa: E402
 from httpx_async import HttpxAsyncDriver  # noqa: E402
 
 if __name__ == "__main__":
-    labdriver.main(HttpxAsyncDriver(), __file__)
+    labdriver.main(HttpxAsyncDriver())

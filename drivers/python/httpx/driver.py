@@ -46,7 +46,7 @@ class HttpxDriver(labdriver.Driver):
         self.client = httpx.Client(transport=transport, headers=headers, cookies=jar, timeout=job.timeout_s)
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
-        kwargs: dict = {"headers": req.upload_headers(), "follow_redirects": req.follow_redirects}
+        kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("follow_redirects")}
         kwargs.update(req.form_kwargs())
         with req.open_body() as body:
             if body:
@@ -68,4 +68,4 @@ class HttpxDriver(labdriver.Driver):
 
 
 if __name__ == "__main__":
-    labdriver.main(HttpxDriver(), __file__)
+    labdriver.main(HttpxDriver())

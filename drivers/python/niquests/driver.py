@@ -1,4 +1,4 @@
-"""clientlab driver: niquests, one Session for the job (urllib3-future underneath)."""
+"""clientlab driver: niquests, one Session (sequential jobs) or AsyncSession (parallel jobs) for the job."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import labdriver  # noqa: E402
 import niquests  # noqa: E402
 import urllib3  # noqa: E402  (urllib3-future: it installs itself as `urllib3`)
+from niquests._constant import DEFAULT_POOLSIZE  # noqa: E402
 
 # job.http -> the protocols the Session may negotiate; the others are disabled, so there is no
 # fallback. HTTP/3 is always off (niquests would otherwise upgrade through Alt-Svc).
@@ -21,8 +22,10 @@ PROTOCOLS = {
 }
 
 
-class NiquestsDriver(labdriver.Driver):
-    """One niquests.Session per job, used sequentially (not multiplexed)."""
+class NiquestsDriver(labdriver.HybridDriver):
+    """One niquests.Session per sequential job; one niquests.AsyncSession per parallel job, its
+    requests awaited by up to `concurrency` tasks at once (niquests' way to run requests
+    concurrently), multiplexed over HTTP/2."""
 
     # niquests never sends Expect: 100-continue, so expect_100=false is what it always does
     options = {"tcp_nodelay": None, "max_host_connections": None, "expect_100": (False,)}
@@ -41,18 +44,38 @@ class NiquestsDriver(labdriver.Driver):
     def refuse(self, job: labdriver.Job) -> str | None:
         return job.close_refusal("niquests")
 
-    def open(self, job: labdriver.Job) -> None:
+    def open(self, job: labdriver.Job):
         self.job = job
         self.h2only = job.http != "1.1"
+        if self.parallel(job):
+            return self._aopen(job)  # AsyncSession is built inside the event loop
+        self.session = self._configure(niquests.Session(**self._session_kwargs(job)), job)
+        return None
+
+    async def _aopen(self, job: labdriver.Job) -> None:
+        # multiplexed: concurrent requests share an HTTP/2 connection as streams (niquests' own
+        # switch for it; it changes nothing over HTTP/1.1, where each request in flight has a
+        # connection)
+        self.session = self._configure(
+            niquests.AsyncSession(**self._session_kwargs(job), multiplexed=self.h2only), job)
+
+    @staticmethod
+    def _session_kwargs(job: labdriver.Job) -> dict:
+        kwargs: dict = dict(PROTOCOLS[job.http])
         limit = job.option("max_host_connections")
-        session = niquests.Session(
-            **PROTOCOLS[job.http],
-            retries=0,  # a failure is reported, not retried
-            pool_maxsize=limit or 10,  # niquests' default pool size
-            # no OCSP/CRL look-ups: they would go to hosts outside the lab (the lab CA has none)
-            revocation_configuration=None,
-        )
+        if limit is not None:
+            kwargs["pool_maxsize"] = limit
+        elif job.concurrency > DEFAULT_POOLSIZE and job.http == "1.1":
+            # HTTP/1.1 needs a connection per request in flight: the default pool would hold the
+            # job to DEFAULT_POOLSIZE at once
+            kwargs["pool_maxsize"] = job.concurrency
+        return kwargs
+
+    @staticmethod
+    def _configure(session, job: labdriver.Job):
+        """The job's settings on a Session or an AsyncSession (their configuration is the same)."""
         # trust_env as shipped: the lab keeps proxies and CA bundles out of the environment
+        limit = job.option("max_host_connections")
         nodelay = job.option("tcp_nodelay")
         for adapter in session.adapters.values():
             pool_kw = adapter.poolmanager.connection_pool_kw  # read when each host's pool is made
@@ -66,22 +89,48 @@ class NiquestsDriver(labdriver.Driver):
             session.cookies.set_policy(labdriver.refuse_cookies())
         # niquests asks for gzip/deflate/br/zstd by default: say exactly what the job wants
         session.headers.update(job.client_headers)
-        self.session = session
+        return session
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
         with req.open_body() as body:  # a body_file is streamed from the file
-            return self._send(req, **req.requests_kwargs(self.job.timeout_s, body))
+            resp = self.session.request(req.method, req.url, **req.requests_kwargs(self.job.timeout_s, body))
+            if wrong := self._wrong_version(resp):
+                resp.close()
+                raise RuntimeError(wrong)
+            return labdriver.requests_response(resp, req, self.job.verify)
 
-    def _send(self, req: labdriver.Request, **kwargs) -> labdriver.Response:
-        resp = self.session.request(req.method, req.url, **kwargs)
-        if self.h2only and resp.raw.version != 20:  # never report other work as HTTP/2
-            resp.close()
-            raise RuntimeError(f"asked for HTTP/2, got HTTP version {resp.raw.version}")
-        return labdriver.requests_response(resp, req, self.job.verify)
+    async def arequest(self, req: labdriver.Request) -> labdriver.Response:
+        with req.open_body() as body:
+            resp = await self.session.request(req.method, req.url, **req.requests_kwargs(self.job.timeout_s, body))
+            if resp.lazy:  # multiplexed: a promise until gathered
+                await self.session.gather(resp)
+            # an AsyncResponse (a stream, or the last of redirects followed) gives its body to an
+            # await; a body read already comes in a plain Response
+            streamed = isinstance(resp, niquests.AsyncResponse)
+            if wrong := self._wrong_version(resp):
+                await resp.close() if streamed else resp.close()
+                raise RuntimeError(wrong)
+            if req.to_file:  # stream=True: an AsyncResponse
+                async with resp:
+                    with labdriver.FileSink(req.sink_path, self.job.verify) as sink:
+                        async for chunk in await resp.iter_content(labdriver.CHUNK):  # as it arrives
+                            sink.write(chunk)
+                        return sink.response(resp.status_code, resp.raw.version)
+            content = await resp.content if streamed else resp.content
+            return labdriver.Response.of(resp.status_code, resp.raw.version, content, self.job.verify)
 
-    def close(self) -> None:
+    def _wrong_version(self, resp) -> str | None:
+        """Why an HTTP/2 job's response does not count (it came over another version), or None."""
+        if self.h2only and resp.raw.version != 20:
+            return f"asked for HTTP/2, got HTTP version {resp.raw.version}"
+        return None
+
+    def close(self):
+        if isinstance(self.session, niquests.AsyncSession):
+            return self.session.close()
         self.session.close()
+        return None
 
 
 if __name__ == "__main__":
-    labdriver.main(NiquestsDriver(), __file__)
+    labdriver.main(NiquestsDriver())

@@ -45,7 +45,6 @@ class PycurlDriver(labdriver.Driver):
         job = self.job
         c.setopt(pycurl.HTTP_VERSION, self.version)
         c.setopt(pycurl.TIMEOUT_MS, int(job.timeout_s * 1000))
-        c.setopt(pycurl.NOSIGNAL, 1)
         if job.tls_ca:
             c.setopt(pycurl.CAINFO, job.tls_ca)
         if job.cookies:
@@ -64,8 +63,8 @@ class PycurlDriver(labdriver.Driver):
         c.reset()
         self._configure(c)
         c.setopt(pycurl.URL, req.url)
-        c.setopt(pycurl.FOLLOWLOCATION, int(req.follow_redirects))
-        c.setopt(pycurl.MAXREDIRS, 30)
+        if req.follow_redirects is not None:  # else libcurl's default (after reset(): not followed)
+            c.setopt(pycurl.FOLLOWLOCATION, int(req.follow_redirects))
         headers = req.upload_headers()
         if req.has_body and self.job.option("expect_100") is not None:
             headers["Expect"] = "100-continue" if self.job.option("expect_100") else ""
@@ -119,4 +118,4 @@ class PycurlDriver(labdriver.Driver):
 
 
 if __name__ == "__main__":
-    labdriver.main(PycurlDriver(), __file__)
+    labdriver.main(PycurlDriver())

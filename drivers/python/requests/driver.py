@@ -58,25 +58,13 @@ class RequestsDriver(labdriver.Driver):
         self.session = session
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
-        kwargs: dict = {"headers": req.upload_headers(), "allow_redirects": req.follow_redirects,
-                        "timeout": self.job.timeout_s, "stream": req.to_file}
-        kwargs.update(req.form_kwargs())
-        with req.open_body() as body:
-            if body:
-                kwargs["data"] = body  # streamed from the file
-            return self._send(req, **kwargs)
-
-    def _send(self, req: labdriver.Request, **kwargs) -> labdriver.Response:
-        resp = self.session.request(req.method, req.url, **kwargs)
-        http = resp.raw.version
-        if req.to_file:
-            with resp, labdriver.FileSink(req.sink_path, self.job.verify) as sink:
-                return sink.drain(resp.iter_content(labdriver.CHUNK), resp.status_code, http)
-        return labdriver.Response.of(resp.status_code, http, resp.content, self.job.verify)
+        with req.open_body() as body:  # a body_file is streamed from the file
+            resp = self.session.request(req.method, req.url, **req.requests_kwargs(self.job.timeout_s, body))
+            return labdriver.requests_response(resp, req, self.job.verify)
 
     def close(self) -> None:
         self.session.close()
 
 
 if __name__ == "__main__":
-    labdriver.main(RequestsDriver(), __file__)
+    labdriver.main(RequestsDriver())

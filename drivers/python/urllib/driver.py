@@ -1,8 +1,8 @@
 """clientlab driver: urllib.request from the standard library, one opener for the job.
 
 urllib.request sends `Connection: close` on every request and opens a new connection for each
-one: it has no keep-alive. That is the honest behaviour measured here; a keep-alive job still
-works, the client simply does not reuse connections.
+one: it has no keep-alive. The manifest claims keepalive_off only, so the lab answers keep-alive
+cells unsupported rather than measure a client that cannot keep connections there.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ import labdriver  # noqa: E402
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):
-    """Follows redirects only while `follow` is set (per request); else the 3xx is the response."""
+    """The opener's redirect handler, set per request: `follow` False makes the 3xx the response;
+    True or None (the job names no redirect setting) follows, as urllib's own handler does."""
 
-    follow = False
+    follow: bool | None = None
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
-        if not self.follow:
+        if self.follow is False:
             return None  # urllib then raises HTTPError carrying the 3xx response
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
@@ -84,4 +85,4 @@ class UrllibDriver(labdriver.Driver):
 
 
 if __name__ == "__main__":
-    labdriver.main(UrllibDriver(), __file__)
+    labdriver.main(UrllibDriver())

@@ -25,8 +25,9 @@ class Urllib3Driver(labdriver.Driver):
         self.job = job
         kwargs: dict = {
             "timeout": urllib3.Timeout(total=job.timeout_s),
-            # no retries: a failure is reported, not hidden; redirects are decided per request
-            "retries": urllib3.Retry(total=None, connect=0, read=0, status=0, other=0, redirect=30),
+            # a failed request is reported, not sent again; redirects as urllib3's default Retry(3)
+            # counts them (at most 3), followed or not as each request says
+            "retries": urllib3.Retry(3, connect=0, read=0, other=0),
         }
         if job.tls_ca:
             kwargs.update(cert_reqs="CERT_REQUIRED", ca_certs=job.tls_ca)
@@ -43,7 +44,7 @@ class Urllib3Driver(labdriver.Driver):
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
         headers = {**self.pool.headers, **req.upload_headers()}
-        kwargs: dict = {"headers": headers, "redirect": req.follow_redirects, "preload_content": not req.to_file}
+        kwargs: dict = {"headers": headers, **req.redirect_kwargs("redirect"), "preload_content": not req.to_file}
         if req.form is not None:
             kwargs.update(fields=req.form, encode_multipart=req.multipart)
         with req.open_body() as body:
@@ -66,4 +67,4 @@ class Urllib3Driver(labdriver.Driver):
 
 
 if __name__ == "__main__":
-    labdriver.main(Urllib3Driver(), __file__)
+    labdriver.main(Urllib3Driver())
