@@ -60,3 +60,13 @@ def test_go_and_python_lines_reach_the_build_through_its_environment():
     python = runtimes.parse(["python=3.12"])["python"][0]
     assert go.env({})["GOTOOLCHAIN"] == f"go{go.version}"
     assert python.env({})["CLIENTLAB_PYTHON"].endswith(f"/{python.version}/bin/python3.12")
+
+
+def test_a_cell_s_driver_id_names_its_runtime_line_and_resolves_back(driver):
+    known = {driver.id: driver}
+    assert manifest.variant(known, "node-mine") is driver
+    on22 = manifest.variant(known, "node-mine@node22")
+    assert on22 is not None and on22.runtime == runtimes.parse(["node=22"])["node"][0]
+    assert manifest.variant(known, "node-mine@node19") is None   # not pinned
+    assert manifest.variant(known, "node-mine@go1.26") is None   # another runtime
+    assert manifest.variant(known, "node-other@node22") is None
