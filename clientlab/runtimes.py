@@ -86,7 +86,7 @@ class Runtime:
         if proc.returncode != 0 or self.missing():
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
             raise LabInputError(f"could not install {self.kind} {self.version}: {tail}")
-        return "installed"
+        return "installed" if self.kind == "node" else "toolchain ready"
 
 
 def _pins() -> dict:
