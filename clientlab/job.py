@@ -179,7 +179,10 @@ def required_capabilities(planned: PlannedJob) -> list[str]:
         needed.add("gzip")
     if job["concurrency"] > 1:
         needed.add("parallel")
-    needed.add("keepalive" if job["keep_alive"] else "keepalive_off")
+    if not job["keep_alive"]:
+        needed.add("keepalive_off")
+    elif planned.server_requests > 1:  # a single request has no connection to reuse
+        needed.add("keepalive")
     for r in job["requests"]:
         if r.get("follow_redirects"):
             needed.add("redirects")
