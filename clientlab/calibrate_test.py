@@ -7,7 +7,7 @@ from clientlab.runner import RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
 
-PLAIN = "python-urllib"   # a real driver on the shared Python helper, which has the calibration loop
+PLAIN = "python-requests"   # a real driver on the shared Python helper, which has the calibration loop
 
 
 def real(driver_id: str) -> manifest.Driver:
