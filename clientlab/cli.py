@@ -17,7 +17,7 @@ from clientlab import build as builder
 from clientlab import export as exporters
 from clientlab import machine, manifest, paths, runtimes, scenario
 from clientlab.errors import LabError, LabInputError
-from clientlab.output.findings import print_findings
+from clientlab.output.diagnosis import print_findings
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed

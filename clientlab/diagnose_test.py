@@ -112,3 +112,33 @@ def test_bodies_mapped_anew_every_request_are_found_by_their_page_faults(diagnos
     # a 335 KB body copied into freshly mapped memory each time: a page fault per 4 KB of it
     found = diagnosed([("python-fake-fresh-body", shipped("get-json-335k", count=20))])
     assert found[("python-fake-fresh-body", "get-json-335k")] == ["body-memory-from-the-kernel"]
+
+
+def test_a_finding_seen_on_several_scenarios_is_printed_once_for_its_driver():
+    import io
+
+    from rich.console import Console
+
+    from clientlab.output.diagnosis import print_findings
+
+    reuse = {"rule": "no-connection-reuse", "severity": "warn", "title": "No connection reuse",
+             "evidence": "20 requests came on 20 connections", "fix": "Keep one client"}
+    cells = [{"driver": "cli-x", "scenario": s, "status": "ok", "figures": {"findings": [reuse]}}
+             for s in ("get-small", "post-form", "post-multipart")]
+    console = Console(file=io.StringIO(), width=200)
+    print_findings(console, cells)
+    text = console.file.getvalue()
+    assert text.count("No connection reuse") == 1
+    assert "cli-x × 3 scenarios (get-small, post-form, post-multipart)" in text and "(on get-small)" in text
+
+
+def test_one_body_in_memory_is_no_finding_where_the_scenario_asks_for_memory():
+    from clientlab.diagnose import CellView, whole_body_in_memory
+
+    body = 20_000_000
+    cell = CellView("x-y", "download-memory", {}, ["memory"],
+                    {"peak_rss_kb": (5_000_000 + body) // 1024, "server": {"requests": 1, "resp_body_bytes": body}},
+                    5_000_000 // 1024)
+    assert whole_body_in_memory(cell) is None
+    as_file = CellView("x-y", "download-file", {}, ["file"], cell.figures, cell.baseline_rss_kb)
+    assert whole_body_in_memory(as_file) is not None
