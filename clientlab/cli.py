@@ -21,7 +21,7 @@ from clientlab.output.diagnosis import print_findings
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed
-from clientlab.output.cellfigures import DEPARTED
+from clientlab.output.cellfigures import DEPARTED, said_once_line
 from clientlab.output.whatran import print_what_ran
 from clientlab.netlab.lab import open_server_side
 from clientlab.runner import INTERLEAVES, JIT_WARM_S, PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
@@ -462,6 +462,8 @@ def _print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         for line in long_lines(cells):
             out.print(line, highlight=False, soft_wrap=True)
         out.print(Text(CAPTION, style="dim"), soft_wrap=True)
+    if (line := said_once_line(cells)) is not None:
+        out.print(Text(line, style="magenta"), soft_wrap=True)
     print_findings(out, cells)
     print_what_ran(out, cells)
 

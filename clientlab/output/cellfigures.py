@@ -57,15 +57,37 @@ def startup(f: dict) -> str:
     return f"start {s * 1000:,.0f} ms" if s < 10 else f"start {s:,.1f} s"
 
 
-def flags(f: dict) -> list[str]:
+BUDGET_CUT = "cut by time budget"
+
+
+def flags(f: dict, said_once: frozenset[str] = frozenset()) -> list[str]:
+    """The cell's flags, less those said once for the whole table (`said_once`)."""
     out = []
     if f.get("noisy"):
         out.append("noisy")
     if f.get("disturbed_kept"):
         out.append(f"{f['disturbed_kept']} disturbed")
     if f.get("budget_stopped"):
-        out.append("cut by time budget")
-    return out
+        out.append(BUDGET_CUT)
+    return [flag for flag in out if flag not in said_once]
+
+
+def said_once(cells: list[dict]) -> frozenset[str]:
+    """The budget flag, when most measured cells carry it: then it is one line under the table
+    instead of a word in nearly every cell."""
+    ok = [c for c in cells if c["status"] == "ok" and c.get("figures")]
+    cut = sum(1 for c in ok if c["figures"].get("budget_stopped"))
+    return frozenset({BUDGET_CUT}) if ok and cut > len(ok) / 2 else frozenset()
+
+
+def said_once_line(cells: list[dict]) -> str | None:
+    """'cut by time budget: 50 of 80 cells …' when `said_once` holds the flag, else None."""
+    if BUDGET_CUT not in said_once(cells):
+        return None
+    ok = [c for c in cells if c["status"] == "ok" and c.get("figures")]
+    cut = sum(1 for c in ok if c["figures"].get("budget_stopped"))
+    return (f"{BUDGET_CUT}: {cut} of {len(ok)} cells stopped at their minimum of trials when the run's time "
+            "was spent (their ± says what that left; --time-budget gives them more)")
 
 
 def driver_label(cell: dict) -> str:

@@ -17,6 +17,7 @@ def long_lines(cells: list[dict]) -> list[Text]:
     lines: list[Text] = []
     scenarios = list(dict.fromkeys(c["scenario"] for c in cells))
     width = max((len(cf.driver_label(c)) for c in cells), default=10)
+    quiet = cf.said_once(cells)
     for name in scenarios:
         mine = sorted((c for c in cells if c["scenario"] == name), key=_rate, reverse=True)
         lines.append(Text(name, style="bold underline"))
@@ -31,7 +32,7 @@ def long_lines(cells: list[dict]) -> list[Text]:
                 line.append(f" {cf.precision(f):>6}", style="dim")
                 line.append(f"  {_rate(cell) / best:5.2f}×" if best > 0 else "")
                 line.append(f"  {cf.count(f):<16} {cf.cpu_per_request(f):<19} {cf.memory(f):<14} {cf.startup(f)}")
-                for flag in cf.flags(f):
+                for flag in cf.flags(f, quiet):
                     line.append(f"  {flag}", style="magenta")
             lines.append(line)
     return lines

@@ -15,14 +15,14 @@ COLUMN_WIDTH = 20
 DRIVER_WIDTH = 26
 
 
-def cell_text(cell: dict) -> Text:
+def cell_text(cell: dict, said_once: frozenset[str] = frozenset()) -> Text:
     """One cell: throughput ± precision, count, CPU per request, peak memory; or the status and why."""
     if cell["status"] != "ok":
         return Text(cf.status_line(cell), style=cf.STATUS_STYLE.get(cell["status"], ""))
     f = cell["figures"]
     text = Text(cf.throughput(f), style="bold")
     text.append(f" {cf.precision(f)}", style="dim")
-    for flag in cf.flags(f):
+    for flag in cf.flags(f, said_once):
         text.append(f" {flag}", style="magenta")
     text.append(f"\n{cf.count(f)}", style="dim")
     text.append(f"\n{cf.cpu_per_request(f)}")
@@ -39,6 +39,7 @@ def width_needed(cells: list[dict]) -> int:
 def results_table(cells: list[dict], title: str) -> Table:
     drivers = list(dict.fromkeys(c["driver"] for c in cells))
     labels = {c["driver"]: cf.driver_label(c) for c in cells}
+    quiet = cf.said_once(cells)
     scenarios = list(dict.fromkeys(c["scenario"] for c in cells))
     by_key = {(c["driver"], c["scenario"]): c for c in cells}
     table = Table(title=title, show_lines=True, caption=CAPTION)
@@ -49,6 +50,6 @@ def results_table(cells: list[dict], title: str) -> Table:
         row = [labels[driver]]
         for name in scenarios:
             cell = by_key.get((driver, name))
-            row.append(cell_text(cell) if cell else Text("—", style="dim"))
+            row.append(cell_text(cell, quiet) if cell else Text("—", style="dim"))
         table.add_row(*row)
     return table
