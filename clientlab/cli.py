@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -28,7 +29,9 @@ from clientlab.runner import INTERLEAVES, JIT_WARM_S, PLACEMENTS, Placement, Run
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
-out = Console()
+# a pipe has no width: rich would lay tables out in 80 columns and cut theirs to a letter or two
+PIPE_WIDTH = 240
+out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each in logs and pipes
 
 DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers answers in minutes

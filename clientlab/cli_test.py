@@ -204,3 +204,15 @@ def test_crosscheck_bare_prints_lab_over_bare_per_cell_and_writes_every_pair(lab
     assert "python-fake-no-bare × get-small: no calibration loop" in proc.stdout.replace("\n", " ")
     pairs = {c["driver"]: c for c in json.loads(out.read_text())}
     assert len(pairs["python-fake-reference"]["pairs"]) == 3 and pairs["python-fake-no-bare"]["pairs"] == []
+
+
+def test_a_table_in_a_pipe_keeps_its_columns_readable(lab_home):
+    run = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "get-small",
+                    "-p", "count=10", "--trials", "1", "--warmup", "0", home=lab_home)
+    assert run.returncode == 0, run.stderr
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"CLIENTLAB_HOME": str(lab_home)}
+    shown = subprocess.run([*CLI, "show", "last", "--cell", "python-fake-reference:get-small"], capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    header = next(line for line in shown.stdout.splitlines() if "trial" in line and "┃" in line)
+    assert "…" not in header, header  # no column cut to a letter or two
