@@ -29,7 +29,7 @@ from clientlab.job import plan
 from clientlab.manifest import Driver
 from clientlab.measure import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
 from clientlab.protocol import DriverFault, DriverProcess
-from clientlab.runner import JIT_WARM_S, CellResult, CellRunner, Events, Group, RunOptions, loopback_run, settled
+from clientlab.runner import JIT_WARM_S, CellResult, CellRunner, Events, CellGroup, RunOptions, loopback_run, settled
 from clientlab.scenario import Scenario
 from clientlab.server import BenchServer
 from clientlab.store import Store, Trial
@@ -360,7 +360,7 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
             CellRunner(bench, store, run_id, options, events, placement.driver) as runner:
         beside = runner.beside = BareBeside(placement.driver)
         try:
-            for result in runner.run_groups([Group(drivers, s) for s in scenarios]):
+            for result in runner.run_groups([CellGroup(drivers, s) for s in scenarios]):
                 beside.calibration(result.driver, result.scenario).lab = result
         finally:
             beside.close()

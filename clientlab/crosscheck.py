@@ -15,7 +15,7 @@ from clientlab import nginx, paths, writes
 from clientlab.errors import LabError
 from clientlab.job import plan
 from clientlab.manifest import Driver
-from clientlab.runner import CellResult, CellRunner, Events, Group, RunOptions, loopback_run
+from clientlab.runner import CellResult, CellRunner, Events, CellGroup, RunOptions, loopback_run
 from clientlab.scenario import Scenario
 from clientlab.server import BenchServer
 from clientlab.store import Store
@@ -114,7 +114,7 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
             marked = s.model_copy(update={"variant": ",".join(v for v in (s.variant, NGINX_MARK) if v)})
             # both servers' cells take turns trial by trial: a drift of the host over the
             # minutes of a scenario hits both alike, not the server that ran in the slow minute
-            for r in runner.run_groups([Group(drivers, s), Group(drivers, marked, static)]):
+            for r in runner.run_groups([CellGroup(drivers, s), CellGroup(drivers, marked, static)]):
                 results.append(("nginx" if r.scenario == marked.label else "bench", r))
         patterns = [_writes(s, bench, static) for s in scenarios]
         store.update_config(run_id, writes=[w.to_dict() for w in patterns])

@@ -225,7 +225,7 @@ def _round_count(n: float) -> float:
 
 
 @dataclass(frozen=True)
-class Group:
+class CellGroup:
     """Cells that run_groups runs together: the drivers on one scenario, served by `server` (None:
     the runner's own), run with `options` (None: the runner's own; an experiment's parts differ)."""
 
@@ -333,9 +333,9 @@ class CellRunner:
 
     def run_cells(self, drivers: list[Driver], scenario: Scenario) -> list[CellResult]:
         """Every driver on one scenario: each verified and warmed up, then timed trials round-robin."""
-        return self.run_groups([Group(drivers, scenario)])
+        return self.run_groups([CellGroup(drivers, scenario)])
 
-    def run_groups(self, groups: Sequence[Group], deadline: float | None = None) -> list[CellResult]:
+    def run_groups(self, groups: Sequence[CellGroup], deadline: float | None = None) -> list[CellResult]:
         """Cells of several scenarios together: each verified and warmed up (scenario by scenario),
         then one timed trial of each in turn until all are done, so that a drift of the machine over
         the run hits every cell alike; results in the order the cells were given. A group may be
@@ -971,11 +971,11 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
           CellRunner(server, store, run_id, options, events, placement.driver) as runner):
         end = time.monotonic() + options.time_budget_s if options.time_budget_s else None
         if options.interleave == "run":
-            batches = [runner.run_groups([Group(drivers, scenario) for scenario in scenarios], end)]
+            batches = [runner.run_groups([CellGroup(drivers, scenario) for scenario in scenarios], end)]
         else:
             # each scenario gets an equal share of the time left (one that ends early leaves its
             # rest to the others)
-            batches = (runner.run_groups([Group(drivers, scenario)], share(end, 1, len(scenarios) - i))
+            batches = (runner.run_groups([CellGroup(drivers, scenario)], share(end, 1, len(scenarios) - i))
                        for i, scenario in enumerate(scenarios))
         for batch in batches:
             for result in batch:

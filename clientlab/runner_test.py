@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clientlab import protocol
-from clientlab.runner import Group, RunOptions
+from clientlab.runner import CellGroup, RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
 from clientlab.scenario import Scenario
@@ -14,11 +14,11 @@ REF = "python-fake-reference"
 
 
 def over_the_run(store, driver, *, warmup: int, trials: int, min_trials: int | None = None,
-                 second: str = "post-form") -> tuple[int, RunOptions, list[Group]]:
+                 second: str = "post-form") -> tuple[int, RunOptions, list[CellGroup]]:
     """A new run of two cells of one driver (get-small, then `second`) interleaved over the run."""
     options = RunOptions(warmup=warmup, stop=StopRule(min_trials=min_trials or trials, max_trials=trials),
                          placement="free", host_probe=False, interleave="run")
-    groups = [Group([driver], shipped("get-small", count=10)), Group([driver], shipped(second, count=5))]
+    groups = [CellGroup([driver], shipped("get-small", count=10)), CellGroup([driver], shipped(second, count=5))]
     return store.start_run({}, {}), options, groups
 
 

@@ -15,7 +15,7 @@ from clientlab.experiment.spec import Experiment, Part
 from clientlab.netlab import hosts
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import CellResult, CellRunner, Events, Group, Placement, RunOptions, SilentEvents, share
+from clientlab.runner import CellResult, CellRunner, Events, CellGroup, Placement, RunOptions, SilentEvents, share
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -87,7 +87,7 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                     for c in same:
                         if c.driver not in drivers:
                             _record_unrun(store, run_id, c, "not-installed", f"no driver '{c.driver}' in this lab", events)
-                    groups.append(Group([drivers[c.driver] for c in same if c.driver in drivers], sc,
+                    groups.append(CellGroup([drivers[c.driver] for c in same if c.driver in drivers], sc,
                                         options=part_options(options, parts[part], quick)))
                 groups = [g for g in groups if g.drivers]
                 if options.interleave == "run":  # every cell's trials spread over the network's whole time
