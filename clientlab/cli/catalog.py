@@ -1,0 +1,102 @@
+"""clientlab drivers, scenarios, build: what the lab has, and making it ready."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from clientlab import build as builder
+from clientlab import manifest, runtimes, scenario
+from clientlab.cli.common import (
+    driver_path_option,
+    err,
+    load_drivers,
+    main,
+    out,
+    runtimes_option,
+    scenario_path_option,
+    split_names,
+    use_scenario_paths,
+)
+from clientlab.output.cellfigures import DEPARTED
+
+
+@main.command("drivers")
+@driver_path_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool) -> None:
+    """List drivers, whether they are installed, and why not."""
+    drivers = load_drivers(driver_paths)
+    rows = [{
+        "id": d.id, "language": d.manifest.language, "library": d.manifest.library,
+        "description": d.manifest.description, "capabilities": d.manifest.capabilities,
+        "default": d.manifest.default, "folder": str(d.folder), "departures": d.manifest.departures,
+        "runtime": f"{d.runtime.kind} {d.runtime.version}" if d.runtime else None,
+        "installed": (missing := d.missing()) is None, "why_not": missing,
+    } for d in drivers]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="drivers")
+    for column in ("id", "library", "installed", "capabilities", "how it is used"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        installed = "[green]yes[/]" if r["installed"] else f"[red]no[/]: {escape(r['why_not'])}"
+        how = escape(r["description"]) + "".join(f"\n[magenta]{DEPARTED} {escape(x)}[/]" for x in r["departures"])
+        library = escape(r["library"]) + (f"\n[dim]on {escape(r['runtime'])}[/]" if r["runtime"] else "")
+        table.add_row(r["id"], library, installed, ", ".join(r["capabilities"]), how)
+    out.print(table)
+
+
+@main.command("scenarios")
+@scenario_path_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def scenarios_cmd(scenario_paths: tuple[Path, ...], as_json: bool) -> None:
+    """List scenarios, their parameters and what they need from a driver."""
+    use_scenario_paths(scenario_paths)
+    files, problems = scenario.discover()
+    rows = []
+    for f in files:
+        s = f.expand()
+        rows.append({"name": s.name, "description": s.description, "default": s.default, "metric": s.metric,
+                     "params": f.params, "requests": s.total_requests, "file": str(f.path)})
+    if as_json:
+        click.echo(json.dumps({"scenarios": rows, "invalid": problems}, indent=2))
+        return
+    table = Table(title="scenarios")
+    for column in ("name", "default", "requests", "params", "description"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        params = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        table.add_row(r["name"], "yes" if r["default"] else "no", str(r["requests"]), escape(params),
+                      escape(r["description"]))
+    out.print(table)
+    for problem in problems:
+        err.print(f"[red]invalid scenario:[/] {escape(problem)}", highlight=False)
+
+
+@main.command("build")
+@driver_path_option
+@click.option("-d", "--drivers", "driver_names", multiple=True, help="Only these drivers (comma-separated).")
+@click.option("--force", is_flag=True, help="Rebuild even when the build inputs did not change.")
+@runtimes_option
+def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], force: bool,
+              runtime_specs: tuple[str, ...]) -> None:
+    """Build drivers (venvs, compiled programs, the runtime builds they run on); skips the ones
+    that are up to date."""
+    drivers = load_drivers(driver_paths)
+    wanted = split_names(driver_names)
+    chosen = manifest.select(drivers, wanted) if wanted else drivers
+    chosen = manifest.on_runtimes(chosen, runtimes.parse(list(runtime_specs)))
+    failed = 0
+    for d in chosen:
+        ok, what = builder.build(d, force=force)
+        failed += not ok
+        style = "green" if ok else "red"
+        err.print(f"[{style}]{d.id}[/]: {what}", highlight=False)
+    if failed:
+        raise SystemExit(1)

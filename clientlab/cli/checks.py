@@ -1,0 +1,174 @@
+"""The lab checked against others: crosscheck (nginx, or a plain loop of the same client) and selfbench."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from clientlab import manifest, paths, scenario
+from clientlab.cli.common import (
+    DEFAULT_FORKS,
+    DEFAULT_INTERLEAVE,
+    DEFAULT_PLACEMENT,
+    DEFAULT_TRIAL_S,
+    counts_given,
+    driver_path_option,
+    err,
+    load_drivers,
+    main,
+    out,
+    split_names,
+    take_lab_lock,
+)
+from clientlab.errors import LabInputError
+from clientlab.output.progress import ProgressEvents
+from clientlab.runner import JIT_WARM_S, PLACEMENTS, RunOptions, stop_on_sigterm
+from clientlab.stats import StopRule
+from clientlab.store import Store
+
+
+@main.command("crosscheck")
+@driver_path_option
+@click.option("-d", "--drivers", "driver_names", multiple=True,
+              help="Drivers to check (comma-separated). Default: every installed default driver.")
+@click.option("-s", "--scenarios", "scenario_names", multiple=True,
+              help="Static scenarios (default: get-small, get-json-335k, download-memory, download-file).")
+@click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
+              help="Override a scenario parameter, e.g. -p count=500.")
+@click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True)
+@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+              help="Run a disturbed trial again, at most this many times per cell.")
+@click.option("--bare", is_flag=True,
+              help="Instead of nginx, check the lab against the same client in a plain loop: each cell's "
+                   "timed trials beside the driver's calibration loop (default scenarios: "
+                   "get-small, get-json-335k).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --bare: also write every pair of lab trial and plain-loop round here.")
+def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries, bare,  # noqa: ANN001
+                   json_path) -> None:
+    """Is the bench server part of the answer? Each driver on static workloads against the bench
+    server and against Debian's nginx (one worker, the same core), in one run, the two servers'
+    trials of a scenario taking turns: each driver's
+    throughput as a ratio to the fastest, under both servers. They must agree within 10 %.
+    The bench ÷ nginx column says which server gave a driver more: where ratios disagree, the
+    server that is slower for the fastest drivers is the one in the answer.
+
+    With --bare: is the lab part of the answer? The cells run as `clientlab run` runs them (trials
+    of about 0.3 s, interleaved over the run, three processes a cell, its JIT warm-up), and right
+    after each timed trial of a cell the same driver program, started as a plain program (same
+    core, outside the cell's control group, a new client each round), runs the same requests in a plain
+    loop timed by its own clock; lab ÷ bare is the cell's time per request over the loop's, trial
+    by trial. It must be within 10 %.
+
+    Exit code 0 when every ratio agrees, 1 when one does not."""
+    from clientlab import calibrate, crosscheck
+
+    chosen = manifest.select(load_drivers(driver_paths), split_names(driver_names))
+    missing = [f"{d.id} ({d.missing()})" for d in chosen if d.missing() is not None]
+    if missing and driver_names:  # named ones must be there; of the defaults, the installed ones run
+        raise LabInputError(f"not installed: {'; '.join(missing)}")
+    drivers = [d for d in chosen if d.missing() is None]
+    take_lab_lock(False)
+    if not drivers:
+        raise LabInputError("no installed driver to check (see: clientlab drivers)")
+    files, _ = scenario.discover()
+    names = split_names(scenario_names) or list(calibrate.SCENARIOS if bare else crosscheck.STATIC_SCENARIOS)
+    scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
+    stop = StopRule(min_trials=trials or 3, max_trials=trials or 10)
+    options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
+    store = Store(paths.results_db())
+    if bare:
+        # the cells as `clientlab run` measures them (its trial budget, its interleaving, its
+        # processes and JIT warm-up), with no time budget: the figures calibrated are the run's
+        fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
+        options = dataclasses.replace(options, trial_budget_s=DEFAULT_TRIAL_S, fixed_counts=fixed,
+                                      interleave=DEFAULT_INTERLEAVE, forks=DEFAULT_FORKS, jit_warm_s=JIT_WARM_S)
+        _calibrate(store, drivers, scenarios, options, json_path)
+        return
+    cells = len(drivers) * len(scenarios) * 2
+    with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
+        run_id, rows, patterns = crosscheck.run(store, drivers, scenarios, options, events)
+    table = Table(title=f"crosscheck (run {run_id}): each driver's throughput / the fastest's, per server")
+    for column in ("scenario", "driver", "bench server", "nginx", "bench ÷ nginx", "ratio (bench)", "ratio (nginx)",
+                   "differ"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        rate = lambda v: f"{v:,.0f} {r.unit}" if v else "—"  # noqa: E731
+        verdict = ("—" if r.agrees is None else
+                   f"[green]{r.agreement:.1%}[/]" if r.agrees else f"[bold red]{r.agreement:.1%}[/]")
+        table.add_row(r.scenario, r.driver, rate(r.bench), rate(r.nginx),
+                      f"{r.bench_over_nginx:.2f}" if r.bench_over_nginx else "—",
+                      f"{r.bench_ratio:.2f}" if r.bench_ratio else (r.reason or "—"),
+                      f"{r.nginx_ratio:.2f}" if r.nginx_ratio else "—", verdict)
+    out.print(table)
+    out.print("how each server wrote an answer (its send calls under strace, one keep-alive connection):",
+              highlight=False)
+    for w in patterns:
+        seen = w.problem or "; ".join(f"{'bench server' if server == 'bench' else server} {p.describe()}"
+                                      for server, p in w.patterns.items())
+        out.print(f"  {w.scenario} ({w.path}): {seen}", highlight=False)
+    judged = [r for r in rows if r.agrees is not None]
+    failing = [r for r in judged if not r.agrees]
+    out.print(f"{len(judged) - len(failing)} of {len(judged)} ratios agree within {crosscheck.AGREEMENT:.0%}"
+              + (f"; not: {', '.join(f'{r.driver} × {r.scenario}' for r in failing)}" if failing else ""),
+              highlight=False)
+    slower = [r for r in rows if r.bench_over_nginx is not None and r.bench_over_nginx < 1 - crosscheck.SLOWER]
+    compared = [r for r in rows if r.bench_over_nginx is not None]
+    out.print(f"the bench server gave {len(compared) - len(slower)} of {len(compared)} drivers at least nginx's rate "
+              f"(within {crosscheck.SLOWER:.0%})"
+              + (f"; slower for: {', '.join(f'{r.driver} × {r.scenario}' for r in slower)}" if slower else
+                 ": where ratios disagree, nginx held the faster drivers back"
+                 if failing else ""), highlight=False)
+    if failing:
+        raise SystemExit(1)
+
+
+def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions, json_path: Path | None) -> None:
+    """crosscheck --bare: the cells beside their calibration loops, a table, exit 1 past the target."""
+    from clientlab import calibrate
+    from clientlab.output.calibration import calibration_table
+
+    with stop_on_sigterm(), ProgressEvents(len(drivers) * len(scenarios), err, len(drivers)) as events:
+        run_id, cells = calibrate.run(store, drivers, scenarios, options, events)
+    table, notes = calibration_table(cells, f"crosscheck --bare, run {run_id}, placement {options.placement}: "
+                                            "the lab beside the same client in a plain loop")
+    out.print(table)
+    for note in notes:
+        out.print(note)
+    if json_path:
+        json_path.write_text(json.dumps([c.to_dict() for c in cells], indent=1))
+    judged = [c for c in cells if c.within_target is not None]
+    missed = [c for c in judged if not c.within_target]
+    out.print(f"{len(judged) - len(missed)} of {len(judged)} cells within {calibrate.TARGET:.0%} of the plain loop"
+              + (f"; not: {', '.join(f'{c.driver} × {c.scenario}' for c in missed)}" if missed else ""),
+              highlight=False)
+    if missed:
+        raise SystemExit(1)
+
+
+@main.command("selfbench")
+@driver_path_option
+@click.option("-d", "--drivers", "driver_names", multiple=True, help="Drivers to compare with (default: all installed).")
+@click.option("--seconds", default=5, show_default=True, help="Length of the wrk measurement.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures here.")
+def selfbench_cmd(driver_paths, driver_names, seconds, json_path) -> None:  # noqa: ANN001
+    """The lab's own figures, each with its target (met / missed):
+
+    \b
+    - the bench server against Debian's nginx (one worker each, the same core): req/s, MB/s and
+      CPU per request at 1 to 10,000 connections (wrk, HTTP/1.1) and over HTTP/2 (h2load);
+    - the server's rate against the fastest sequential and parallel drivers, and its CPU per
+      request against the cheapest driver's;
+    - the lab's overhead on a 1-second trial, the spread of such trials, and the machine's noise
+      floor (fixed CPU work timed ten times);
+    - placements (split / shared / free): per-request time and spread of one driver under each."""
+    from clientlab import selfbench
+
+    drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
+    take_lab_lock(False)
+    selfbench.run(drivers, seconds, out, err, json_path)

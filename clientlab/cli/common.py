@@ -1,0 +1,207 @@
+"""What every clientlab command shares: the consoles, the defaults, common options, the lab lock,
+exit codes, the `main` group and the entry point, and the printing of a stored run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from clientlab import export as exporters
+from clientlab import manifest, scenario
+from clientlab.errors import LabError, LabInputError
+from clientlab.output.cellfigures import said_once_line
+from clientlab.output.diagnosis import print_findings
+from clientlab.output.long import long_lines
+from clientlab.output.table import CAPTION, results_table, width_needed
+from clientlab.output.whatran import print_what_ran
+from clientlab.store import Store
+
+# a pipe has no width: rich would lay tables out in 80 columns and cut theirs to a letter or two
+PIPE_WIDTH = 240
+out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH)
+err = Console(stderr=True, soft_wrap=True)  # messages stay one line each in logs and pipes
+
+DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers answers in minutes
+DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, docs/measurement.md)
+DEFAULT_INTERLEAVE = "run"       # the host's drift over minutes hits every cell alike (docs/measurement.md)
+DEFAULT_TIME_BUDGET_S = 240.0  # with start-up and set-up, a plain run ends within 5 minutes
+DEFAULT_FORKS = 3  # a cell's figure is not one process's state (docs/measurement.md, "Forks")
+
+runtimes_option = click.option(
+    "--runtimes", "runtime_specs", multiple=True, metavar="KIND=LINE[,LINE…]",
+    help="Run each chosen driver of this runtime on these lines, each its own cell (node-fetch@node22), "
+         "e.g. --runtimes node=20,22,24,26 --runtimes go=1.24,1.26 --runtimes python=3.12; the lines "
+         "pinned in setup/runtimes.toml. A line's build is made on first use.")
+
+driver_path_option = click.option(
+    "--driver-path", "driver_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Also load drivers from this folder (a driver folder, or a folder of them). Repeatable.",
+)
+
+
+def load_drivers(driver_paths: tuple[Path, ...]) -> list[manifest.Driver]:
+    drivers, problems = manifest.discover(list(driver_paths))
+    for problem in problems:
+        err.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
+    return drivers
+
+
+def split_names(values: tuple[str, ...]) -> list[str] | None:
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    return names or None
+
+
+# -- input and machine guards: user scenario folders, the run lock, exit codes
+
+EXIT_FAILED, EXIT_USAGE, EXIT_LAB, EXIT_BUSY, EXIT_INTERRUPTED = 1, 2, 3, 75, 130
+EXIT_CODES = """\b
+Exit codes:
+  0    done; every cell ok, unsupported or not installed
+  1    some cells failed (the summary at the end names them)
+  2    bad usage or input: an option, a -p/-o value, a scenario or other lab file
+  3    the lab itself broke (the bench server died, the store cannot be written)
+  75   --no-wait, and another measuring run holds the lab (it names it)
+  130  interrupted (Ctrl-C or SIGTERM); everything measured so far is kept"""
+
+scenario_path_option = click.option(
+    "--scenario-path", "scenario_paths", multiple=True, type=click.Path(path_type=Path),
+    help="Also load scenarios from this folder (its *.toml files, validated as the shipped ones). Repeatable.",
+)
+no_wait_option = click.option(
+    "--no-wait", is_flag=True,
+    help="When another measuring run holds the lab (one per machine), exit with code 75 instead of waiting.",
+)
+
+
+def use_scenario_paths(scenario_paths: tuple[Path, ...]) -> None:
+    scenario.use_paths(scenario_paths)
+
+
+def take_lab_lock(no_wait: bool) -> None:
+    """One measuring run per machine: wait for the lab (saying who holds it), or exit 75 with
+    --no-wait. Held until the command ends."""
+    from clientlab.runlock import LabBusy, RunLock
+
+    lock = RunLock()
+    try:
+        lock.acquire(wait=not no_wait, on_wait=lambda message: err.print(escape(message), highlight=False))
+    except LabBusy as exc:
+        err.print(f"[red]busy:[/] {escape(str(exc))}", highlight=False)
+        raise SystemExit(EXIT_BUSY) from None
+    click.get_current_context().call_on_close(lock.release)
+
+
+def exit_if_cells_failed(store: Store, run_ids: list[int]) -> None:
+    """Exit 1 when a cell of these runs failed, naming them (unsupported and not installed are fine)."""
+    failed = [c for run_id in run_ids for c in store.cells(run_id) if c["status"] == "failed"]
+    if not failed:
+        return
+    err.print(f"[red]{len(failed)} cell(s) failed:[/]", highlight=False)
+    for c in failed:
+        reason = (c["reason"] or "").splitlines()[0][:200] if c["reason"] else "no reason given"
+        err.print(escape(f"  {c['driver']} × {c['scenario']}: {reason}"), highlight=False)
+    raise SystemExit(EXIT_FAILED)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
+def main() -> None:
+    """clientlab — the HTTP client lab.
+
+    Benchmarks HTTP client libraries (drivers) on workloads (scenarios) against an
+    instrumented bench server it starts itself. Every cell is verified before it is timed;
+    wall time, CPU and peak memory are measured by the lab, never taken from the driver.
+
+    \b
+    Typical use:
+      clientlab drivers                 what clients exist and which are installed
+      clientlab scenarios               the workloads
+      clientlab run                     every installed driver on the default scenarios
+      clientlab run -d python-requests -s get-small -p count=500
+      clientlab show last               the table of the last run again
+    """
+
+
+
+def entry() -> None:
+    try:
+        main(standalone_mode=False)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except LabInputError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        sys.exit(EXIT_USAGE)
+    except LabError as exc:
+        err.print(f"[red]lab error:[/] {escape(str(exc))}", highlight=False)
+        sys.exit(EXIT_LAB)
+
+
+def diagnose_and_store(store: Store, run_id: int) -> None:
+    from clientlab.diagnose import diagnose_run
+
+    for cell_id, findings in diagnose_run(store.cells(run_id)).items():
+        store.set_findings(cell_id, [f.to_dict() for f in findings])
+
+
+def network_line(net: dict | str | None) -> str:
+    """'wan-50ms (100 Mbit/s, 50 ms RTT; measured RTT 51.5 ms)' from a run's stored network."""
+    if not isinstance(net, dict):
+        return net or "loopback"
+    details = [d for d in (net.get("summary"), net.get("measured_rtt_ms") is not None
+                           and f"measured RTT {net['measured_rtt_ms']:.3g} ms") if d]
+    return f"{net.get('profile', '?')}" + (f" ({'; '.join(details)})" if details else "")
+
+
+def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
+    """The run as a table (wide terminals), one line per cell (narrow ones, pipes), or JSON."""
+    if fmt == "json":
+        click.echo(exporters.export(store, run_id, "json"), nl=False)
+        return
+    run = store.run(run_id)
+    m = run["machine"]
+    config = run["config"]
+    placement = f", placement {config['placement']}" if config.get("placement") else ""
+    if config.get("interleave") == "run":
+        placement += ", trials interleaved over the run"
+    elif config.get("interleave") == "scenario":
+        placement += ", trials interleaved by scenario"
+    if (config.get("forks") or 1) > 1:
+        placement += f", each cell's trials over {config['forks']} processes"
+    title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
+             f"kernel {m.get('kernel')}, network {network_line(config.get('net'))}{placement}")
+    cells = store.cells(run_id)
+    if not cells:
+        out.print(f"{title}: no cells measured")
+        return
+    if fmt == "auto":
+        fmt = "table" if out.is_terminal and out.width >= width_needed(cells) else "long"
+    if fmt == "table":
+        out.print(results_table(cells, title))
+    else:
+        out.print(title, highlight=False, soft_wrap=True)
+        for line in long_lines(cells):
+            out.print(line, highlight=False, soft_wrap=True)
+        out.print(Text(CAPTION, style="dim"), soft_wrap=True)
+    if (line := said_once_line(cells)) is not None:
+        out.print(Text(line, style="magenta"), soft_wrap=True)
+    print_findings(out, cells)
+    print_what_ran(out, cells)
+
+def counts_given(files: list, name: str, params: tuple[str, ...]) -> bool:
+    """True when -p set a parameter that decides how often a request of scenario `name` repeats."""
+    f = next((f for f in files if f.name == name), None)
+    if f is None:
+        return False
+    repeats = " ".join(str(r.get("repeat", "")) for r in f.raw.get("requests", []) if isinstance(r, dict))
+    given = scenario.parse_overrides(list(params))
+    keys = {*given.get(None, {}), *given.get(name, {})}
+    return any("{" + key + "}" in repeats or "{" + key + ":" in repeats for key in keys)

@@ -1,0 +1,162 @@
+"""clientlab experiment and findings: the seed articles' claims judged with the lab's numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from clientlab import paths
+from clientlab.cli.common import (
+    DEFAULT_INTERLEAVE,
+    DEFAULT_PLACEMENT,
+    EXIT_CODES,
+    diagnose_and_store,
+    driver_path_option,
+    err,
+    exit_if_cells_failed,
+    load_drivers,
+    main,
+    no_wait_option,
+    out,
+    scenario_path_option,
+    take_lab_lock,
+    use_scenario_paths,
+)
+from clientlab.errors import LabInputError
+from clientlab.output.progress import ProgressEvents
+from clientlab.runner import INTERLEAVES, PLACEMENTS, RunOptions, stop_on_sigterm
+from clientlab.stats import StopRule
+from clientlab.store import Store
+
+
+@main.command("experiment", epilog=EXIT_CODES)
+@click.argument("names", nargs=-1, metavar="NAME... | all")
+@click.option("--quick", is_flag=True, help="The quick form: fewer sizes and repeats, one trial per cell (minutes).")
+@click.option("--list", "list_only", is_flag=True, help="List the experiments and what they run.")
+@click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
+@click.option("--findings", "findings_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=paths.ROOT / "docs" / "findings.md", show_default=True,
+              help="Write each experiment's section of the findings document here.")
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
+              help="Where driver and server run, as for `clientlab run`.")
+@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+              help="Run a disturbed trial again, at most this many times per cell (as for `clientlab run`).")
+@click.option("--interleave", type=click.Choice(INTERLEAVES), default=None,
+              help="Which cells take turns trial by trial: the drivers of one workload (workloads one after "
+                   "another), or every cell on a network (so that a claim comparing two parts is not a "
+                   "comparison of two minutes of the host).  [default: the experiment's own `interleave`, "
+                   f"else {DEFAULT_INTERLEAVE}]")
+@click.option("--time-budget", type=click.FloatRange(0), metavar="SECONDS",
+              help="Each experiment's time: once it is spent, cells stop at their minimum of trials, disturbed "
+                   "trials are kept (flagged) and no trial waits for a slow phase of the host; each network and "
+                   "workload gets a share of the time left by its cells. 0: no limit.  [default: the "
+                   "experiment's own `time_budget` (`quick_time_budget` with --quick), listed by --list]")
+@driver_path_option
+@scenario_path_option
+@no_wait_option
+def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
+                   findings_path: Path, placement: str, retries: int, interleave: str | None,
+                   time_budget: float | None,
+                   driver_paths: tuple[Path, ...], scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
+    """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
+
+    Each experiment runs its parts (drivers × scenarios × settings, on the part's network) into
+    one stored run, then writes its section of the findings document: the article's claims, the
+    lab's numbers, and a verdict. `clientlab experiment all` runs every one. One measuring run per
+    machine: it waits for another one (or exits 75 with --no-wait)."""
+    from clientlab.experiment import findings, spec
+    from clientlab.experiment.execute import count_cells, run_experiment
+
+    use_scenario_paths(scenario_paths)
+    if list_only or not names:
+        table = Table(title="experiments")
+        for column, wraps in (("name", False), ("seed", False), ("parts", True), ("cells", False),
+                              ("minutes full / quick", True), ("title", True)):
+            table.add_column(column, overflow="fold", no_wrap=not wraps)  # names stay whole
+        known, broken = spec.scan()
+        for e in known.values():
+            try:
+                cells = f"{count_cells(e, False)} ({count_cells(e, True)} quick)"
+            except LabInputError as exc:
+                cells = f"[red]cannot plan:[/] {escape(str(exc))}"
+            table.add_row(escape(e.name), escape(e.seed), escape(", ".join(p.name for p in e.parts)), cells,
+                          f"{_minutes(e.time_budget)} / {_minutes(e.quick_time_budget)}", escape(e.title))
+        out.print(table)
+        for problem in broken.values():
+            err.print(f"[red]invalid experiment:[/] {escape(problem)}", highlight=False)
+        if not names:
+            err.print("run one with: clientlab experiment NAME [--quick], or all", highlight=False)
+        return
+    chosen = spec.get(list(names))
+    extra = [d for d in load_drivers(driver_paths) if driver_paths]
+    if quick:
+        stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
+    else:
+        stop, warmup = StopRule(min_trials=trials or 3, max_trials=trials or 10, max_seconds=30), 1
+    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries, time_budget_s=time_budget)
+    take_lab_lock(no_wait)
+    store = Store(paths.results_db())
+    run_ids = []
+    for e in chosen:
+        total = count_cells(e, quick)
+        budget = time_budget if time_budget is not None else e.budget_for(quick)
+        err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells, "
+                  f"time budget {_budget(budget or None)}", highlight=False)
+        try:
+            with stop_on_sigterm(), ProgressEvents(total, err) as events:
+                own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE)
+                result = run_experiment(store, e, quick, own, events, extra,
+                                        on_note=lambda note: err.print(note, highlight=False))
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted: everything measured so far is kept[/]")
+            run_id = store.runs(limit=1)[0]["id"]
+            diagnose_and_store(store, run_id)
+            findings.update(findings_path, e.name, findings.section(e, store, run_id))
+            raise SystemExit(130)
+        diagnose_and_store(store, result.run_id)
+        findings.update(findings_path, e.name, findings.section(e, store, result.run_id))
+        _print_verdicts(e, store, result.run_id)
+        err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
+        run_ids.append(result.run_id)
+    exit_if_cells_failed(store, run_ids)
+
+
+def _budget(seconds: float | None) -> str:
+    return "none" if seconds is None else f"{seconds / 60:g} min" if seconds % 60 == 0 else f"{seconds:g} s"
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.3g}"
+
+
+@main.command("findings")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              default=paths.ROOT / "docs" / "findings.md", show_default=True)
+@click.option("--quick-ok", is_flag=True, help="Also use quick-form runs when no full run exists.")
+def findings_cmd(output: Path, quick_ok: bool) -> None:
+    """Write the findings document again from the newest stored run of each experiment."""
+    from clientlab.experiment import findings, spec
+
+    store = Store(paths.results_db())
+    runs = findings.latest_runs(store, quick_ok)
+    for name, e in spec.discover().items():
+        if name in runs:
+            findings.update(output, name, findings.section(e, store, runs[name]))
+            err.print(f"{name}: run {runs[name]}", highlight=False)
+        else:
+            err.print(f"[yellow]{name}: no finished run (clientlab experiment {name})[/]", highlight=False)
+
+
+def _print_verdicts(e, store: Store, run_id: int) -> None:  # noqa: ANN001
+    from clientlab.experiment.verdict import judge_run
+
+    table = Table(title=f"{e.name}: the article's claims (run {run_id})")
+    for column in ("the article says", "the lab measured", "verdict"):
+        table.add_column(column, overflow="fold")
+    for v in judge_run(e, store.cells(run_id)):
+        table.add_row(v.claim.says, "\n".join(v.evidence), v.outcome)
+    out.print(table)

@@ -1,0 +1,88 @@
+"""clientlab net: the network lab's profiles, a check of their links, clean-up."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from clientlab.cli.common import (
+    EXIT_BUSY,
+    err,
+    main,
+    out,
+)
+from clientlab.errors import LabInputError
+from clientlab.runner import stop_on_sigterm
+
+
+@main.group("net")
+def net_group() -> None:
+    """The network lab: profiles, a check of the links they give, clean-up."""
+
+
+@net_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+def net_list_cmd(as_json: bool) -> None:
+    """The network profiles (networks/*.toml)."""
+    from clientlab.netlab import hosts
+    from clientlab.netlab import profile as netprofile
+
+    profiles, broken = netprofile.scan()
+    for problem in broken.values():
+        err.print(f"[red]invalid network profile:[/] {escape(problem)}", highlight=False)
+    if as_json:
+        out.print_json(data=[p.model_dump() for p in profiles.values()])
+        return
+    table = Table(title="network profiles")
+    for column in ("name", "link", "description"):
+        table.add_column(column, overflow="fold")
+    for p in profiles.values():
+        table.add_row(escape(p.name), escape(p.summary()), escape(p.description))
+    out.print(table)
+    reason = hosts.why_unavailable()
+    if reason:
+        err.print(f"[yellow]only loopback can run here: {reason}[/]", highlight=False)
+
+
+@net_group.command("check")
+@click.argument("profile_name", metavar="PROFILE")
+@click.option("--size", default="100MB", show_default=True, help="Bytes moved each way for the rate figures.")
+def net_check_cmd(profile_name: str, size: str) -> None:
+    """Put a profile's network up, measure RTT and throughput each way from the client's
+    namespace, and take it down again."""
+    from clientlab.netlab import probe
+    from clientlab.netlab import profile as netprofile
+    from clientlab.netlab.lab import NetLab
+    from clientlab.units import parse_size
+
+    profile = netprofile.get(profile_name)
+    if not profile.namespaces:
+        raise LabInputError("loopback has no link to check: name a network lab profile")
+    nbytes = parse_size(size)
+    with stop_on_sigterm(), NetLab(profile, check_rtt=False) as lab:
+        host, port = lab.endpoint.host, lab.endpoint.http_port
+        down = probe.measure("download", host, port, nbytes)
+        up = probe.measure("upload", host, port, nbytes)
+        figures = {**lab.describe(), "download_mbit": round(down, 1), "upload_mbit": round(up, 1),
+                   "dns_queries": lab.dns.counters()["queries"]}
+    out.print_json(data=figures)
+
+
+@net_group.command("clean")
+def net_clean_cmd() -> None:
+    """Remove what a killed run left behind (namespaces, links, processes inside). A network lab
+    that a live run holds is not touched: this says which run."""
+    from clientlab.netlab import hosts
+    from clientlab.runlock import LabBusy
+
+    try:
+        claim = hosts.claim(wait=False)
+    except LabBusy as exc:
+        err.print(f"[red]busy:[/] {escape(str(exc))}; nothing removed", highlight=False)
+        raise SystemExit(EXIT_BUSY) from None
+    try:
+        removed = hosts.remove_all()
+    finally:
+        claim.release()
+    err.print(f"removed: {', '.join(removed)}" if removed else "nothing to remove", highlight=False)

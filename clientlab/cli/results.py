@@ -1,0 +1,149 @@
+"""Reading stored runs: show, diagnose, runs, export, report, spread, compare."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from clientlab import export as exporters
+from clientlab import paths
+from clientlab.cli.common import (
+    diagnose_and_store,
+    err,
+    main,
+    out,
+    print_run,
+)
+from clientlab.errors import LabInputError
+from clientlab.output.diagnosis import print_findings
+from clientlab.store import Store
+
+
+@main.command("show")
+@click.argument("run_ref", default="last", metavar="RUN")
+@click.option("--cell", "cells", multiple=True, metavar="DRIVER:SCENARIO",
+              help="Also show every trial of this cell and what the server saw (repeatable; * matches all).")
+@click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
+              help="table (drivers × scenarios), long (one line per cell), json; auto: the table when it fits.")
+def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str) -> None:
+    """Show a stored run's table (RUN: a run id or 'last')."""
+    from fnmatch import fnmatch
+
+    from clientlab.output.detail import trials_table
+
+    store = Store(paths.results_db())
+    run_id = store.resolve(run_ref)
+    print_run(store, run_id, fmt)
+    for pattern in cells:
+        driver, _, name = pattern.partition(":")
+        matched = [c for c in store.cells(run_id) if fnmatch(c["driver"], driver) and fnmatch(c["scenario"], name or "*")]
+        if not matched:
+            raise LabInputError(f"no cell matches '{pattern}' in run {run_id}")
+        for cell in matched:
+            out.print(trials_table(cell, store.trials(cell["id"])))
+
+
+@main.command("diagnose")
+@click.argument("run_ref", default="last", metavar="RUN")
+def diagnose_cmd(run_ref: str) -> None:
+    """Run the diagnosis rules again on a stored run (RUN: a run id or 'last') and show the findings."""
+    store = Store(paths.results_db())
+    run_id = store.resolve(run_ref)
+    diagnose_and_store(store, run_id)
+    print_findings(out, store.cells(run_id))
+
+
+
+@main.command("runs")
+@click.option("--limit", default=20, show_default=True)
+def runs_cmd(limit: int) -> None:
+    """List stored runs."""
+    store = Store(paths.results_db())
+    table = Table(title=f"runs in {store.path}")
+    for column in ("id", "status", "started", "drivers", "scenarios"):
+        table.add_column(column)
+    import datetime as dt
+    for run in store.runs(limit):
+        started = dt.datetime.fromtimestamp(run["started_at"]).strftime("%Y-%m-%d %H:%M")
+        table.add_row(str(run["id"]), run["status"], started, ", ".join(run["config"].get("drivers", [])),
+                      ", ".join(run["config"].get("scenarios", [])))
+    out.print(table)
+
+
+@main.command("export")
+@click.argument("run_ref", default="last", metavar="RUN")
+@click.option("--format", "fmt", type=click.Choice(sorted(exporters.EXPORTERS)), default="json", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout).")
+def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
+    """Export a stored run (RUN: a run id or 'last') as JSON or CSV."""
+    store = Store(paths.results_db())
+    run_id = store.resolve(run_ref)
+    if output:
+        exporters.write(store, run_id, fmt, output)
+    else:
+        click.echo(exporters.export(store, run_id, fmt), nl=False)
+
+
+@main.command("report")
+@click.argument("run_ref", default="last", metavar="RUN")
+@click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The report: one self-contained HTML file (charts included), readable offline.")
+@click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write every chart of the report as a PNG into this folder (drawn by headless Chromium).")
+def report_cmd(run_ref: str, html_path: Path, plots_dir: Path | None) -> None:
+    """An HTML report of a stored run (RUN: a run id or 'last'): the table, charts, sweeps, findings,
+    machine, network and client versions."""
+    from clientlab import report
+
+    store = Store(paths.results_db())
+    run_id = store.resolve(run_ref)
+    charts = report.write_html(store, run_id, html_path)
+    err.print(f"run {run_id}: {html_path} ({charts} chart(s))", highlight=False)
+    if plots_dir:
+        from clientlab.report.plots import write_pngs
+
+        written = write_pngs(html_path, plots_dir)
+        err.print(f"{len(written)} PNG(s) in {plots_dir}", highlight=False)
+
+
+@main.command("spread")
+@click.argument("run_refs", nargs=-1, required=True, metavar="RUN...")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write every cell's medians and spreads as JSON here.")
+def spread_cmd(run_refs: tuple[str, ...], json_path: Path | None) -> None:
+    """How repeatable are the figures? The same cells over several runs (ids, 'last', or ranges
+    such as 184-188): per cell, max/min of the runs' medians and of its ratio to the scenario's
+    fastest driver; how many cells stayed within 5 % and 10 %, per driver; each run's wall time
+    and disturbed trials. Run the same command a few times back to back, then this."""
+    from clientlab import spread
+
+    store = Store(paths.results_db())
+    s = spread.spread(store, spread.run_ids(store, run_refs))
+    out.print(spread.table(s))
+    for line in spread.summary_lines(s):
+        out.print(line, highlight=False)
+    if json_path:
+        json_path.write_text(json.dumps(s.to_dict(), indent=2) + "\n")
+
+
+@main.command("compare")
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the comparison as JSON here.")
+def compare_cmd(run_a: str, run_b: str, json_path: Path | None) -> None:
+    """Is run B faster or slower than run A, beyond the noise? Every cell in both runs: throughput
+    ratio B/A with a Mann–Whitney U test on the timed trials, CPU and peak RSS ratios."""
+    from clientlab import compare
+
+    store = Store(paths.results_db())
+    a, b = store.resolve(run_a), store.resolve(run_b)
+    rows = compare.compare_runs(store, a, b)
+    if not rows:
+        raise LabInputError(f"runs {a} and {b} have no cell in common (same driver and scenario)")
+    out.print(compare.table(a, b, rows))
+    if json_path:
+        json_path.write_text(json.dumps(compare.document(a, b, rows), indent=2) + "\n")

@@ -1,0 +1,239 @@
+"""clientlab run: the drivers × scenarios matrix, verified, timed, stored and printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from clientlab import build as builder
+from clientlab import export as exporters
+from clientlab import machine, manifest, paths, runtimes, scenario
+from clientlab.cli.common import (
+    DEFAULT_FORKS,
+    DEFAULT_INTERLEAVE,
+    DEFAULT_PLACEMENT,
+    DEFAULT_TIME_BUDGET_S,
+    DEFAULT_TRIAL_S,
+    EXIT_CODES,
+    counts_given,
+    diagnose_and_store,
+    driver_path_option,
+    err,
+    exit_if_cells_failed,
+    load_drivers,
+    main,
+    no_wait_option,
+    print_run,
+    runtimes_option,
+    scenario_path_option,
+    split_names,
+    take_lab_lock,
+    use_scenario_paths,
+)
+from clientlab.errors import LabInputError
+from clientlab.netlab.lab import open_server_side
+from clientlab.output.progress import ProgressEvents
+from clientlab.runner import INTERLEAVES, JIT_WARM_S, PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
+from clientlab.stats import StopRule
+from clientlab.store import Store
+
+
+@main.command("run", epilog=EXIT_CODES)
+@driver_path_option
+@scenario_path_option
+@no_wait_option
+@click.option("-d", "--drivers", "driver_names", multiple=True,
+              help="Drivers to run (comma-separated or repeated). Default: every installed default driver.")
+@click.option("-s", "--scenarios", "scenario_names", multiple=True,
+              help="Scenarios to run (comma-separated or repeated). Default: the default scenarios.")
+@click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
+              help="Override a scenario parameter, e.g. -p count=500 or -p download-file.size=1GB.")
+@click.option("--http", type=click.Choice(["1.1", "2", "h2c"]),
+              help="HTTP version for every scenario: 2 is over TLS (https), h2c is cleartext with prior knowledge.")
+@click.option("--concurrency", type=click.IntRange(1), help="Requests in flight at once, for every scenario.")
+@click.option("--keep-alive/--no-keep-alive", default=None, help="Reuse connections, or one per request.")
+@click.option("-o", "--option", "client_options", multiple=True, metavar="NAME=VALUE",
+              help="A driver option for every scenario, e.g. -o tcp_nodelay=false -o max_host_connections=6 "
+                   "-o share=dns,tls (docs/driver-protocol.md). Drivers that cannot honour it answer unsupported.")
+@click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
+@click.option("--min-trials", default=3, show_default=True, type=click.IntRange(1))
+@click.option("--max-trials", default=10, show_default=True, type=click.IntRange(1))
+@click.option("--precision", default=0.02, show_default=True, type=click.FloatRange(0.0001, 1),
+              help="Stop adding trials once half the median's 95% CI is this fraction of the median.")
+@click.option("--max-cell-seconds", default=60.0, show_default=True,
+              help="After --min-trials, stop a cell's trials once they took this long.")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(0),
+              help="Untimed trials first (a driver's manifest may ask for more: JIT runtimes).")
+@click.option("--fresh-process", is_flag=True, help="Start a new driver process for every trial (cold cost).")
+@click.option("--trial-seconds", default=DEFAULT_TRIAL_S, show_default=True, type=click.FloatRange(0),
+              help="Time budget of one trial: request counts are scaled down so that a trial lasts about this "
+                   "long (the table says the count used). 0: the counts as the scenarios write them. "
+                   "Counts you set with -p are never scaled.")
+@click.option("--trial-timeout", type=click.FloatRange(0.1), metavar="SECONDS",
+              help="A timed trial that has not finished after this long fails its cell. "
+                   "Default: 10× what the verification pass predicts, at least 10 s.")
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
+              help="split: driver and server on different cores; shared: both on one core; free: the "
+                   "scheduler decides (docs/measurement.md says what each measures).")
+@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+              help="Run a trial again when steal, other processes or a slow phase of the host disturbed it, "
+                   "at most this many times per cell.")
+@click.option("--interleave", type=click.Choice(INTERLEAVES), default=DEFAULT_INTERLEAVE, show_default=True,
+              help="Which cells take turns trial by trial: the drivers of one scenario (scenarios one after "
+                   "another), or every cell of the run (each cell's trials spread over the whole run).")
+@click.option("--time-budget", default=DEFAULT_TIME_BUDGET_S, show_default=True, type=click.FloatRange(0),
+              metavar="SECONDS",
+              help="The run's time: the cells' rounds of trials go on until it is spent (with --interleave "
+                   "scenario, each scenario gets an equal share of what is left); then a cell with --min-trials "
+                   "timed trials stops there (flagged 'cut by time budget'; its ± says how precise it is). On a "
+                   "noisy host this keeps the run to minutes; 0: no limit.")
+@click.option("--forks", default=DEFAULT_FORKS, show_default=True, type=click.IntRange(1, 100),
+              help="Spread each cell's timed trials over this many driver processes, each warmed up, so that "
+                   "one process's own state (its heap's place, its allocator) is not the cell's figure. "
+                   "JIT drivers (Java, Node.js) keep one process: it takes them a minute to settle.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
+              help="How the result is printed: a table (drivers × scenarios), long (one line per cell), "
+                   "json; auto: the table when the terminal is wide enough, else long.")
+@click.option("--net", "net_name", default="loopback", show_default=True, metavar="PROFILE",
+              help="Network profile (networks/*.toml, see `clientlab net list`): e.g. lan-1g, lan-100m, wan-50ms, "
+                   "dns-slow. Anything but loopback runs client and server in their own namespaces (needs root).")
+@runtimes_option
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the run as JSON here (rewritten after every cell).")
+def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http, concurrency,
+            keep_alive, client_options,
+            trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
+            trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
+            runtime_specs, json_path) -> None:  # noqa: ANN001
+    """Verify, then time every selected driver on every selected scenario.
+
+    Every cell is verified and warmed up, then the cells take turns trial by trial (round-robin,
+    over the whole run; --interleave scenario: scenario by scenario), each trial on a fresh server
+    port; a trial disturbed by steal, other processes or a slow phase of the host (read by a probe
+    on the driver's core before and after it) is run again. With no arguments: every
+    installed default driver on the default scenarios, trials of about --trial-seconds each,
+    within --time-budget (a noisy host gets fewer trials per cell, not a longer run).
+    One measuring run per machine: a second one waits for the first (or exits 75 with --no-wait)."""
+    use_scenario_paths(scenario_paths)
+    drivers = load_drivers(driver_paths)
+    wanted = split_names(driver_names)
+    every = wanted == ["all"]
+    chosen = [d for d in drivers] if every else manifest.select(drivers, wanted)
+    if every:
+        wanted = None
+    if not wanted:
+        skipped = [d for d in chosen if d.missing()]
+        for d in skipped:
+            err.print(f"[dim]not installed, skipped: {d.id} ({escape(d.missing() or '')})[/]", highlight=False)
+        chosen = [d for d in chosen if d not in skipped]
+    if not chosen:
+        raise LabInputError("no installed driver to run (see: clientlab drivers)")
+    chosen = _on_runtimes(chosen, runtime_specs)
+    files, problems = scenario.discover()
+    for problem in problems:
+        err.print(f"[red]invalid scenario, skipped:[/] {escape(problem)}", highlight=False)
+    scenarios = scenario.select(files, split_names(scenario_names), scenario.parse_overrides(list(params)))
+    if not scenarios:
+        raise LabInputError("no scenario selected")
+    options_given = scenario.parse_options(list(client_options))
+    changed = []
+    for s in scenarios:
+        try:
+            changed.append(s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given))
+        except LabInputError as exc:
+            if scenario_names:  # asked for by name: the user must hear that it cannot be run so
+                raise
+            err.print(f"[yellow]skipped:[/] {escape(str(exc))}", highlight=False)
+    scenarios = changed
+    if not scenarios:
+        raise LabInputError("no scenario can run with these settings")
+    stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
+                    target_precision=precision, max_seconds=max_cell_seconds)
+    fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
+    options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
+                         trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
+                         retries=retries, interleave=interleave, time_budget_s=time_budget or None, forks=forks,
+                         jit_warm_s=JIT_WARM_S)
+    profile = _network_profile(net_name, scenarios)
+    config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
+              "params": {s.label: s.params for s in scenarios},
+              "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
+              "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version(),
+              "placement": Placement.of(placement).name, "trial_seconds": trial_seconds or None,
+              "retries": retries, "interleave": interleave, "time_budget_s": time_budget or None, "forks": forks,
+              "runtimes": list(runtime_specs)}
+    take_lab_lock(no_wait)
+    store = Store(paths.results_db())
+    run_id = store.start_run(machine.describe(), config)
+    err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network '{profile.name}', "
+              f"results in {store.path}", highlight=False)
+
+    def after_cell(_result) -> None:  # noqa: ANN001
+        if json_path:
+            exporters.write(store, run_id, "json", json_path)
+
+    def open_network(cpu):  # noqa: ANN001, ANN202
+        server = open_server_side(profile, cpu)
+        if hasattr(server, "describe"):
+            net = {**server.describe(), "asked": net_name}
+            store.update_config(run_id, net=net)
+            err.print(f"network '{profile.name}' ({net['summary']}): measured RTT {net['measured_rtt_ms']:.2f} ms"
+                      + "".join(f"; {n}" for n in net["notes"]), highlight=False)
+        return server
+
+    status = "failed"
+    try:
+        with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err, len(chosen)) as events:
+            run_matrix(store, run_id, chosen, scenarios, options, events, after_cell, open_network)
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        err.print("[yellow]interrupted: everything measured so far is kept[/]")
+    finally:
+        store.finish_run(run_id, status)
+        diagnose_and_store(store, run_id)
+        if json_path:
+            exporters.write(store, run_id, "json", json_path)
+    print_run(store, run_id, fmt)
+    if status == "interrupted":
+        raise SystemExit(130)
+    exit_if_cells_failed(store, [run_id])
+
+
+def _on_runtimes(chosen: list, specs: tuple[str, ...]) -> list:
+    """The drivers on the runtime lines asked for, each line's build made first (with progress)."""
+    if not specs:
+        return chosen
+    variants = manifest.on_runtimes(chosen, runtimes.parse(list(specs)))
+    for d in variants:
+        if d.variant is not None and not builder.is_built(d):
+            err.print(f"building {d.id} (on {d.variant.kind} {d.variant.version}) …", highlight=False)
+            ok, what = builder.build(d)
+            err.print(f"[{'green' if ok else 'red'}]{d.id}[/]: {escape(what)}", highlight=False)
+    return variants
+
+
+
+
+def _network_profile(name: str, scenarios: list) -> "netprofile.Profile":  # noqa: F821
+    """The asked profile, or loopback (with what that cannot do, per scenario) when the network lab
+    cannot run here."""
+    from clientlab.netlab import hosts
+    from clientlab.netlab import profile as netprofile
+
+    asked = netprofile.get(name)
+    reason = hosts.why_unavailable() if asked.namespaces else None
+    if reason is None:
+        return asked
+    err.print(f"[yellow]network profile '{name}' needs the network lab, which cannot run here: {reason}. "
+              "Running on loopback instead.[/]", highlight=False)
+    for s in scenarios:
+        err.print(f"  {s.label}: on loopback, without {asked.summary()} (no lab DNS, no shaped link)", highlight=False)
+    return netprofile.get("loopback")
+
+
+def _lab_version() -> str:
+    from clientlab import __version__
+    return __version__
