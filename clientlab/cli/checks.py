@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from clientlab import manifest, paths, scenario
 from clientlab.cli.common import (
@@ -25,6 +24,7 @@ from clientlab.cli.common import (
     take_lab_lock,
 )
 from clientlab.errors import LabInputError
+from clientlab.output.crosscheck import crosscheck_report
 from clientlab.output.progress import ProgressEvents
 from clientlab.runner import JIT_WARM_S, PLACEMENTS, RunOptions, stop_on_sigterm
 from clientlab.stats import StopRule
@@ -93,37 +93,10 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     cells = len(drivers) * len(scenarios) * 2
     with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
         run_id, rows, patterns = crosscheck.run(store, drivers, scenarios, options, events)
-    table = Table(title=f"crosscheck (run {run_id}): each driver's throughput / the fastest's, per server")
-    for column in ("scenario", "driver", "bench server", "nginx", "bench ÷ nginx", "ratio (bench)", "ratio (nginx)",
-                   "differ"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        rate = lambda v: f"{v:,.0f} {r.unit}" if v else "—"  # noqa: E731
-        verdict = ("—" if r.agrees is None else
-                   f"[green]{r.agreement:.1%}[/]" if r.agrees else f"[bold red]{r.agreement:.1%}[/]")
-        table.add_row(r.scenario, r.driver, rate(r.bench), rate(r.nginx),
-                      f"{r.bench_over_nginx:.2f}" if r.bench_over_nginx else "—",
-                      f"{r.bench_ratio:.2f}" if r.bench_ratio else (r.reason or "—"),
-                      f"{r.nginx_ratio:.2f}" if r.nginx_ratio else "—", verdict)
+    table, lines, failing = crosscheck_report(run_id, rows, patterns)
     out.print(table)
-    out.print("how each server wrote an answer (its send calls under strace, one keep-alive connection):",
-              highlight=False)
-    for w in patterns:
-        seen = w.problem or "; ".join(f"{'bench server' if server == 'bench' else server} {p.describe()}"
-                                      for server, p in w.patterns.items())
-        out.print(f"  {w.scenario} ({w.path}): {seen}", highlight=False)
-    judged = [r for r in rows if r.agrees is not None]
-    failing = [r for r in judged if not r.agrees]
-    out.print(f"{len(judged) - len(failing)} of {len(judged)} ratios agree within {crosscheck.AGREEMENT:.0%}"
-              + (f"; not: {', '.join(f'{r.driver} × {r.scenario}' for r in failing)}" if failing else ""),
-              highlight=False)
-    slower = [r for r in rows if r.bench_over_nginx is not None and r.bench_over_nginx < 1 - crosscheck.SLOWER]
-    compared = [r for r in rows if r.bench_over_nginx is not None]
-    out.print(f"the bench server gave {len(compared) - len(slower)} of {len(compared)} drivers at least nginx's rate "
-              f"(within {crosscheck.SLOWER:.0%})"
-              + (f"; slower for: {', '.join(f'{r.driver} × {r.scenario}' for r in slower)}" if slower else
-                 ": where ratios disagree, nginx held the faster drivers back"
-                 if failing else ""), highlight=False)
+    for line in lines:
+        out.print(line, highlight=False)
     if failing:
         raise SystemExit(1)
 
