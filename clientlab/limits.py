@@ -21,7 +21,10 @@ import os
 import resource
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clientlab.serverside import ServerSide
 
 THRESHOLD = 256          # at or below this many connections the defaults are plenty
 SPARE_FDS = 1024         # files, pipes and listeners besides the connections
@@ -150,9 +153,9 @@ def lift_for_cells(cells: int) -> Lifted:
     return lifted
 
 
-def lift(connections: int, server: Any = None, pids: list[int] | None = None) -> Lifted:
-    """Raise what `connections` open at once need (nothing at or below THRESHOLD); `server` (a
-    BenchServer, NetLab or nginx: anything with .proc) and `pids` get the descriptor limit too.
+def lift(connections: int, server: ServerSide | None = None, pids: list[int] | None = None) -> Lifted:
+    """Raise what `connections` open at once need (nothing at or below THRESHOLD); `server`'s
+    process and `pids` get the descriptor limit too.
     The caller restores with `.restore()` (or uses it as a context manager)."""
     lifted = Lifted(connections)
     if connections <= THRESHOLD:
@@ -160,9 +163,8 @@ def lift(connections: int, server: Any = None, pids: list[int] | None = None) ->
     want = needs(connections)
     _raise_nofile(lifted, 0, want["nofile"])
     targets = list(pids or [])
-    proc = getattr(server, "proc", None)
-    if proc is not None and getattr(proc, "pid", None):
-        targets.append(proc.pid)
+    if server is not None:
+        targets.append(server.proc.pid)
     for pid in targets:
         _raise_nofile(lifted, pid, want["nofile"])
     _raise_sysctl(lifted, "net.core.somaxconn", want["somaxconn"])

@@ -188,6 +188,12 @@ class StaticServer:
     def configure(self, **settings: Any) -> None:
         pass  # digests are known from the files themselves
 
+    def rebind(self) -> None:
+        return None  # nginx keeps its ports; its log is read from an offset instead
+
+    def describe(self) -> None:
+        return None
+
     def reset(self) -> None:
         if not self._settled:  # what came before (a failed trial's last requests) is not the next trial's
             self._log_written()

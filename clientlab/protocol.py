@@ -72,7 +72,8 @@ class DriverProcess:
         self._lines: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=STDERR_KEEP)
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
 
     @property
     def pid(self) -> int:
@@ -132,6 +133,8 @@ class DriverProcess:
                              DriverTimeout) from None
         if kind == "eof":
             code = self._wait_exit(2.0)
+            if code is not None:  # its last stderr lines may still be in the pipe: read them first
+                self._stderr_reader.join(timeout=1.0)
             raise self.fault(f"driver exited (code {code}) before sending {'/'.join(sorted(expected))}")
         if kind == "flood":
             raise self.fault(f"driver {value}")

@@ -23,11 +23,11 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 from clientlab import cgroup, figures, hostprobe, limits, machine, paths, stats
 from clientlab.errors import LabError
-from clientlab.job import PlannedJob, plan, required_capabilities
+from clientlab.job import plan, required_capabilities
 from clientlab.manifest import Driver
 from clientlab.measure import TreeMeter, Usage
 from clientlab.noise import Noise, NoiseMeter
@@ -39,7 +39,7 @@ from clientlab.store import Store, Trial
 from clientlab.verify import check_trial, check_verification
 
 if TYPE_CHECKING:
-    from clientlab.netlab.lab import NetLab
+    from clientlab.serverside import ServerSide
 
 HELLO_TIMEOUT_S = 60.0
 REPORT_TIMEOUT_S = 120.0
@@ -192,7 +192,7 @@ class Beside(Protocol):
     """Work that takes its turn right after each timed trial of a cell, with every driver process
     of the run stopped: the calibration loop of the same client (clientlab/calibrate.py)."""
 
-    def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any, trial: Trial) -> None: ...
+    def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: ServerSide, trial: Trial) -> None: ...
 
 
 class SilentEvents:
@@ -231,7 +231,7 @@ class CellGroup:
 
     drivers: Sequence[Driver]
     scenario: Scenario
-    server: Any = None
+    server: ServerSide | None = None
     options: RunOptions | None = None
 
 
@@ -243,7 +243,7 @@ class _Cell:
     scenario: Scenario
     cell_id: int
     tag: str
-    server: Any                           # what its trials are served by (BenchServer, NetLab, nginx)
+    server: ServerSide                    # what its trials are served by (BenchServer, NetLab, nginx)
     options: RunOptions                   # how it runs (an experiment's parts differ in these)
     trials: list[Trial] = field(default_factory=list)
     proc: DriverProcess | None = None
@@ -294,7 +294,7 @@ class CellRunner:
     """Runs cells against one bench server, writing to one store. Use it as a context manager
     (or call close()): it keeps warm JIT driver processes from one scenario to the next."""
 
-    def __init__(self, server: BenchServer | NetLab, store: Store, run_id: int, options: RunOptions,
+    def __init__(self, server: ServerSide, store: Store, run_id: int, options: RunOptions,
                  events: Events | None = None, driver_cpu: int | None = None):
         self.server = server
         self.store = store
@@ -392,7 +392,7 @@ class CellRunner:
             lifted.restore()
         return [c.result for c in cells if c.result is not None]
 
-    def _start(self, driver: Driver, scenario: Scenario, server: BenchServer | NetLab, options: RunOptions) -> _Cell:
+    def _start(self, driver: Driver, scenario: Scenario, server: ServerSide, options: RunOptions) -> _Cell:
         self.events.cell_started(driver.id, scenario.label)
         params = {**scenario.params, "client": scenario.client.model_dump(),
                   "sinks": sorted({r.sink for r in scenario.requests})}
@@ -691,10 +691,9 @@ class CellRunner:
         """With the cells of a run interleaved, a JIT driver's cells share one process."""
         return cell.options.interleave == "run" and self._keeps(cell)
 
-    def _server_group(self, server: BenchServer | NetLab) -> cgroup.Group | None:
+    def _server_group(self, server: ServerSide) -> cgroup.Group | None:
         """The server's CPU is read per trial too (per-request server CPU): its group."""
-        proc = getattr(server, "proc", None)
-        return cgroup.group_of(proc.pid, "server") if proc is not None else None
+        return cgroup.group_of(server.proc.pid, "server")
 
     def _close(self, cell: _Cell, keep: bool = False) -> None:
         """End the cell's driver process, or (keep: a JIT driver that finished well) keep it for
@@ -770,7 +769,7 @@ class CellRunner:
                               else f"the driver's process has exited (code {cell.proc.proc.returncode})")
         verify = kind == "verify"
         server = cell.server
-        if cell.options.fresh_port and hasattr(server, "rebind"):
+        if cell.options.fresh_port:
             server.rebind()
         planned = plan(scenario, server.endpoint, self.scratch, verify=verify, tag=cell.tag)
         server.configure(record_digests=verify)
@@ -876,7 +875,7 @@ class Phase:
     server_cpu_s: float | None = None
 
 
-def _wait_done(proc: DriverProcess, timeout_s: float, watch: BenchServer | NetLab | None) -> dict:
+def _wait_done(proc: DriverProcess, timeout_s: float, watch: ServerSide | None) -> dict:
     """The driver's `done`, within `timeout_s`; with `watch`, also a fault once the server has seen
     no new request for STALL_S (a hung driver costs seconds, not the scenario's whole limit)."""
     if watch is None:
@@ -891,7 +890,7 @@ def _wait_done(proc: DriverProcess, timeout_s: float, watch: BenchServer | NetLa
         except DriverTimeout:
             if time.monotonic() >= deadline:
                 raise proc.fault(f"timed out after {timeout_s:.0f} s waiting for done", DriverTimeout) from None
-        snapshot = getattr(watch, "progress", watch.counters)()  # nginx: a read that ends nothing
+        snapshot = watch.progress()
         progress = tuple(snapshot.get(k) for k in ("requests", "bytes_in", "bytes_out"))
         if progress != seen:
             seen, last_progress = progress, time.monotonic()
@@ -900,8 +899,8 @@ def _wait_done(proc: DriverProcess, timeout_s: float, watch: BenchServer | NetLa
                              "and the driver did not say done", DriverTimeout)
 
 
-def timed_phase(proc: DriverProcess, server: BenchServer | NetLab, job: dict, timeout_s: float,
-                group: cgroup.Group | None = None, watch: BenchServer | NetLab | None = None,
+def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: float,
+                group: cgroup.Group | None = None, watch: ServerSide | None = None,
                 server_group: cgroup.Group | None = None) -> Phase:
     """job → ready → (reset counters, start meters) go → done (stop meters, read counters) → report."""
     t_job = time.perf_counter()
@@ -959,7 +958,7 @@ def share(end: float | None, weight: float, weight_left: float) -> float | None:
 
 def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list[Scenario],
                options: RunOptions, events: Events | None = None,
-               after_cell=None, network: Callable[[int | None], BenchServer | NetLab] | None = None,
+               after_cell=None, network: Callable[[int | None], ServerSide] | None = None,
                ) -> list[CellResult]:  # noqa: ANN001 - callable(CellResult)
     """Every driver on every scenario (scenario by scenario, the drivers' trials interleaved), with
     one bench server (or one network lab) for the whole run. `network(cpu)` opens the server side;

@@ -77,6 +77,12 @@ class BenchServer:
     def counters(self, reset: bool = False) -> dict[str, Any]:
         return self._control.request("GET", "/counters" + ("?reset=1" if reset else ""))
 
+    def progress(self) -> dict[str, Any]:
+        return self.counters()
+
+    def describe(self) -> None:
+        return None  # loopback: no network to describe
+
     def rebind(self) -> Endpoint:
         """Move the public ports to fresh kernel-chosen ones (the old listeners close; connections
         already open keep being served), so that no TIME_WAIT or port state carries over from one

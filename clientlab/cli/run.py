@@ -176,8 +176,8 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
 
     def open_network(cpu):  # noqa: ANN001, ANN202
         server = open_server_side(profile, cpu)
-        if hasattr(server, "describe"):
-            net = {**server.describe(), "asked": net_name}
+        if (described := server.describe()) is not None:
+            net = {**described, "asked": net_name}
             store.update_config(run_id, net=net)
             err.print(f"network '{profile.name}' ({net['summary']}): measured RTT {net['measured_rtt_ms']:.2f} ms"
                       + "".join(f"; {n}" for n in net["notes"]), highlight=False)

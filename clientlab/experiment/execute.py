@@ -73,8 +73,8 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
             cells_left -= len(group)
             with (open_server_side(profile, placement.server) as server,
                   CellRunner(server, store, run_id, options, events, placement.driver) as runner):
-                if hasattr(server, "describe"):
-                    networks[net] = server.describe()
+                if (described := server.describe()) is not None:
+                    networks[net] = described
                     on_note(f"network '{net}' ({networks[net]['summary']}): measured RTT "
                             f"{networks[net]['measured_rtt_ms']:.2f} ms")
                 store.update_config(run_id, networks=networks)

@@ -79,6 +79,12 @@ class NetLab:
     def configure(self, **settings: Any) -> None:
         self.server.configure(**settings)
 
+    def progress(self) -> dict[str, Any]:
+        return self.server.counters()
+
+    def rebind(self) -> None:
+        return None  # the link's proxy and the namespace's addresses stay for the run
+
     def reset(self) -> None:
         self.server.reset()
         self.dns.counters(reset=True)
