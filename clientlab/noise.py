@@ -24,9 +24,9 @@ TICK_S = 1 / CLK_TCK
 # Right after a trial the probe reads slow far more often than before one (a quarter of the
 # time after 0.3 s of loopback requests, with or without the server stopped), so the probe after
 # a trial counts from 1.4×, the one before (which waits for a fast phase) from hostprobe.SLOW_LIMIT.
-# Trials whose probe after read 1.25–1.4× were no slower than clean ones on an Intel host (median
-# 1.003×) and 1.05–1.20× slower on an AMD EPYC host; counting them as disturbed there doubled the
-# trials run again and halved the timed ones (runs 32–36 of 2026-11-25, docs/measurement.md).
+# Trials whose probe after read 1.25–1.4× were hardly slower than clean ones (at most 1.2×, on
+# one kind of host none), and counting them as disturbed doubled the trials run again and halved
+# the timed ones (docs/evidence/measurement.md).
 AFTER_LIMIT = 1.4
 # a trial is disturbed when, over its wall time, steal on the cores in use or other processes'
 # CPU exceeds these fractions of one core (with a floor of a few ticks: /proc/stat counts ticks)

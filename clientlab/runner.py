@@ -53,8 +53,8 @@ WARMUP_FALLING = 0.03         # …and are not still falling, one after another,
 WARMUP_MAX_S = 3.0            # …for at most this long (with a trial budget: about ten trials)
 WARMUP_MAX = 20               # …and never more than this many warm-up trials
 # A fresh JIT process (the first scenario of a run) warms up at least this long, and up to this
-# much longer: three trials can agree while the compiler is still at work (java-httpclient's
-# first scenario fell from 218 to 140 µs a request over its timed trials after passing the rule)
+# much longer: three trials can agree while the compiler is still at work, and a HotSpot client's
+# cost a request can still fall by a third after passing the rule (docs/evidence/measurement.md)
 FRESH_WARMUP_MIN_S = 4.0
 # With the cells of a run interleaved, every cell is warmed up before the first timed round, so a
 # JIT process shared by its driver's cells has warmed up on all of them before any is timed, and
