@@ -1,6 +1,6 @@
 """`clientlab selfbench`: is the lab fast enough to measure clients?
 
-1. Bench server against nginx, side by side (issue 9): both servers started on the same core (the
+1. Bench server against nginx, side by side: both servers started on the same core (the
    server's core of the split placement), nginx with one worker; wrk (one thread, on the other
    core) GETs /bytes/1024 with keep-alive at 1, 10, 100, 1,000 and 10,000 connections, and h2load
    (TLS, HTTP/2, 100 streams per connection) at 1, 10 and 100 connections, against each server in

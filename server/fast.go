@@ -1,6 +1,6 @@
 package main
 
-// The HTTP/1.1 hot path of the plain port (issue 9). net/http costs several times nginx's CPU
+// The HTTP/1.1 hot path of the plain port. net/http costs several times nginx's CPU
 // per small keep-alive request (a goroutine hand-off, a bufio reader and writer, an http.Request,
 // a header map and a response writer per request). The plain port's connections are read here
 // instead: the requests of the default scenarios — GET of /bytes/{n}, /json/{n}, /feeds/{i} and

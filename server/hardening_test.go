@@ -1,6 +1,6 @@
 package main
 
-// Tests of the hardening (issue 10): listen addresses, the control secret, bounded memory,
+// Tests of the hardening: listen addresses, the control secret, bounded memory,
 // handlers that stop with their client, redirect targets, short requests, idle and kept
 // connections, rebinding to fresh ports. docs/reliability.md lists them by fault.
 
