@@ -24,12 +24,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from clientlab import paths, stats
+from clientlab import paths, stats, warmup
 from clientlab.job import plan
 from clientlab.manifest import Driver
 from clientlab.measure import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
 from clientlab.protocol import DriverFault, DriverProcess
-from clientlab.runner import JIT_WARM_S, CellResult, CellRunner, Events, CellGroup, RunOptions, loopback_run, settled
+from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, CellRunner, Events, RunOptions, loopback_run
 from clientlab.scenario import Scenario
 from clientlab.server import BenchServer
 from clientlab.store import Store, Trial
@@ -45,7 +45,7 @@ MAPPED_ANEW = 10       # page faults a request this many times the other side's 
 HELLO_TIMEOUT_S = 60.0
 WARMUP_MIN_ROUNDS = 2  # a plain loop's first rounds pay for its connection and first allocations
 WARMUP_ROUND_TIMEOUT_S = 30.0  # a warm-up round at a timed trial's count, however slow the first
-JIT_WARMUP_S = 20.0    # a JIT runtime's loop warms up as the lab's processes do (runner.settled and
+JIT_WARMUP_S = 20.0    # a JIT runtime's loop warms up as the lab's processes do (WarmupPolicy.is_settled and
                        # runner.JIT_WARM_S of work), at most this much longer
 
 
@@ -335,7 +335,7 @@ class BareBeside:
             cal.warmup_rounds += 1
             if not jit and len(per_request) >= WARMUP_MIN_ROUNDS:
                 break
-            if jit and (done_s >= JIT_WARM_S and settled(per_request)
+            if jit and (done_s >= JIT_WARM_S and warmup.DEFAULT.is_settled(per_request)
                         or time.monotonic() - started > JIT_WARM_S + JIT_WARMUP_S):
                 break
         loop.warm = True

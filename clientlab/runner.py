@@ -37,6 +37,8 @@ from clientlab.server import BenchServer
 from clientlab.stats import StopRule
 from clientlab.store import Store, Trial
 from clientlab.verify import check_trial, check_verification
+from clientlab.warmup import DEFAULT as DEFAULT_WARMUP
+from clientlab.warmup import WarmupPolicy
 
 if TYPE_CHECKING:
     from clientlab.serverside import ServerSide
@@ -48,31 +50,9 @@ STALL_S = 15.0                # verification: no request reaching the server for
 TRIAL_TIMEOUT_FACTOR = 10     # a timed trial may take this many times what verification predicts…
 TRIAL_TIMEOUT_FLOOR_S = 10.0  # …but never less than this
 STALLED_FACTOR = 4            # a first timed trial this far over the budget stops the cell early
-WARMUP_STEADY = 0.10          # JIT drivers warm up until three warm-ups in a row agree this closely…
-WARMUP_FALLING = 0.03         # …and are not still falling, one after another, by more than this…
-WARMUP_MAX_S = 3.0            # …for at most this long (with a trial budget: about ten trials)
-WARMUP_MAX = 20               # …and never more than this many warm-up trials
-# A fresh JIT process (the first scenario of a run) warms up at least this long, and up to this
-# much longer: three trials can agree while the compiler is still at work, and a HotSpot client's
-# cost a request can still fall by a third after passing the rule (docs/evidence/measurement.md)
-FRESH_WARMUP_MIN_S = 4.0
-# With the cells of a run interleaved, every cell is warmed up before the first timed round, so a
-# JIT process shared by its driver's cells has warmed up on all of them before any is timed, and
-# it goes on compiling between its cells' timed trials: its later cells warm up at most this long
-# (in five default runs, java and node spent 40 s of the 240 s budget warming up at 3 s a cell)
-SHARED_WARMUP_MAX_S = 1.0
-# …and then settles: one more warm-up of each of its cells in turn, until each cell's warm-ups
-# stop getting faster (settled), for at most SETTLE_MAX_S a process. HotSpot compiles in steps:
-# three warm-ups could agree on a plateau while the process was still on its way
-# (java-httpclient's get-small went from 269 to 133 µs a request over the timed trials of one run)
-SETTLE_FALLING = 0.05
-SETTLE_MAX_S = 20.0
-# …and goes on until the process has done RunOptions.jit_warm_s of warm-up work in all, however
-# many cells share it: how warm a JIT cell is must not depend on how many scenarios the run holds
-# (a process shared by nine scenarios' cells had compiled far more than one shared by two;
-# docs/measurement.md)
+# a shared JIT process's warm-up work before timing, however many cells share it: how warm a
+# JIT cell is must not depend on how many scenarios the run holds (warmup.WarmupPolicy)
 JIT_WARM_S = 30.0   # the CLI's jit_warm_s
-SETTLE_MAX = 40               # …and a cell's warm-ups never more than this many in all
 
 PLACEMENTS = ("split", "shared", "free")
 # which cells take turns trial by trial: the drivers of one scenario (the scenarios one after
@@ -104,6 +84,7 @@ class RunOptions:
     time_budget_s: float | None = None  # the whole run's time (interleave = scenario: a share each, run_matrix)
     forks: int = 1                # processes a cell's timed trials are spread over (_next_fork); JIT drivers: 1
     jit_warm_s: float = 0.0       # a shared JIT process's warm-up work before timing, at least (_settle)
+    warmup_policy: WarmupPolicy = DEFAULT_WARMUP  # when a JIT process is warm
 
     def __post_init__(self) -> None:
         if self.interleave not in INTERLEAVES:
@@ -450,10 +431,11 @@ class CellRunner:
         # a JIT runtime (manifest warm-up > 1) compiles its hot paths over the first thousands of
         # requests: it warms up until three trials in a row cost the same per request
         until_steady = warmup > 1 and not options.fresh_process
-        least_s = FRESH_WARMUP_MIN_S if until_steady and not cell.kept_warm else 0.0
-        most_s, most_trials = WARMUP_MAX_S + least_s, WARMUP_MAX * (2 if least_s else 1)
+        policy = options.warmup_policy
+        least_s = policy.fresh_min_s if until_steady and not cell.kept_warm else 0.0
+        most_s, most_trials = policy.max_s + least_s, policy.max_trials * (2 if least_s else 1)
         if cell.kept_warm and self._shares(cell):
-            most_s = SHARED_WARMUP_MAX_S
+            most_s = policy.shared_max_s
         per_request = cell.warm
         idx, warm_started = 0, time.monotonic()
 
@@ -461,14 +443,14 @@ class CellRunner:
             elapsed = time.monotonic() - warm_started
             if elapsed < least_s:
                 return idx < most_trials
-            return idx < most_trials and not _steady(per_request) and elapsed < most_s
+            return idx < most_trials and not policy.is_steady(per_request) and elapsed < most_s
 
         while idx < warmup or (until_steady and warming()):
             idx += 1
             if not self._warmup_trial(cell, idx - 1):
                 return
         cell.next_idx = idx
-        if until_steady and not _steady(per_request) and not self._shares(cell):  # shared: _settle says
+        if until_steady and not policy.is_steady(per_request) and not self._shares(cell):  # shared: _settle says
             self._not_steady(cell)
 
     def _warmup_trial(self, cell: _Cell, idx: int, refit: bool = True) -> bool:
@@ -494,8 +476,8 @@ class CellRunner:
 
     def _settle(self, cells: list[_Cell]) -> None:
         """The cells of JIT processes shared over the run warm up in turn until each is settled
-        (SETTLE_FALLING) and their process has done `jit_warm_s` of warm-up work in all,
-        each process for at most SETTLE_MAX_S beyond that, never past the deadline."""
+        (WarmupPolicy.is_settled) and their process has done `jit_warm_s` of warm-up work in all,
+        each process for at most the policy's settle_max_s beyond that, never past the deadline."""
         jit = [c for c in cells if c.result is None and self._shares(c) and len(c.warm) > 1]
         spent: dict[int, float] = {}
 
@@ -504,8 +486,9 @@ class CellRunner:
                 return False
             pid = c.proc.pid
             short = self._warm_work.get(pid, 0.0) < c.options.jit_warm_s
-            unsettled = not settled(c.warm) and len(c.warm) < SETTLE_MAX
-            return (short or unsettled) and spent.get(pid, 0.0) < SETTLE_MAX_S + c.options.jit_warm_s
+            policy = c.options.warmup_policy
+            unsettled = not policy.is_settled(c.warm) and len(c.warm) < policy.settle_max_trials
+            return (short or unsettled) and spent.get(pid, 0.0) < policy.settle_max_s + c.options.jit_warm_s
 
         while pending := [c for c in jit if pending_cell(c)]:
             if self._past_deadline():
@@ -517,7 +500,7 @@ class CellRunner:
                     self._guard(cell, self._settling_trial)
                 spent[pid] = spent.get(pid, 0.0) + time.monotonic() - started
         for cell in jit:
-            if cell.result is None and not settled(cell.warm):
+            if cell.result is None and not cell.options.warmup_policy.is_settled(cell.warm):
                 self._not_steady(cell)
 
     def _settling_trial(self, cell: _Cell) -> None:
@@ -812,23 +795,6 @@ class CellRunner:
         self.events.trial_done(cell.driver.id, cell.scenario.label, trial)
 
 
-def _steady(per_request: list[float]) -> bool:
-    """The last three warm-ups cost the same per request, within WARMUP_STEADY, and are not
-    still falling one after another (a compiler at work) by more than WARMUP_FALLING."""
-    last = per_request[-3:]
-    if len(last) < 3 or min(last) <= 0:
-        return False
-    falling = last[0] > last[1] > last[2] and last[0] / last[2] - 1 > WARMUP_FALLING
-    return max(last) / min(last) - 1 <= WARMUP_STEADY and not falling
-
-
-def settled(per_request: list[float]) -> bool:
-    """No longer getting faster: the median of the last three warm-ups is no lower than that of
-    the three before them (within SETTLE_FALLING). Medians, not _steady's agreement: a runtime
-    whose trials scatter (a GC now and then) has settled when the scatter stops moving down."""
-    if len(per_request) < 6:
-        return False
-    return stats.median(per_request[-3:]) >= (1 - SETTLE_FALLING) * stats.median(per_request[-6:-3])
 
 
 @contextlib.contextmanager

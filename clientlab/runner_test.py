@@ -8,16 +8,23 @@ from clientlab import protocol
 from clientlab.runner import CellGroup, RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
-from clientlab.scenario import Scenario
+from clientlab.warmup import WarmupPolicy
 
 REF = "python-fake-reference"
 
 
+# warm-up as a JIT driver's, without the fresh process's least time (milliseconds of test work)
+QUICK_JIT = WarmupPolicy(fresh_min_s=0.0)
+# any three warm-ups agree, even while falling
+AGREEING = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0)
+
+
 def over_the_run(store, driver, *, warmup: int, trials: int, min_trials: int | None = None,
-                 second: str = "post-form") -> tuple[int, RunOptions, list[CellGroup]]:
+                 second: str = "post-form",
+                 policy: WarmupPolicy = QUICK_JIT) -> tuple[int, RunOptions, list[CellGroup]]:
     """A new run of two cells of one driver (get-small, then `second`) interleaved over the run."""
     options = RunOptions(warmup=warmup, stop=StopRule(min_trials=min_trials or trials, max_trials=trials),
-                         placement="free", host_probe=False, interleave="run")
+                         placement="free", host_probe=False, interleave="run", warmup_policy=policy)
     groups = [CellGroup([driver], shipped("get-small", count=10)), CellGroup([driver], shipped(second, count=5))]
     return store.start_run({}, {}), options, groups
 
@@ -325,23 +332,14 @@ def test_every_trial_starts_on_a_fresh_server_port(cell):
     assert len(ports) == 5 and len(set(ports)) == 5
 
 
-def test_a_jit_driver_warms_up_until_three_trials_agree(cell, monkeypatch):
-    from clientlab import runner
-
-    monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree…
-    monkeypatch.setattr(runner, "WARMUP_FALLING", 100.0)  # …even while falling
-    monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.0)
-    _, trials = cell(REF, shipped("get-small", count=10), warmup=2)
+def test_a_jit_driver_warms_up_until_three_trials_agree(cell):
+    _, trials = cell(REF, shipped("get-small", count=10), warmup=2, warmup_policy=AGREEING)
     assert [t["kind"] for t in trials].count("warmup") == 3
 
 
-def test_a_fresh_jit_process_warms_up_for_a_least_time_even_when_trials_agree(cell, monkeypatch):
-    from clientlab import runner
-
-    monkeypatch.setattr(runner, "WARMUP_STEADY", 100.0)  # any three trials agree…
-    monkeypatch.setattr(runner, "WARMUP_FALLING", 100.0)  # …even while falling
-    monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.5)
-    _, trials = cell(REF, shipped("get-small", count=10), warmup=2)
+def test_a_fresh_jit_process_warms_up_for_a_least_time_even_when_trials_agree(cell):
+    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.5)
+    _, trials = cell(REF, shipped("get-small", count=10), warmup=2, warmup_policy=policy)
     warmups = [t for t in trials if t["kind"] == "warmup"]
     assert len(warmups) > 3
     # the trials themselves are a few ms: together with the lab's steps they fill the least time
@@ -349,21 +347,16 @@ def test_a_fresh_jit_process_warms_up_for_a_least_time_even_when_trials_agree(ce
 
 
 def test_warm_ups_still_falling_one_after_another_are_not_steady():
-    from clientlab.runner import _steady
+    steady = WarmupPolicy().is_steady
+    assert steady([100.0, 98.0, 99.0])
+    assert not steady([100.0, 97.0, 94.0])  # within 10 %, but the compiler is still at work
+    assert steady([100.0, 99.5, 99.0])      # falling by less than 3 %: noise
+    assert not steady([100.0, 80.0, 81.0])
 
-    assert _steady([100.0, 98.0, 99.0])
-    assert not _steady([100.0, 97.0, 94.0])  # within 10 %, but the compiler is still at work
-    assert _steady([100.0, 99.5, 99.0])      # falling by less than 3 %: noise
-    assert not _steady([100.0, 80.0, 81.0])
 
-
-def test_a_jit_driver_that_never_settles_stops_warming_up_and_says_so(cell, monkeypatch):
-    from clientlab import runner
-
-    monkeypatch.setattr(runner, "WARMUP_STEADY", -1.0)  # no three trials ever agree
-    monkeypatch.setattr(runner, "WARMUP_MAX", 5)
-    monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.0)
-    result, trials = cell(REF, shipped("get-small", count=10), warmup=2)
+def test_a_jit_driver_that_never_settles_stops_warming_up_and_says_so(cell):
+    never = WarmupPolicy(steady=-1.0, max_trials=5, fresh_min_s=0.0)  # no three trials ever agree
+    result, trials = cell(REF, shipped("get-small", count=10), warmup=2, warmup_policy=never)
     assert [t["kind"] for t in trials].count("warmup") == 5
     assert any(note.startswith("not steady after 5 warm-up trials") for note in result.figures["notes"])
 
@@ -433,12 +426,9 @@ def test_cells_of_a_run_take_turns_trial_by_trial_when_interleaved_over_the_run(
     assert [scenario for _, scenario in timed] == ["get-small", "post-form"] * 3
 
 
-def test_a_jit_drivers_cells_share_one_process_when_interleaved_over_the_run(bench_server, store, test_drivers,
-                                                                            monkeypatch):
-    from clientlab import runner as runner_mod
+def test_a_jit_drivers_cells_share_one_process_when_interleaved_over_the_run(bench_server, store, test_drivers):
     from clientlab.runner import CellRunner
 
-    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
     run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=2, second="get-json-335k")
     with CellRunner(bench_server, store, run_id, options) as runner:
         first, second = runner.run_groups(groups)
@@ -468,10 +458,8 @@ def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_a
     import os
     import signal
 
-    from clientlab import runner as runner_mod
     from clientlab.runner import CellRunner
 
-    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
     timed_round = CellRunner._timed_round
 
     def crash_first(self, cell):  # the shared process dies in the first cell's first timed trial
@@ -487,17 +475,12 @@ def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_a
     assert "was ended when get-small failed" in second.reason
 
 
-def test_later_cells_of_a_shared_jit_process_warm_up_for_at_most_the_shared_limit(bench_server, store, test_drivers,
-                                                                                 monkeypatch):
-    from clientlab import runner as runner_mod
+def test_later_cells_of_a_shared_jit_process_warm_up_for_at_most_the_shared_limit(bench_server, store, test_drivers):
     from clientlab.runner import CellRunner
 
-    monkeypatch.setattr(runner_mod, "WARMUP_STEADY", -1.0)  # no three trials ever agree
-    monkeypatch.setattr(runner_mod, "WARMUP_MAX", 5)
-    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
-    monkeypatch.setattr(runner_mod, "SHARED_WARMUP_MAX_S", 0.0)
-    monkeypatch.setattr(runner_mod, "SETTLE_MAX_S", 0.0)  # no settling rounds after
-    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=1)
+    # no three trials ever agree; no settling rounds after
+    policy = WarmupPolicy(steady=-1.0, max_trials=5, fresh_min_s=0.0, shared_max_s=0.0, settle_max_s=0.0)
+    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=1, policy=policy)
     with CellRunner(bench_server, store, run_id, options) as runner:
         first, second = runner.run_groups(groups)
     warmups = [[t["kind"] for t in store.trials(c["id"])].count("warmup") for c in store.cells(run_id)]
@@ -505,23 +488,18 @@ def test_later_cells_of_a_shared_jit_process_warm_up_for_at_most_the_shared_limi
     assert (first.figures["kept_warm"], second.figures["kept_warm"]) == (False, True)
 
 
-def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(bench_server, store, test_drivers,
-                                                                               monkeypatch):
-    from clientlab import runner as runner_mod
+def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(bench_server, store, test_drivers):
     from clientlab.runner import CellRunner
 
-    monkeypatch.setattr(runner_mod, "WARMUP_STEADY", -1.0)  # no three trials ever agree…
-    monkeypatch.setattr(runner_mod, "settled", lambda _per_request: False)  # …nor settle
-    monkeypatch.setattr(runner_mod, "WARMUP_MAX", 3)
-    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
-    monkeypatch.setattr(runner_mod, "SETTLE_MAX", 6)
-    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=1)
+    # no three trials ever agree, nor settle
+    policy = WarmupPolicy(steady=-1.0, settle_falling=-1.0, max_trials=3, fresh_min_s=0.0, settle_max_trials=6)
+    run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=1, policy=policy)
     with CellRunner(bench_server, store, run_id, options) as runner:
         results = runner.run_groups(groups)
     assert all(r.status == "ok" for r in results), [r.reason for r in results]
     trials = sorted((t["id"], c["scenario"], t["kind"]) for c in store.cells(run_id) for t in store.trials(c["id"]))
     kinds = [(scenario, kind) for _, scenario, kind in trials if kind != "verify"]
-    # each cell's own warm-ups (3: WARMUP_MAX), then settling ones in turn up to 6 each, then the timed
+    # each cell's own warm-ups (3: max_trials), then settling ones in turn up to 6 each, then the timed
     assert kinds[:6] == [("get-small", "warmup")] * 3 + [("post-form", "warmup")] * 3, kinds
     assert kinds[6:12] == [("get-small", "warmup"), ("post-form", "warmup")] * 3, kinds
     assert kinds[12:] == [("get-small", "timed"), ("post-form", "timed")]
@@ -529,8 +507,7 @@ def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(
 
 
 def test_warm_ups_on_a_plateau_are_not_settled_while_still_falling_from_the_ones_before():
-    from clientlab.runner import settled
-
+    settled = WarmupPolicy().is_settled
     assert not settled([300.0, 290.0, 295.0])                      # too few to tell
     assert not settled([300.0, 290.0, 295.0, 220.0, 215.0, 218.0])  # a step down: still on its way
     assert settled([220.0, 215.0, 218.0, 216.0, 219.0, 214.0])
@@ -609,22 +586,17 @@ def test_two_forks_of_four_trials_take_two_trials_each(cell, monkeypatch):
 
 
 def test_a_jit_driver_keeps_its_one_process_whatever_the_forks(cell, monkeypatch):
-    from clientlab import runner
-
-    monkeypatch.setattr(runner, "FRESH_WARMUP_MIN_S", 0.0)
     pids = _pids_of_timed_trials(monkeypatch)
-    result, _ = cell(REF, shipped("get-small", count=10), trials=3, warmup=2, forks=3)
+    result, _ = cell(REF, shipped("get-small", count=10), trials=3, warmup=2, forks=3, warmup_policy=QUICK_JIT)
     assert len(set(pids)) == 1 and result.figures["processes"] == 1
 
 
 def test_a_shared_jit_process_warms_up_for_its_minimum_of_work_however_few_cells_share_it(bench_server, store,
-                                                                                            test_drivers, monkeypatch):
+                                                                                            test_drivers):
     import dataclasses
 
-    from clientlab import runner as runner_mod
     from clientlab.runner import CellRunner
 
-    monkeypatch.setattr(runner_mod, "FRESH_WARMUP_MIN_S", 0.0)
 
     def warm_work(jit_warm_s: float) -> float:
         run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=1)
