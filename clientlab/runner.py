@@ -316,6 +316,18 @@ class CellRunner:
         """Every driver on one scenario: each verified and warmed up, then timed trials round-robin."""
         return self.run_groups([CellGroup(drivers, scenario)])
 
+    def run_in_turns(self, groups: Sequence[CellGroup], end: float | None) -> Iterator[list[CellResult]]:
+        """The groups as the run's interleave says: every cell's trials spread over the time to
+        `end` ("run"), or one group after another, each with a share of the time left in
+        proportion to its cells ("scenario": one that ends early leaves its rest to the others)."""
+        if self.options.interleave == "run":
+            yield self.run_groups(groups, end)
+            return
+        left = sum(len(g.drivers) for g in groups)
+        for g in groups:
+            yield self.run_groups([g], share(end, len(g.drivers), left))
+            left -= len(g.drivers)
+
     def run_groups(self, groups: Sequence[CellGroup], deadline: float | None = None) -> list[CellResult]:
         """Cells of several scenarios together: each verified and warmed up (scenario by scenario),
         then one timed trial of each in turn until all are done, so that a drift of the machine over
@@ -935,14 +947,7 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
     with ((network or (lambda cpu: BenchServer(cpu=cpu)))(placement.server) as server,
           CellRunner(server, store, run_id, options, events, placement.driver) as runner):
         end = time.monotonic() + options.time_budget_s if options.time_budget_s else None
-        if options.interleave == "run":
-            batches = [runner.run_groups([CellGroup(drivers, scenario) for scenario in scenarios], end)]
-        else:
-            # each scenario gets an equal share of the time left (one that ends early leaves its
-            # rest to the others)
-            batches = (runner.run_groups([CellGroup(drivers, scenario)], share(end, 1, len(scenarios) - i))
-                       for i, scenario in enumerate(scenarios))
-        for batch in batches:
+        for batch in runner.run_in_turns([CellGroup(drivers, scenario) for scenario in scenarios], end):
             for result in batch:
                 results.append(result)
                 if after_cell:

@@ -90,13 +90,8 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                     groups.append(CellGroup([drivers[c.driver] for c in same if c.driver in drivers], sc,
                                         options=part_options(options, parts[part], quick)))
                 groups = [g for g in groups if g.drivers]
-                if options.interleave == "run":  # every cell's trials spread over the network's whole time
-                    runner.run_groups(groups, net_end)
-                else:  # the groups one after another, the drivers of each taking turns
-                    left = sum(len(g.drivers) for g in groups)
-                    for g in groups:
-                        runner.run_groups([g], share(net_end, len(g.drivers), left))
-                        left -= len(g.drivers)
+                for _ in runner.run_in_turns(groups, net_end):
+                    pass  # each cell is stored as it ends
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
