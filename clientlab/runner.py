@@ -123,15 +123,13 @@ class Placement:
 
 
 @contextlib.contextmanager
-def loopback_run(store: Store, kind: str, drivers: Sequence[Driver], scenarios: Sequence[Scenario],
-                 placement_name: str) -> Iterator[tuple[int, Placement]]:
-    """A stored run on loopback (crosscheck, calibration): the placement applied to the lab, the
-    run stored as started, and marked complete, interrupted or failed when the block ends."""
+def stored_run(store: Store, config: dict, placement_name: str) -> Iterator[tuple[int, Placement]]:
+    """The set-up every measuring command shares: the placement applied to the lab, the run stored
+    as started (with the machine and `config`), and marked complete, interrupted (Ctrl-C, SIGTERM)
+    or failed when the block ends."""
     placement = Placement.of(placement_name)
     placement.apply_to_lab()
-    config = {"kind": kind, "drivers": [d.id for d in drivers], "scenarios": [s.label for s in scenarios],
-              "placement": placement.name, "net": {"profile": "loopback"}}
-    run_id = store.start_run(machine.describe(), config)
+    run_id = store.start_run(machine.describe(), {**config, "placement": placement.name})
     status = "failed"
     try:
         yield run_id, placement
@@ -141,6 +139,14 @@ def loopback_run(store: Store, kind: str, drivers: Sequence[Driver], scenarios: 
         raise
     finally:
         store.finish_run(run_id, status)
+
+
+def loopback_run(store: Store, kind: str, drivers: Sequence[Driver], scenarios: Sequence[Scenario],
+                 placement_name: str) -> contextlib.AbstractContextManager[tuple[int, Placement]]:
+    """A stored run on loopback (crosscheck, calibration)."""
+    config = {"kind": kind, "drivers": [d.id for d in drivers], "scenarios": [s.label for s in scenarios],
+              "net": {"profile": "loopback"}}
+    return stored_run(store, config, placement_name)
 
 
 def pick_cpus() -> tuple[int | None, int | None]:
@@ -173,7 +179,8 @@ class Beside(Protocol):
     """Work that takes its turn right after each timed trial of a cell, with every driver process
     of the run stopped: the calibration loop of the same client (clientlab/calibrate.py)."""
 
-    def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: ServerSide, trial: Trial) -> None: ...
+    def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: ServerSide,
+                    trial: Trial) -> None: ...
 
 
 class SilentEvents:

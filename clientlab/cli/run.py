@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from clientlab import build as builder
 from clientlab import export as exporters
-from clientlab import machine, manifest, paths, runtimes, scenario
+from clientlab import manifest, paths, runtimes, scenario
 from clientlab.cli.common import (
     DEFAULT_FORKS,
     DEFAULT_INTERLEAVE,
@@ -35,7 +35,16 @@ from clientlab.cli.common import (
 from clientlab.errors import LabInputError
 from clientlab.netlab.lab import open_server_side
 from clientlab.output.progress import ProgressEvents
-from clientlab.runner import INTERLEAVES, JIT_WARM_S, PLACEMENTS, Placement, RunOptions, run_matrix, stop_on_sigterm
+from clientlab.runner import (
+    INTERLEAVES,
+    JIT_WARM_S,
+    PLACEMENTS,
+    Placement,
+    RunOptions,
+    run_matrix,
+    stop_on_sigterm,
+    stored_run,
+)
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -166,40 +175,39 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
               "runtimes": list(runtime_specs)}
     take_lab_lock(no_wait)
     store = Store(paths.results_db())
-    run_id = store.start_run(machine.describe(), config)
-    err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network '{profile.name}', "
-              f"results in {store.path}", highlight=False)
-
-    def after_cell(_result) -> None:  # noqa: ANN001
-        if json_path:
-            exporters.write(store, run_id, "json", json_path)
-
-    def open_network(cpu):  # noqa: ANN001, ANN202
-        server = open_server_side(profile, cpu)
-        if (described := server.describe()) is not None:
-            net = {**described, "asked": net_name}
-            store.update_config(run_id, net=net)
-            err.print(f"network '{profile.name}' ({net['summary']}): measured RTT {net['measured_rtt_ms']:.2f} ms"
-                      + "".join(f"; {n}" for n in net["notes"]), highlight=False)
-        return server
-
-    status = "failed"
+    run_id, interrupted = None, False
     try:
-        with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err, len(chosen)) as events:
-            run_matrix(store, run_id, chosen, scenarios, options, events, after_cell, open_network)
-        status = "complete"
+        with stored_run(store, config, placement) as (run_id, _placement):
+            err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network "
+                      f"'{profile.name}', results in {store.path}", highlight=False)
+            with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err, len(chosen)) as events:
+                run_matrix(store, run_id, chosen, scenarios, options, events,
+                           lambda _result: json_path and exporters.write(store, run_id, "json", json_path),
+                           lambda cpu: _open_network(store, run_id, profile, net_name, cpu))
     except KeyboardInterrupt:
-        status = "interrupted"
+        interrupted = True
         err.print("[yellow]interrupted: everything measured so far is kept[/]")
     finally:
-        store.finish_run(run_id, status)
-        diagnose_and_store(store, run_id)
-        if json_path:
-            exporters.write(store, run_id, "json", json_path)
+        if run_id is not None:
+            diagnose_and_store(store, run_id)
+            if json_path:
+                exporters.write(store, run_id, "json", json_path)
+    assert run_id is not None
     print_run(store, run_id, fmt)
-    if status == "interrupted":
+    if interrupted:
         raise SystemExit(130)
     exit_if_cells_failed(store, [run_id])
+
+
+def _open_network(store: Store, run_id: int, profile, net_name: str, cpu: int | None):  # noqa: ANN001, ANN202
+    """The run's server side; a network lab's description (measured RTT) goes with the run."""
+    server = open_server_side(profile, cpu)
+    if (described := server.describe()) is not None:
+        net = {**described, "asked": net_name}
+        store.update_config(run_id, net=net)
+        err.print(f"network '{profile.name}' ({net['summary']}): measured RTT {net['measured_rtt_ms']:.2f} ms"
+                  + "".join(f"; {n}" for n in net["notes"]), highlight=False)
+    return server
 
 
 def _on_runtimes(chosen: list, specs: tuple[str, ...]) -> list:

@@ -9,13 +9,23 @@ import time
 from dataclasses import dataclass
 
 from clientlab import build as builder
-from clientlab import machine, manifest
+from clientlab import manifest
 from clientlab.experiment.plan import PlannedCell, plan
 from clientlab.experiment.spec import Experiment, Part
 from clientlab.netlab import hosts
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import CellResult, CellRunner, Events, CellGroup, Placement, RunOptions, SilentEvents, share
+from clientlab.runner import (
+    CellGroup,
+    CellResult,
+    CellRunner,
+    Events,
+    Placement,
+    RunOptions,
+    SilentEvents,
+    share,
+    stored_run,
+)
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -48,58 +58,57 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                 on_note(f"{found.id}: {builder.build(found)[1]}")
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
               "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells),
-              "placement": options.placement, "retries": options.retries, "interleave": options.interleave,
-              "time_budget_s": options.time_budget_s}
-    run_id = store.start_run(machine.describe(), config)
+              "retries": options.retries, "interleave": options.interleave, "time_budget_s": options.time_budget_s}
     events = events or SilentEvents()
-    status = "failed"
     networks: dict[str, dict] = {}
-    placement = Placement.of(options.placement)
-    placement.apply_to_lab()
     by_net = [(net, list(group)) for net, group in
               itertools.groupby(sorted(cells, key=lambda c: c.net != "loopback"), key=lambda c: c.net)]
     available = {net: None if not netprofile.get(net).namespaces else hosts.why_unavailable() for net, _ in by_net}
     cells_left = sum(len(group) for net, group in by_net if not available[net])
-    try:
-        for net, group in by_net:
-            profile = netprofile.get(net)
-            reason = available[net]
-            if reason:
-                for c in group:
-                    _record_unrun(store, run_id, c, "unsupported", f"needs network profile '{net}': {reason}", events)
-                networks[net] = {"profile": net, "unavailable": reason}
-                continue
-            net_end = share(end, len(group), cells_left)  # this network's share of the time left
-            cells_left -= len(group)
-            with (open_server_side(profile, placement.server) as server,
-                  CellRunner(server, store, run_id, options, events, placement.driver) as runner):
-                if (described := server.describe()) is not None:
-                    networks[net] = described
-                    on_note(f"network '{net}' ({networks[net]['summary']}): measured RTT "
-                            f"{networks[net]['measured_rtt_ms']:.2f} ms")
-                store.update_config(run_id, networks=networks)
-                parts = {p.name: p for p in experiment.parts}
-                # the cells of one workload and settings are a group; one runner per network keeps
-                # JIT drivers warm from part to part
-                groups = []
-                for (part, sc), same in itertools.groupby(group, key=lambda c: (c.part, c.scenario)):
-                    same = list(same)
-                    for c in same:
-                        if c.driver not in drivers:
-                            _record_unrun(store, run_id, c, "not-installed", f"no driver '{c.driver}' in this lab", events)
-                    groups.append(CellGroup([drivers[c.driver] for c in same if c.driver in drivers], sc,
-                                        options=part_options(options, parts[part], quick)))
-                groups = [g for g in groups if g.drivers]
-                for _ in runner.run_in_turns(groups, net_end):
-                    pass  # each cell is stored as it ends
-        status = "complete"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        store.update_config(run_id, networks=networks)
-        store.finish_run(run_id, status)
-    return ExperimentRun(run_id, status)
+    with stored_run(store, config, options.placement) as (run_id, placement):
+        try:
+            _run_networks(store, run_id, placement, experiment, quick, options, by_net, available, cells_left,
+                          drivers, networks, events, end, on_note)
+        finally:
+            store.update_config(run_id, networks=networks)
+    return ExperimentRun(run_id, "complete")
+
+
+def _run_networks(store: Store, run_id: int, placement: Placement, experiment: Experiment, quick: bool,
+                  options: RunOptions, by_net: list, available: dict, cells_left: int, drivers: dict,
+                  networks: dict, events: Events, end: float | None, on_note) -> None:  # noqa: ANN001
+    """Each network's cells, with its share of the time left; `networks` gathers what each was."""
+    for net, group in by_net:
+        profile = netprofile.get(net)
+        reason = available[net]
+        if reason:
+            for c in group:
+                _record_unrun(store, run_id, c, "unsupported", f"needs network profile '{net}': {reason}", events)
+            networks[net] = {"profile": net, "unavailable": reason}
+            continue
+        net_end = share(end, len(group), cells_left)  # this network's share of the time left
+        cells_left -= len(group)
+        with (open_server_side(profile, placement.server) as server,
+              CellRunner(server, store, run_id, options, events, placement.driver) as runner):
+            if (described := server.describe()) is not None:
+                networks[net] = described
+                on_note(f"network '{net}' ({networks[net]['summary']}): measured RTT "
+                        f"{networks[net]['measured_rtt_ms']:.2f} ms")
+            store.update_config(run_id, networks=networks)
+            parts = {p.name: p for p in experiment.parts}
+            # the cells of one workload and settings are a group; one runner per network keeps
+            # JIT drivers warm from part to part
+            groups = []
+            for (part, sc), same in itertools.groupby(group, key=lambda c: (c.part, c.scenario)):
+                same = list(same)
+                for c in same:
+                    if c.driver not in drivers:
+                        _record_unrun(store, run_id, c, "not-installed", f"no driver '{c.driver}' in this lab", events)
+                groups.append(CellGroup([drivers[c.driver] for c in same if c.driver in drivers], sc,
+                                    options=part_options(options, parts[part], quick)))
+            groups = [g for g in groups if g.drivers]
+            for _ in runner.run_in_turns(groups, net_end):
+                pass  # each cell is stored as it ends
 
 
 def part_options(options: RunOptions, part: Part, quick: bool) -> RunOptions:
