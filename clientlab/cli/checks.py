@@ -13,6 +13,8 @@ from clientlab.cli.common import (
     DEFAULT_FORKS,
     DEFAULT_INTERLEAVE,
     DEFAULT_PLACEMENT,
+    DEFAULT_RETRIES,
+    DEFAULT_STOP,
     DEFAULT_TRIAL_S,
     counts_given,
     driver_path_option,
@@ -41,7 +43,7 @@ from clientlab.store import Store
               help="Override a scenario parameter, e.g. -p count=500.")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
 @click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True)
-@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell.")
 @click.option("--bare", is_flag=True,
               help="Instead of nginx, check the lab against the same client in a plain loop: each cell's "
@@ -79,7 +81,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     files, _ = scenario.discover()
     names = split_names(scenario_names) or list(calibrate.SCENARIOS if bare else crosscheck.STATIC_SCENARIOS)
     scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
-    stop = StopRule(min_trials=trials or 3, max_trials=trials or 10)
+    stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials)
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
     store = Store(paths.results_db())
     if bare:

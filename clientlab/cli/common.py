@@ -20,6 +20,7 @@ from clientlab.output.diagnosis import print_findings
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.output.whatran import print_what_ran
+from clientlab.stats import StopRule
 from clientlab.store import Store
 
 # a pipe has no width: rich would lay tables out in 80 columns and cut theirs to a letter or two
@@ -31,6 +32,8 @@ DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers a
 DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, docs/measurement.md)
 DEFAULT_INTERLEAVE = "run"       # the host's drift over minutes hits every cell alike (docs/measurement.md)
 DEFAULT_TIME_BUDGET_S = 240.0  # with start-up and set-up, a plain run ends within 5 minutes
+DEFAULT_RETRIES = 3  # a disturbed trial run again at most this often a cell
+DEFAULT_STOP = StopRule()  # trials a cell, precision, time a cell: the stop rule's own defaults
 DEFAULT_FORKS = 3  # a cell's figure is not one process's state (docs/measurement.md, "Forks")
 
 runtimes_option = click.option(

@@ -13,6 +13,8 @@ from clientlab import paths
 from clientlab.cli.common import (
     DEFAULT_INTERLEAVE,
     DEFAULT_PLACEMENT,
+    DEFAULT_RETRIES,
+    DEFAULT_STOP,
     EXIT_CODES,
     diagnose_and_store,
     driver_path_option,
@@ -32,6 +34,9 @@ from clientlab.runner import INTERLEAVES, PLACEMENTS, RunOptions, stop_on_sigter
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
+# an experiment has hundreds of cells: a cell stops adding trials sooner than a run's
+EXPERIMENT_CELL_S = 30.0
+
 
 @main.command("experiment", epilog=EXIT_CODES)
 @click.argument("names", nargs=-1, metavar="NAME... | all")
@@ -43,7 +48,7 @@ from clientlab.store import Store
               help="Write each experiment's section of the findings document here.")
 @click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
               help="Where driver and server run, as for `clientlab run`.")
-@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell (as for `clientlab run`).")
 @click.option("--interleave", type=click.Choice(INTERLEAVES), default=None,
               help="Which cells take turns trial by trial: the drivers of one workload (workloads one after "
@@ -96,7 +101,9 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     if quick:
         stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
     else:
-        stop, warmup = StopRule(min_trials=trials or 3, max_trials=trials or 10, max_seconds=30), 1
+        stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials,
+                        max_seconds=EXPERIMENT_CELL_S)
+        warmup = 1
     options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries, time_budget_s=time_budget)
     take_lab_lock(no_wait)
     store = Store(paths.results_db())

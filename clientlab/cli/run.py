@@ -14,6 +14,8 @@ from clientlab.cli.common import (
     DEFAULT_FORKS,
     DEFAULT_INTERLEAVE,
     DEFAULT_PLACEMENT,
+    DEFAULT_RETRIES,
+    DEFAULT_STOP,
     DEFAULT_TIME_BUDGET_S,
     DEFAULT_TRIAL_S,
     EXIT_CODES,
@@ -67,11 +69,11 @@ from clientlab.store import Store
               help="A driver option for every scenario, e.g. -o tcp_nodelay=false -o max_host_connections=6 "
                    "-o share=dns,tls (docs/driver-protocol.md). Drivers that cannot honour it answer unsupported.")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
-@click.option("--min-trials", default=3, show_default=True, type=click.IntRange(1))
-@click.option("--max-trials", default=10, show_default=True, type=click.IntRange(1))
-@click.option("--precision", default=0.02, show_default=True, type=click.FloatRange(0.0001, 1),
+@click.option("--min-trials", default=DEFAULT_STOP.min_trials, show_default=True, type=click.IntRange(1))
+@click.option("--max-trials", default=DEFAULT_STOP.max_trials, show_default=True, type=click.IntRange(1))
+@click.option("--precision", default=DEFAULT_STOP.target_precision, show_default=True, type=click.FloatRange(0.0001, 1),
               help="Stop adding trials once half the median's 95% CI is this fraction of the median.")
-@click.option("--max-cell-seconds", default=60.0, show_default=True,
+@click.option("--max-cell-seconds", default=DEFAULT_STOP.max_seconds, show_default=True,
               help="After --min-trials, stop a cell's trials once they took this long.")
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(0),
               help="Untimed trials first (a driver's manifest may ask for more: JIT runtimes).")
@@ -86,7 +88,7 @@ from clientlab.store import Store
 @click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
               help="split: driver and server on different cores; shared: both on one core; free: the "
                    "scheduler decides (docs/measurement.md says what each measures).")
-@click.option("--retries", default=3, show_default=True, type=click.IntRange(0),
+@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
               help="Run a trial again when steal, other processes or a slow phase of the host disturbed it, "
                    "at most this many times per cell.")
 @click.option("--interleave", type=click.Choice(INTERLEAVES), default=DEFAULT_INTERLEAVE, show_default=True,
