@@ -14,12 +14,17 @@ import json
 from html import escape
 from typing import Any
 
+from clientlab.output import cellfigures as cf
 from clientlab.output.cellfigures import DEPARTED
 from clientlab.report import charts as charting
 from clientlab.report.data import Report
 
 CSS = """
-body { font-family: "DejaVu Sans", "Liberation Sans", sans-serif; margin: 2em; color: #222; max-width: 1200px; }
+body { font-family: "DejaVu Sans", "Liberation Sans", sans-serif; margin: 2em; color: #222; }
+#summary { width: 100%; } #summary td, #summary th { white-space: nowrap; }
+#summary td.failed, #summary td.unsupported { white-space: normal; }
+#summary th.sortable { cursor: pointer; } #summary th.sortable:hover { background: #e8e8e8; }
+.line { display: block; }
 h1 { font-size: 1.5em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 0.4em 0.6em; vertical-align: top; text-align: left; }
@@ -30,11 +35,23 @@ td.failed { color: #b00; } td.unsupported { color: #a60; } td.not-installed { co
 .reason { max-width: 28em; white-space: pre-wrap; }
 .chart { width: 100%; min-height: 340px; margin: 1em 0; }
 .finding { margin: 0.6em 0; } .warn { color: #a60; font-weight: bold; } .info { color: #07a; font-weight: bold; }
-.caption { font-size: 0.9em; color: #555; }
+.caption { font-size: 0.9em; color: #555; } .hidden { display: none; }
 """
 
 BOOT = """
 (function () {
+  var summary = document.getElementById('summary');
+  if (summary) {
+    Array.prototype.forEach.call(summary.rows[0].cells, function (th, col) {
+      if (!th.classList.contains('sortable')) return;
+      th.addEventListener('click', function () {
+        var rows = Array.prototype.slice.call(summary.rows, 1);
+        var key = function (row) { var v = Number(row.cells[col].dataset.sort); return isNaN(v) ? -1 : v; };
+        rows.sort(function (a, b) { return key(b) - key(a); });
+        rows.forEach(function (row) { summary.tBodies[0].appendChild(row); });
+      });
+    });
+  }
   var boxes = Array.prototype.slice.call(document.querySelectorAll('div.chart'));
   Promise.all(boxes.map(function (box) {
     var figure = JSON.parse(document.getElementById(box.id + '-figure').textContent);
@@ -57,7 +74,9 @@ def _metric(name: str, value: float, text: str, css: str = "") -> str:
     return f'<span class="{e(css or name)}" data-metric="{e(name)}" data-value="{e(repr(value))}">{e(text)}</span>'
 
 
-def _cell(cell: dict | None) -> str:
+def _cell(cell: dict | None, best: float | None = None) -> str:
+    """One summary cell: throughput ± precision and its ratio to the column's fastest, CPU per
+    request, peak memory; each a line, as the terminal's long form has them."""
     if cell is None:
         return '<td class="dim">—</td>'
     attrs = (f'data-cell="{e(cell["id"])}" data-driver="{e(cell["driver"])}" data-scenario="{e(cell["scenario"])}" '
@@ -66,6 +85,7 @@ def _cell(cell: dict | None) -> str:
         label = "FAILED" if cell["status"] == "failed" else cell["status"]
         return f'<td {attrs}><b>{e(label)}</b>: <div class="reason">{e(cell["reason"] or "")}</div></td>'
     f = cell["figures"]
+    best_ratio = f["throughput"] / best if best else None
     throughput = _metric("throughput", f["throughput"], f"{_number(f['throughput'])} {f['unit']}")
     precision = _metric("precision", f["precision"], f"{f['precision'] * 100:.1f}%", "dim")
     noisy = ' <span class="noisy">noisy</span>' if f.get("noisy") else ""
@@ -73,19 +93,32 @@ def _cell(cell: dict | None) -> str:
         fast, slow = f["modes"]
         noisy = (f' <span class="noisy">two modes: {_number(fast["throughput"])} ({fast["trials"]}) / '
                  f'{_number(slow["throughput"])} ({slow["trials"]})</span>')
-    user = _metric("cpu_user_s", f["cpu_user_s"], f"{f['cpu_user_s']:.2f}")
-    system = _metric("cpu_sys_s", f["cpu_sys_s"], f"{f['cpu_sys_s']:.2f}")
-    rss = _metric("peak_rss_kb", f["peak_rss_kb"], f"{f['peak_rss_kb'] / 1024:.1f}")
-    return f'<td {attrs}>{throughput} <span class="dim">±{precision}</span>{noisy}<br>CPU {user}+{system} s<br>RSS {rss} MiB</td>'
+    # the stored figures ride along as data; the cell shows what the terminal shows, per request
+    user = _metric("cpu_user_s", f["cpu_user_s"], "", "hidden")
+    system = _metric("cpu_sys_s", f["cpu_sys_s"], "", "hidden")
+    rss = _metric("peak_rss_kb", f["peak_rss_kb"], cf.memory(f))
+    ratio = f' <span class="dim">{best_ratio:.2f}×</span>' if best_ratio is not None else ""
+    return (f'<td {attrs} data-sort="{e(repr(f["throughput"]))}"><span class="line">{throughput}'
+            f' <span class="dim">±{precision}</span>{ratio}{noisy}</span>'
+            f'<span class="line">{e(cf.cpu_per_request(f))}{user}{system}</span><span class="line">{rss}</span></td>')
+
+
+def _fastest(report: Report, column: str) -> float | None:
+    rates = [c["figures"]["throughput"] for d in report.drivers
+             if (c := report.cell(d, column)) and c["status"] == "ok" and c["figures"]]
+    return max(rates, default=None)
 
 
 def _summary(report: Report) -> str:
-    head = "".join(f"<th>{e(c)}</th>" for c in report.columns)
-    rows = "".join(f"<tr>{_driver_th(report, d)}{''.join(_cell(report.cell(d, c)) for c in report.columns)}</tr>"
-                   for d in report.drivers)
+    head = "".join(f'<th class="sortable" title="sort by this column\'s throughput">{e(c)}</th>'
+                   for c in report.columns)
+    best = {c: _fastest(report, c) for c in report.columns}
+    rows = "".join(f"<tr>{_driver_th(report, d)}"
+                   f"{''.join(_cell(report.cell(d, c), best[c]) for c in report.columns)}</tr>" for d in report.drivers)
     return (f'<table id="summary"><tr><th>driver</th>{head}</tr>{rows}</table>'
-            '<p class="caption">req/s or MB/s (median; ± half the CI of the median), CPU user+system of the timed '
-            "phase, peak RSS of the driver's process tree</p>")
+            '<p class="caption">req/s or MB/s (median; ± half the CI of the median) and the ratio to the '
+            "column's fastest; CPU (user + system) per request of the timed phase; peak memory of the driver's "
+            "process tree. Click a scenario to sort by it.</p>")
 
 
 def _json_for_script(value: Any) -> str:
