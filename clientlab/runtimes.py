@@ -7,6 +7,7 @@ or on the lines a run asks for (`--runtimes node=20,22`): each is its own cell, 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -89,7 +90,9 @@ class Runtime:
         return "installed" if self.kind == "node" else "toolchain ready"
 
 
+@functools.cache
 def _pins() -> dict:
+    """setup/runtimes.toml, read once: every driver's runtime, environment and build stamp ask."""
     with open(PINS, "rb") as f:
         return tomllib.load(f)
 
