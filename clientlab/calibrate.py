@@ -29,9 +29,8 @@ from clientlab.job import plan
 from clientlab.manifest import Driver
 from clientlab.measure import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
 from clientlab.protocol import DriverFault, DriverProcess
-from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, CellRunner, Events, RunOptions, loopback_run
+from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
-from clientlab.server import BenchServer
 from clientlab.store import Store, Trial
 
 SCENARIOS = ("get-small", "get-json-335k")
@@ -355,10 +354,10 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
     """Every driver on every scenario, each cell beside its calibration loop; the stored run's id
     and one Calibration per cell (the lab's cells are stored as in any run; the pairs go into
     the run's record under `calibration`)."""
-    with loopback_run(store, "calibration", drivers, scenarios, options.placement) as (run_id, placement), \
-            BenchServer(cpu=placement.server) as bench, \
-            CellRunner(bench, store, run_id, options, events, placement.driver) as runner:
-        beside = runner.beside = BareBeside(placement.driver)
+    with lab_run(store, loopback_config("calibration", drivers, scenarios), options, events) as lab, \
+            lab.bench_server() as bench, lab.runner(bench) as runner:
+        run_id = lab.run_id
+        beside = runner.beside = BareBeside(lab.placement.driver)
         try:
             for result in runner.run_groups([CellGroup(drivers, s) for s in scenarios]):
                 beside.calibration(result.driver, result.scenario).lab = result

@@ -15,7 +15,7 @@ from clientlab import nginx, paths, writes
 from clientlab.errors import LabError
 from clientlab.job import plan
 from clientlab.manifest import Driver
-from clientlab.runner import CellResult, CellRunner, Events, CellGroup, RunOptions, loopback_run
+from clientlab.runner import CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
 from clientlab.server import BenchServer
 from clientlab.store import Store
@@ -105,10 +105,11 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
             raise LabError(f"scenario {s.label}: crosscheck takes static GET workloads only "
                            f"({', '.join(STATIC_SCENARIOS)})")
     results: list[tuple[str, CellResult]] = []
-    with loopback_run(store, "crosscheck", drivers, scenarios, options.placement) as (run_id, placement), \
-            BenchServer(cpu=placement.server) as bench, \
-            nginx.StaticServer(bench, _served_paths(scenarios), cpu=placement.server) as static, \
-            CellRunner(bench, store, run_id, options, events, placement.driver) as runner:
+    with lab_run(store, loopback_config("crosscheck", drivers, scenarios), options, events) as lab, \
+            lab.bench_server() as bench, \
+            nginx.StaticServer(bench, _served_paths(scenarios), cpu=lab.placement.server) as static, \
+            lab.runner(bench) as runner:
+        run_id = lab.run_id
         store.update_config(run_id, nginx=nginx.version())
         for s in scenarios:
             marked = s.model_copy(update={"variant": ",".join(v for v in (s.variant, NGINX_MARK) if v)})
@@ -130,7 +131,7 @@ def rows_of(scenarios: list[Scenario], results: list[tuple[str, CellResult]]) ->
         mine = []
         for driver in dict.fromkeys([*bench, *other]):
             b, n = bench.get(driver), other.get(driver)
-            rate = lambda r: r.figures["throughput"] if r and r.status == "ok" and r.figures else None  # noqa: E731
+            rate = lambda r: r.figures["throughput"] if r and r.status == "ok" and r.figures else None
             unit = next((r.figures["unit"] for r in (b, n) if r and r.figures), "")
             why = next((f"{where}: {r.status}: {r.reason}" for where, r in (("bench server", b), ("nginx", n))
                         if r and r.status != "ok"), None)

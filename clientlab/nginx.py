@@ -31,7 +31,7 @@ LOG_FORMAT = ('{"path":"$uri","status":$status,"resp_body_bytes":$body_bytes_sen
 
 
 # nginx buffers its access log and writes it at least this often: a write per request cost a
-# client on nginx's core 11 % of its rate on small GETs (docs/measurement.md, crosscheck)
+# client on nginx's core 11 % of its rate on small GETs (docs/evidence/measurement.md, crosscheck)
 LOG_FLUSH_S = 0.1
 
 
@@ -87,7 +87,7 @@ http {{
     log_format lab '{LOG_FORMAT}';
     {log}
     # one read and one write per response, as the bench server does: with sendfile, a client on
-    # nginx's core got a third of the rate on a 335 KB file (docs/measurement.md, crosscheck)
+    # nginx's core got a third of the rate on a 335 KB file (docs/evidence/measurement.md, crosscheck)
     sendfile off; output_buffers 1 512k; open_file_cache max=1000; tcp_nodelay on;
     keepalive_requests 10000000; keepalive_timeout 300s;
     http2_max_requests 10000000;

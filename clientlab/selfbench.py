@@ -28,22 +28,25 @@ These are benchmark figures to report; no test asserts them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from clientlab import affinity, limits, machine, paths, scenario, stats
 from clientlab.errors import LabError
 from clientlab.manifest import Driver, load_manifest
 from clientlab.protocol import DriverProcess
-from clientlab.runner import RunOptions, pick_cpus, run_matrix, timed_phase
+from clientlab.runner import PLACEMENTS, CellResult, RunOptions, pick_cpus, run_matrix, stored_run, timed_phase
 from clientlab.server import BenchServer
 from clientlab.stats import StopRule
 from clientlab.store import Store
@@ -79,7 +82,7 @@ def server_capacity(seconds: int, connections: int = 10) -> dict:
         url = f"http://127.0.0.1:{server.endpoint.http_port}/bytes/1024"
         argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", script.name, url]
         argv = affinity.pinned(argv, client_cpu)
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30)
+        proc = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=seconds + 30)
         line = next((l for l in proc.stdout.splitlines() if l.startswith("{")), None)
         if proc.returncode != 0 or line is None:
             raise LabError(f"wrk failed: {proc.stderr.strip() or proc.stdout.strip()}")
@@ -118,7 +121,7 @@ def _rss_bytes(pids: list[int]) -> int:
 
 def _wrk(url: str, connections: int, seconds: int, cpu: int | None, script: str) -> dict:
     argv = affinity.pinned(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", script, url], cpu)
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
+    proc = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=seconds + 120)
     line = next((l for l in proc.stdout.splitlines() if l.startswith("{")), None)
     if proc.returncode != 0 or line is None:
         raise LabError(f"wrk failed: {proc.stderr.strip() or proc.stdout.strip()}")
@@ -131,7 +134,7 @@ def _wrk(url: str, connections: int, seconds: int, cpu: int | None, script: str)
 def _h2load(url: str, connections: int, seconds: int, cpu: int | None) -> dict:
     argv = affinity.pinned(["h2load", "-t1", "-c", str(connections), "-m", str(H2_STREAMS), "-D", str(seconds),
                     "--warm-up-time=1", url], cpu)
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
+    proc = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=seconds + 120)
     rate = mb = None
     requests, errors = 0, 0
     for line in proc.stdout.splitlines():
@@ -210,12 +213,102 @@ def _median_row(runs: list[dict]) -> dict:
             "errors": sum(r["errors"] for r in runs), "runs": runs}
 
 
+@dataclass
+class _Servers:
+    """The bench server and nginx, both up on the server's core, as a measurement point reaches them."""
+
+    bench: BenchServer
+    nginx: Any  # clientlab.nginx.Nginx; None where nginx is not installed
+    reach: dict[str, tuple[int, int, list[int]]]  # server -> (HTTP port, HTTPS port, its processes)
+    path: str
+    wrk_script: str
+    limits: dict  # what was raised for the servers (restored after), and what could not be
+
+
+@contextlib.contextmanager
+def _servers_started(path: str, most: int, server_cpu: int | None, nginx_missing: str | None) -> Iterator[_Servers]:
+    """The bench server (record_digests off, every other counter on) and nginx (one worker, no access
+    log) on `server_cpu`, serving the same bytes at `path`, with the limits `most` connections need."""
+    from clientlab import nginx as nginx_mod
+    from clientlab.measure import process_tree
+
+    with limits.lift(most) as lifted, BenchServer(cpu=server_cpu) as bench, \
+            tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(WRK_REPORT)
+        script.flush()
+        bench.configure(record_digests=False)
+        lifted_server = limits.lift(most, bench)  # its descriptors too (Go raises its soft limit itself)
+        raised = {**{k: list(v) for k, v in {**lifted.changed, **lifted_server.changed}.items()},
+                  "notes": lifted.notes + lifted_server.notes}
+        root = _static_root(bench, path)
+        nginx = None
+        try:
+            if nginx_missing is None:
+                nginx = nginx_mod.Nginx(root, server_cpu, access_log=False, connections=most)
+            reach = {"clientlab": (bench.endpoint.http_port, bench.endpoint.https_port, [bench.proc.pid])}
+            if nginx:
+                reach["nginx"] = (nginx.http_port, nginx.https_port, process_tree(nginx.proc.pid))
+            yield _Servers(bench, nginx, reach, path, script.name, raised)
+        finally:
+            if nginx:
+                nginx.stop()
+            shutil.rmtree(root, ignore_errors=True)
+            lifted_server.restore()
+
+
+def _trial(servers: _Servers, name: str, kind: str, connections: int, seconds: int, client_cpu: int | None) -> dict:
+    """One wrk (kind h1) or h2load (h2) run against one server, and that server's CPU per request."""
+    http_port, https_port, pids = servers.reach[name]
+    if name == "clientlab":
+        servers.bench.reset()  # a fresh trial record, as the lab starts every trial
+    cpu0 = _proc_cpu_s(pids)
+    if kind == "h1":
+        r = _wrk(f"http://127.0.0.1:{http_port}{servers.path}", connections, seconds, client_cpu, servers.wrk_script)
+    else:
+        r = _h2load(f"https://127.0.0.1:{https_port}{servers.path}", connections, seconds, client_cpu)
+    cpu = _proc_cpu_s(pids) - cpu0
+    # h2load's rate excludes its warm-up second, the CPU does not: per request over all
+    done = r["requests"] if kind == "h1" else r["requests"] + r["requests_per_s"]
+    r["cpu_s"] = cpu
+    r["cpu_us_per_request"] = cpu / done * 1e6 if done else None
+    return r
+
+
+def _point(servers: _Servers, kind: str, connections: int, seconds: int, repeats: int,
+           client_cpu: int | None) -> dict:
+    """One measurement point: the servers in turn, `repeats` times; each one's medians, and the ratio."""
+    runs: dict[str, list[dict]] = {name: [] for name in servers.reach}
+    for _ in range(repeats):
+        for name in servers.reach:
+            runs[name].append(_trial(servers, name, kind, connections, seconds, client_cpu))
+    row = {"connections": connections, **{name: _median_row(v) for name, v in runs.items()}}
+    if "nginx" in row and row["nginx"]["requests_per_s"]:
+        row["ratio"] = row["clientlab"]["requests_per_s"] / row["nginx"]["requests_per_s"]
+        row["met"] = row["ratio"] >= NGINX_TARGET_RATIO
+    return row
+
+
+def _idle_memory(servers: _Servers, server_cpu: int | None, most: int, count: int) -> dict:
+    """Memory per idle connection: of a fresh bench server (the trial records of the points measured
+    would still sit in the heap), and of nginx as it is."""
+    idle = {}
+    with BenchServer(cpu=server_cpu) as fresh:
+        fresh.configure(record_digests=False)
+        fresh_lift = limits.lift(most, fresh)
+        try:
+            idle["clientlab"] = _idle_cost(fresh.endpoint.http_port, [fresh.proc.pid], count)
+        finally:
+            fresh_lift.restore()
+    if servers.nginx:
+        idle["nginx"] = _idle_cost(servers.nginx.http_port, servers.reach["nginx"][2], count)
+    return idle
+
+
 def against_nginx(seconds: int, h1_connections: tuple[int, ...] = H1_CONNECTIONS,
                   h2_connections: tuple[int, ...] = H2_CONNECTIONS, repeats: int = REPEATS,
                   idle_connections: int = IDLE_CONNECTIONS) -> dict:
     """The bench server and nginx side by side, one run (see the module's docstring)."""
     from clientlab import nginx as nginx_mod
-    from clientlab.measure import process_tree
 
     if shutil.which("wrk") is None:
         raise LabError("wrk is not installed (./setup.sh installs it)")
@@ -224,72 +317,26 @@ def against_nginx(seconds: int, h1_connections: tuple[int, ...] = H1_CONNECTIONS
     path = "/bytes/1024"
     out: dict = {"path": path, "seconds": seconds, "repeats": repeats, "h1": [], "h2": [],
                  "nginx": nginx_mod.version(), "nginx_missing": nginx_mod.available()}
-    with limits.lift(most) as lifted, BenchServer(cpu=server_cpu) as bench, \
-            tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
-        script.write(WRK_REPORT)
-        script.flush()
-        bench.configure(record_digests=False)
-        lifted_server = limits.lift(most, bench)  # its descriptors too (Go raises its soft limit itself)
-        out["limits"] = {**{k: list(v) for k, v in {**lifted.changed, **lifted_server.changed}.items()},
-                         "notes": lifted.notes + lifted_server.notes}
-        root = _static_root(bench, path)
-        servers: dict[str, tuple] = {}
-        nginx = None
-        try:
-            if out["nginx_missing"] is None:
-                nginx = nginx_mod.Nginx(root, server_cpu, access_log=False, connections=most)
-            bench_pids = [bench.proc.pid]
-            servers["clientlab"] = (bench.endpoint.http_port, bench.endpoint.https_port, bench_pids)
-            if nginx:
-                servers["nginx"] = (nginx.http_port, nginx.https_port, process_tree(nginx.proc.pid))
-
-            def measure(kind: str, connections: int) -> dict:
-                runs: dict[str, list[dict]] = {name: [] for name in servers}
-                for _ in range(repeats):
-                    for name, (http_port, https_port, pids) in servers.items():
-                        if name == "clientlab":
-                            bench.reset()  # a fresh trial record, as the lab starts every trial
-                        cpu0 = _proc_cpu_s(pids)
-                        if kind == "h1":
-                            r = _wrk(f"http://127.0.0.1:{http_port}{path}", connections, seconds, client_cpu,
-                                     script.name)
-                        else:
-                            r = _h2load(f"https://127.0.0.1:{https_port}{path}", connections, seconds, client_cpu)
-                        cpu = _proc_cpu_s(pids) - cpu0
-                        # h2load's rate excludes its warm-up second, the CPU does not: per request over all
-                        done = r["requests"] if kind == "h1" else r["requests"] + r["requests_per_s"]
-                        r["cpu_s"] = cpu
-                        r["cpu_us_per_request"] = cpu / done * 1e6 if done else None
-                        runs[name].append(r)
-                row = {"connections": connections, **{name: _median_row(v) for name, v in runs.items()}}
-                if "nginx" in row and row["nginx"]["requests_per_s"]:
-                    row["ratio"] = row["clientlab"]["requests_per_s"] / row["nginx"]["requests_per_s"]
-                    row["met"] = row["ratio"] >= NGINX_TARGET_RATIO
-                return row
-
-            for c in h1_connections:
-                out["h1"].append(measure("h1", c))
-            for c in h2_connections:
-                out["h2"].append(measure("h2", c))
-            # memory per idle connection: a fresh bench server (the trial records of the runs above
-            # would still sit in the heap), nginx as it is
-            out["idle"] = {}
-            with BenchServer(cpu=server_cpu) as fresh:
-                fresh.configure(record_digests=False)
-                fresh_lift = limits.lift(most, fresh)
-                try:
-                    out["idle"]["clientlab"] = _idle_cost(fresh.endpoint.http_port, [fresh.proc.pid],
-                                                          idle_connections)
-                finally:
-                    fresh_lift.restore()
-            if nginx:
-                out["idle"]["nginx"] = _idle_cost(nginx.http_port, servers["nginx"][2], idle_connections)
-        finally:
-            if nginx:
-                nginx.stop()
-            shutil.rmtree(root, ignore_errors=True)
-            lifted_server.restore()
+    with _servers_started(path, most, server_cpu, out["nginx_missing"]) as servers:
+        out["limits"] = servers.limits
+        for c in h1_connections:
+            out["h1"].append(_point(servers, "h1", c, seconds, repeats, client_cpu))
+        for c in h2_connections:
+            out["h2"].append(_point(servers, "h2", c, seconds, repeats, client_cpu))
+        out["idle"] = _idle_memory(servers, server_cpu, most, idle_connections)
     return out
+
+
+def _driver_row(r: CellResult) -> dict:
+    """A cell's rate, and its driver's and the bench server's CPU per request."""
+    row = {"driver": r.driver, "scenario": r.scenario, "status": r.status, "reason": r.reason,
+           "requests_per_s": r.figures["throughput"] if r.figures else None}
+    if r.figures and r.figures.get("requests"):
+        n = r.figures["requests"]
+        row["driver_cpu_us_per_request"] = (r.figures["cpu_user_s"] + r.figures["cpu_sys_s"]) / n * 1e6
+        server_cpu = (r.figures.get("server") or {}).get("cpu_s")
+        row["server_cpu_us_per_request"] = server_cpu / n * 1e6 if server_cpu is not None else None
+    return row
 
 
 def fastest_driver(drivers: list[Driver], store: Store) -> tuple[int, list[dict]]:
@@ -300,26 +347,12 @@ def fastest_driver(drivers: list[Driver], store: Store) -> tuple[int, list[dict]
     installed = [d for d in drivers if d.missing() is None]
     if not installed:
         raise LabError("no installed driver to compare the server with")
-    run_id = store.start_run(machine.describe(), {"kind": "selfbench", "drivers": [d.id for d in installed],
-                                                  "scenarios": ["get-small", "parallel-feeds"], "net": "loopback"})
+    config = {"kind": "selfbench", "drivers": [d.id for d in installed], "scenarios": ["get-small", "parallel-feeds"],
+              "net": "loopback"}
     options = RunOptions(warmup=1, stop=StopRule(min_trials=5, max_trials=5))
-    status = "failed"
-    try:
+    with stored_run(store, config, options.placement) as (run_id, _placement):
         results = run_matrix(store, run_id, installed, chosen, options)
-        status = "complete"
-    finally:
-        store.finish_run(run_id, status)
-    rows = []
-    for r in results:
-        row = {"driver": r.driver, "scenario": r.scenario, "status": r.status, "reason": r.reason,
-               "requests_per_s": r.figures["throughput"] if r.figures else None}
-        if r.figures and r.figures.get("requests"):
-            n = r.figures["requests"]
-            row["driver_cpu_us_per_request"] = (r.figures["cpu_user_s"] + r.figures["cpu_sys_s"]) / n * 1e6
-            server_cpu = (r.figures.get("server") or {}).get("cpu_s")
-            row["server_cpu_us_per_request"] = server_cpu / n * 1e6 if server_cpu is not None else None
-        rows.append(row)
-    return run_id, rows
+    return run_id, [_driver_row(r) for r in results]
 
 
 def lab_overhead() -> dict:
@@ -357,8 +390,6 @@ def _cv(values: list[float]) -> float:
 
 def noise_floor(trials: int = 10) -> dict:
     """A fixed amount of CPU work (the spin test driver), timed `trials` times on the driver's core."""
-    from clientlab.noise import NoiseMeter
-
     driver = load_manifest(paths.ROOT / "clientlab" / "testdrivers" / "spin" / "driver.toml")
     server_cpu, driver_cpu = pick_cpus()
     job = {"scenario": "selfbench-spin", "verify": False, "http": "1.1", "tls_ca": None, "concurrency": 1,
@@ -415,9 +446,19 @@ def host_phases(seconds: float = 20.0, every_s: float = 0.05) -> dict | None:
             "phases": phases, "longest_s": longest}
 
 
+def _placement_figures(run_id: int, result: CellResult) -> dict:
+    """Per-request time and spread of the placement's cell, or why it has none."""
+    if result.status != "ok":
+        return {"status": result.status, "reason": result.reason}
+    f = result.figures
+    return {"run": run_id, "us_per_request": f["wall_s"]["median"] / f["requests"] * 1e6,
+            "relative_spread": f["relative_spread"], "precision": f["precision"],
+            "max_over_min": f["wall_s"]["max"] / f["wall_s"]["min"], "disturbed": f.get("disturbed_trials", 0)}
+
+
 def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
     """One driver (the first installed of c-libcurl, python-requests, the reference test driver) on
-    get-small under each placement: per-request time and the spread of its trials."""
+    get-small under each placement, each its own stored run: per-request time and the spread of its trials."""
     from clientlab.manifest import discover
 
     known = {d.id: d for d in drivers + discover([paths.ROOT / "clientlab" / "testdrivers"])[0]}
@@ -426,37 +467,43 @@ def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
     files, _ = scenario.discover()
     chosen = scenario.select(files, ["get-small"], {})
     out = {"driver": driver.id, "scenario": "get-small", "placements": {}}
-    for name in ("split", "shared", "free"):
-        run_id = store.start_run(machine.describe(), {"kind": "selfbench-placement", "placement": name,
-                                                      "drivers": [driver.id], "scenarios": ["get-small"],
-                                                      "net": "loopback"})
+    config = {"kind": "selfbench-placement", "drivers": [driver.id], "scenarios": ["get-small"], "net": "loopback"}
+    for name in PLACEMENTS:
         options = RunOptions(warmup=1, stop=StopRule(min_trials=trials, max_trials=trials), placement=name,
                              retries=3)
-        status = "failed"
         try:
-            [result] = run_matrix(store, run_id, [driver], chosen, options)
-            status = "complete"
+            with stored_run(store, config, name) as (run_id, _placement):
+                [result] = run_matrix(store, run_id, [driver], chosen, options)
         finally:
-            store.finish_run(run_id, status)
-            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-        if result.status != "ok":
-            out["placements"][name] = {"status": result.status, "reason": result.reason}
-            continue
-        f = result.figures
-        out["placements"][name] = {"run": run_id, "us_per_request": f["wall_s"]["median"] / f["requests"] * 1e6,
-                                   "relative_spread": f["relative_spread"], "precision": f["precision"],
-                                   "max_over_min": f["wall_s"]["max"] / f["wall_s"]["min"],
-                                   "disturbed": f.get("disturbed_trials", 0)}
+            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))  # the next placement starts from every core
+        out["placements"][name] = _placement_figures(run_id, result)
     measured = {k: v for k, v in out["placements"].items() if "relative_spread" in v}
     out["most_repeatable"] = min(measured, key=lambda k: measured[k]["relative_spread"]) if measured else None
     return out
 
 
-def _verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
+def _against_drivers(side: dict, rows: list[dict]) -> dict:
+    """The server's ceiling against the fastest drivers' rates, and its CPU per request against the
+    cheapest driver's."""
+    def best(scenario_name: str) -> dict | None:
+        measured = [r for r in rows if r["requests_per_s"] and r["scenario"] == scenario_name]
+        return max(measured, key=lambda r: r["requests_per_s"]) if measured else None
+
+    fastest, fastest_parallel = best("get-small"), best("parallel-feeds")
+    ceiling = max((row["clientlab"]["requests_per_s"] for row in side["h1"]), default=None)
+    with_cpu = [r for r in rows if r.get("driver_cpu_us_per_request") and r.get("server_cpu_us_per_request")]
+    cheapest = min(with_cpu, key=lambda r: r["driver_cpu_us_per_request"]) if with_cpu else None
+    return {"fastest": fastest, "fastest_parallel": fastest_parallel, "server_ceiling": ceiling,
+            "server_to_fastest": ceiling / fastest["requests_per_s"] if fastest and ceiling else None,
+            "server_to_fastest_parallel":
+                ceiling / fastest_parallel["requests_per_s"] if fastest_parallel and ceiling else None,
+            "cheapest_driver_cpu": cheapest,
+            "server_cpu_share":
+                cheapest["server_cpu_us_per_request"] / cheapest["driver_cpu_us_per_request"] if cheapest else None}
 
 
-def run(drivers: list[Driver], seconds: int, out: Console, err: Console, json_path: Path | None = None) -> dict:
+def measure(drivers: list[Driver], seconds: int, err: Console) -> dict:
+    """Every figure of the module's docstring, with its target, as `run` prints and writes them."""
     err.print("measuring the bench server against nginx (wrk, h2load; same core; three times each)…")
     side = against_nginx(seconds)
     err.print("measuring get-small and parallel-feeds on every installed driver…")
@@ -470,103 +517,23 @@ def run(drivers: list[Driver], seconds: int, out: Console, err: Console, json_pa
     phases = host_phases()
     err.print("measuring placements (split, shared, free)…")
     placed = placements(drivers, store)
+    return {"measured_at": time.time(), "machine": machine.describe(), "against_nginx": side, "drivers_run": run_id,
+            "drivers": rows, **_against_drivers(side, rows),
+            "overhead": overhead, "noise_floor": floor, "host_phases": phases, "placements": placed,
+            "targets": {"server_to_nginx_at_least": NGINX_TARGET_RATIO,
+                        "server_to_fastest_at_least": SERVER_TARGET_RATIO,
+                        "server_cpu_share_at_most": SERVER_CPU_TARGET, "overhead_below": OVERHEAD_TARGET}}
 
-    def best(scenario_name: str) -> dict | None:
-        measured = [r for r in rows if r["requests_per_s"] and r["scenario"] == scenario_name]
-        return max(measured, key=lambda r: r["requests_per_s"]) if measured else None
 
-    fastest, fastest_parallel = best("get-small"), best("parallel-feeds")
-    ceiling = max((row["clientlab"]["requests_per_s"] for row in side["h1"]), default=None)
-    ratio = ceiling / fastest["requests_per_s"] if fastest and ceiling else None
-    parallel_ratio = ceiling / fastest_parallel["requests_per_s"] if fastest_parallel and ceiling else None
-    with_cpu = [r for r in rows if r.get("driver_cpu_us_per_request") and r.get("server_cpu_us_per_request")]
-    cheapest = min(with_cpu, key=lambda r: r["driver_cpu_us_per_request"]) if with_cpu else None
-    cpu_share = (cheapest["server_cpu_us_per_request"] / cheapest["driver_cpu_us_per_request"]) if cheapest else None
-    result = {"measured_at": time.time(), "machine": machine.describe(), "against_nginx": side, "drivers_run": run_id,
-              "drivers": rows, "fastest": fastest, "fastest_parallel": fastest_parallel, "server_ceiling": ceiling,
-              "server_to_fastest": ratio, "server_to_fastest_parallel": parallel_ratio,
-              "cheapest_driver_cpu": cheapest, "server_cpu_share": cpu_share,
-              "overhead": overhead, "noise_floor": floor, "host_phases": phases, "placements": placed,
-              "targets": {"server_to_nginx_at_least": NGINX_TARGET_RATIO,
-                          "server_to_fastest_at_least": SERVER_TARGET_RATIO,
-                          "server_cpu_share_at_most": SERVER_CPU_TARGET, "overhead_below": OVERHEAD_TARGET}}
+def run(drivers: list[Driver], seconds: int, out: Console, err: Console, json_path: Path | None = None) -> dict:
+    """`clientlab selfbench`: measure, print the two tables (notes under them on `err`), write the JSON."""
+    from clientlab.output.selfbench import figures_report, nginx_report
 
-    side_table = Table(title=f"bench server against nginx {side.get('nginx') or ''} (one worker), same core; "
-                             f"GET {side['path']}; medians of {side['repeats']} × {side['seconds']} s (min–max)")
-    for col in ("load", "conns", "clientlab req/s", "nginx req/s", "ratio", "MB/s (clientlab / nginx)",
-                "CPU µs/req (clientlab / nginx)", "target ≥ 1.0×"):
-        side_table.add_column(col, justify="right" if col not in ("load",) else "left")
-    for kind, label in (("h1", "wrk, HTTP/1.1 keep-alive"), ("h2", f"h2load, h2 TLS × {H2_STREAMS} streams")):
-        for row in side[kind]:
-            a, b = row["clientlab"], row.get("nginx")
-            side_table.add_row(
-                label, f"{row['connections']:,}",
-                f"{a['requests_per_s']:,.0f} ({a['min']:,.0f}–{a['max']:,.0f})",
-                f"{b['requests_per_s']:,.0f} ({b['min']:,.0f}–{b['max']:,.0f})" if b else "–",
-                f"{row['ratio']:.2f}×" if "ratio" in row else "–",
-                f"{a['mb_per_s']:,.0f} / {b['mb_per_s']:,.0f}" if b else f"{a['mb_per_s']:,.0f}",
-                f"{a['cpu_us_per_request']:.1f} / {b['cpu_us_per_request']:.1f}" if b else f"{a['cpu_us_per_request']:.1f}",
-                _verdict(row["met"]) if "met" in row else "no nginx",
-            )
-    out.print(side_table)
-    if side.get("nginx_missing"):
-        err.print(f"  nginx: {side['nginx_missing']}", highlight=False)
-    if side["limits"]:
-        err.print(f"  limits raised for the run (restored after): {side['limits']}", highlight=False)
-
-    table = Table(title="clientlab selfbench (one run, medians)")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_column("target")
-    for name, idle in side.get("idle", {}).items():
-        per = idle["bytes_per_connection"]
-        table.add_row(f"{name}: memory per idle keep-alive connection ({idle['connections']:,} open)",
-                      f"{per:,.0f} B" if per is not None else "–",
-                      f"RSS {idle['rss_before'] / 1e6:.1f} → {idle['rss_with'] / 1e6:.1f} MB; "
-                      f"{'still serving' if idle['still_serving'] else 'NOT serving'}")
-    if ceiling:
-        table.add_row("bench server ceiling (best wrk point above)", f"{ceiling:,.0f} req/s", "")
-    if fastest:
-        table.add_row(f"fastest sequential driver, get-small ({fastest['driver']})",
-                      f"{fastest['requests_per_s']:,.0f} req/s", "")
-        table.add_row("server / fastest sequential driver", f"{ratio:.1f}×",
-                      f"≥ {SERVER_TARGET_RATIO:.0f}× ({_verdict(ratio >= SERVER_TARGET_RATIO)})")
-    if fastest_parallel:
-        table.add_row(f"fastest parallel driver, parallel-feeds ({fastest_parallel['driver']})",
-                      f"{fastest_parallel['requests_per_s']:,.0f} req/s", "")
-        table.add_row("server / fastest parallel driver", f"{parallel_ratio:.1f}×",
-                      f"≥ {SERVER_TARGET_RATIO:.0f}× ({_verdict(parallel_ratio >= SERVER_TARGET_RATIO)})")
-    if cheapest:
-        table.add_row(f"server CPU per request / cheapest driver's ({cheapest['driver']}, {cheapest['scenario']})",
-                      f"{cheapest['server_cpu_us_per_request']:.1f} / {cheapest['driver_cpu_us_per_request']:.1f} µs "
-                      f"= {cpu_share:.2f}",
-                      f"≤ {SERVER_CPU_TARGET:.2f} ({_verdict(cpu_share <= SERVER_CPU_TARGET)})")
-    verdict = _verdict(overhead["overhead"] < OVERHEAD_TARGET)
-    table.add_row("lab overhead on a 1 s trial (wall)", f"{overhead['overhead'] * 100:.3f} %",
-                  f"< {OVERHEAD_TARGET * 100:.0f} % ({verdict})")
-    table.add_row("lab's own CPU during a 1 s trial", f"{overhead['lab_cpu_fraction'] * 100:.2f} % of a core", "")
-    table.add_row("spread of ten 1 s sleep trials (CV)", f"{overhead['cv'] * 100:.3f} %", "")
-    table.add_row("noise floor: fixed CPU work, ten times (CV; max/min)",
-                  f"{floor['cv'] * 100:.2f} %; {floor['max_over_min']:.3f}×",
-                  f"steal {floor['steal_s'] * 1000:.0f} ms, others {floor['other_cpu_s'] * 1000:.0f} ms meanwhile")
-    if phases:
-        table.add_row("host slow phases on the driver's core (kernel round trips, 20 s)",
-                      f"{phases['slow_share'] * 100:.0f} % of the time"
-                      + (f", {phases['slow_median']:.2f}× in them" if phases["slow_median"] else ""),
-                      f"{phases['phases']} phases, the longest {phases['longest_s']:.2f} s "
-                      f"(best round trip {phases['best_ns'] / 1000:.1f} µs)")
-    for name, p in placed["placements"].items():
-        if "us_per_request" not in p:
-            table.add_row(f"placement {name}", p["status"], p.get("reason") or "")
-            continue
-        best_mark = " (most repeatable)" if name == placed["most_repeatable"] else ""
-        table.add_row(f"placement {name}: {placed['driver']} get-small",
-                      f"{p['us_per_request']:,.1f} µs/req ±{p['relative_spread'] * 100:.1f} %",
-                      f"max/min {p['max_over_min']:.3f}×, {p['disturbed']} disturbed{best_mark}")
-    out.print(table)
-    for r in rows:
-        if r["status"] not in ("ok", "unsupported"):
-            err.print(f"  {r['driver']} {r['scenario']}: {r['status']} {r['reason'] or ''}", highlight=False)
+    result = measure(drivers, seconds, err)
+    for table, notes in (nginx_report(result), figures_report(result)):
+        out.print(table)
+        for note in notes:
+            err.print(note, highlight=False)
     if json_path:
         json_path.write_text(json.dumps(result, indent=2) + "\n")
     return result

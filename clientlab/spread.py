@@ -5,7 +5,7 @@ For every cell measured in each of the runs (same driver, scenario label and pos
 for time per request), and the same for the driver's ratio to the scenario's fastest driver in
 each run (what the tables are read for). The summary counts cells within 5 % and 10 % and lists
 them per driver; each run's wall time and disturbed trials say how noisy the host was.
-docs/measurement.md quotes these figures.
+docs/evidence/measurement.md quotes these figures.
 
 What the trials within each run predict: a median of n trials whose robust spread (1.4826 MAD /
 median) is c varies by about 1.2533 c / sqrt(n) (the median's standard error for a normal

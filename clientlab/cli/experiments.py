@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from clientlab import paths
+from clientlab import manifest, paths
 from clientlab.cli.common import (
     DEFAULT_INTERLEAVE,
     DEFAULT_PLACEMENT,
@@ -33,6 +34,9 @@ from clientlab.output.progress import ProgressEvents
 from clientlab.runner import INTERLEAVES, PLACEMENTS, RunOptions, stop_on_sigterm
 from clientlab.stats import StopRule
 from clientlab.store import Store
+
+if TYPE_CHECKING:
+    from clientlab.experiment.spec import Experiment
 
 # an experiment has hundreds of cells: a cell stops adding trials sooner than a run's
 EXPERIMENT_CELL_S = 30.0
@@ -73,63 +77,85 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     one stored run, then writes its section of the findings document: the article's claims, the
     lab's numbers, and a verdict. `clientlab experiment all` runs every one. One measuring run per
     machine: it waits for another one (or exits 75 with --no-wait)."""
-    from clientlab.experiment import findings, spec
-    from clientlab.experiment.execute import count_cells, run_experiment
+    from clientlab.experiment import spec
 
     use_scenario_paths(scenario_paths)
     if list_only or not names:
-        table = Table(title="experiments")
-        for column, wraps in (("name", False), ("seed", False), ("parts", True), ("cells", False),
-                              ("minutes full / quick", True), ("title", True)):
-            table.add_column(column, overflow="fold", no_wrap=not wraps)  # names stay whole
-        known, broken = spec.scan()
-        for e in known.values():
-            try:
-                cells = f"{count_cells(e, False)} ({count_cells(e, True)} quick)"
-            except LabInputError as exc:
-                cells = f"[red]cannot plan:[/] {escape(str(exc))}"
-            table.add_row(escape(e.name), escape(e.seed), escape(", ".join(p.name for p in e.parts)), cells,
-                          f"{_minutes(e.time_budget)} / {_minutes(e.quick_time_budget)}", escape(e.title))
-        out.print(table)
-        for problem in broken.values():
-            err.print(f"[red]invalid experiment:[/] {escape(problem)}", highlight=False)
-        if not names:
-            err.print("run one with: clientlab experiment NAME [--quick], or all", highlight=False)
+        _list_experiments(hint=not names)
         return
     chosen = spec.get(list(names))
     extra = [d for d in load_drivers(driver_paths) if driver_paths]
+    options = _run_options(quick, trials, placement, retries)
+    take_lab_lock(no_wait)
+    store = Store(paths.results_db())
+    run_ids = []
+    for e in chosen:
+        own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE,
+                                  time_budget_s=e.budget_for(quick, time_budget))
+        run_ids.append(_run_one(store, e, quick, own, extra, findings_path))
+    exit_if_cells_failed(store, run_ids)
+
+
+def _list_experiments(hint: bool) -> None:
+    """The experiments, what each runs and how long it may take; the invalid ones named."""
+    from clientlab.experiment import spec
+    from clientlab.experiment.execute import count_cells
+
+    table = Table(title="experiments")
+    for column, wraps in (("name", False), ("seed", False), ("parts", True), ("cells", False),
+                          ("minutes full / quick", True), ("title", True)):
+        table.add_column(column, overflow="fold", no_wrap=not wraps)  # names stay whole
+    known, broken = spec.scan()
+    for e in known.values():
+        try:
+            cells = f"{count_cells(e, False)} ({count_cells(e, True)} quick)"
+        except LabInputError as exc:
+            cells = f"[red]cannot plan:[/] {escape(str(exc))}"
+        table.add_row(escape(e.name), escape(e.seed), escape(", ".join(p.name for p in e.parts)), cells,
+                      f"{_minutes(e.time_budget)} / {_minutes(e.quick_time_budget)}", escape(e.title))
+    out.print(table)
+    for problem in broken.values():
+        err.print(f"[red]invalid experiment:[/] {escape(problem)}", highlight=False)
+    if hint:
+        err.print("run one with: clientlab experiment NAME [--quick], or all", highlight=False)
+
+
+def _run_options(quick: bool, trials: int | None, placement: str, retries: int) -> RunOptions:
+    """The quick form: one trial a cell (or --trials), no warm-up; else the stop rule's defaults,
+    with a cell's trials cut sooner than a run's."""
     if quick:
         stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
     else:
         stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials,
                         max_seconds=EXPERIMENT_CELL_S)
         warmup = 1
-    options = RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries, time_budget_s=time_budget)
-    take_lab_lock(no_wait)
-    store = Store(paths.results_db())
-    run_ids = []
-    for e in chosen:
-        total = count_cells(e, quick)
-        budget = time_budget if time_budget is not None else e.budget_for(quick)
-        err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells, "
-                  f"time budget {_budget(budget or None)}", highlight=False)
-        try:
-            with stop_on_sigterm(), ProgressEvents(total, err) as events:
-                own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE)
-                result = run_experiment(store, e, quick, own, events, extra,
-                                        on_note=lambda note: err.print(note, highlight=False))
-        except KeyboardInterrupt:
-            err.print("[yellow]interrupted: everything measured so far is kept[/]")
-            run_id = store.runs(limit=1)[0]["id"]
-            diagnose_and_store(store, run_id)
-            findings.update(findings_path, e.name, findings.section(e, store, run_id))
-            raise SystemExit(130)
-        diagnose_and_store(store, result.run_id)
-        findings.update(findings_path, e.name, findings.section(e, store, result.run_id))
-        _print_verdicts(e, store, result.run_id)
-        err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
-        run_ids.append(result.run_id)
-    exit_if_cells_failed(store, run_ids)
+    return RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries)
+
+
+def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extra: list[manifest.Driver],
+             findings_path: Path) -> int:
+    """One experiment into one stored run, its findings section written even when interrupted."""
+    from clientlab.experiment import findings
+    from clientlab.experiment.execute import count_cells, run_experiment
+
+    total = count_cells(e, quick)
+    err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells, "
+              f"time budget {_budget(options.time_budget_s or None)}", highlight=False)
+    try:
+        with stop_on_sigterm(), ProgressEvents(total, err) as events:
+            result = run_experiment(store, e, quick, options, events, extra,
+                                    on_note=lambda note: err.print(note, highlight=False))
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted: everything measured so far is kept[/]")
+        run_id = store.runs(limit=1)[0]["id"]
+        diagnose_and_store(store, run_id)
+        findings.update(findings_path, e.name, findings.section(e, store, run_id))
+        raise SystemExit(130)
+    diagnose_and_store(store, result.run_id)
+    findings.update(findings_path, e.name, findings.section(e, store, result.run_id))
+    _print_verdicts(e, store, result.run_id)
+    err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
+    return result.run_id
 
 
 def _budget(seconds: float | None) -> str:
@@ -158,7 +184,7 @@ def findings_cmd(output: Path, quick_ok: bool) -> None:
             err.print(f"[yellow]{name}: no finished run (clientlab experiment {name})[/]", highlight=False)
 
 
-def _print_verdicts(e, store: Store, run_id: int) -> None:  # noqa: ANN001
+def _print_verdicts(e: Experiment, store: Store, run_id: int) -> None:
     from clientlab.experiment.verdict import judge_run
 
     table = Table(title=f"{e.name}: the article's claims (run {run_id})")

@@ -6,12 +6,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from clientlab.cli.common import (
-    EXIT_BUSY,
-    err,
-    main,
-    out,
-)
+from clientlab.cli.common import EXIT_BUSY, err, main, out
 from clientlab.errors import LabInputError
 from clientlab.runner import stop_on_sigterm
 

@@ -10,13 +10,7 @@ from rich.table import Table
 
 from clientlab import export as exporters
 from clientlab import paths
-from clientlab.cli.common import (
-    diagnose_and_store,
-    err,
-    main,
-    out,
-    print_run,
-)
+from clientlab.cli.common import diagnose_and_store, err, main, out, print_run
 from clientlab.errors import LabInputError
 from clientlab.output.diagnosis import print_findings
 from clientlab.store import Store

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -49,6 +50,10 @@ from clientlab.runner import (
 )
 from clientlab.stats import StopRule
 from clientlab.store import Store
+
+if TYPE_CHECKING:
+    from clientlab.netlab.profile import Profile
+    from clientlab.serverside import ServerSide
 
 
 @main.command("run", epilog=EXIT_CODES)
@@ -117,7 +122,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
             keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
             trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
-            runtime_specs, json_path) -> None:  # noqa: ANN001
+            runtime_specs, json_path) -> None:
     """Verify, then time every selected driver on every selected scenario.
 
     Every cell is verified and warmed up, then the cells take turns trial by trial (round-robin,
@@ -128,6 +133,28 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     within --time-budget (a noisy host gets fewer trials per cell, not a longer run).
     One measuring run per machine: a second one waits for the first (or exits 75 with --no-wait)."""
     use_scenario_paths(scenario_paths)
+    chosen = _on_runtimes(_chosen_drivers(driver_paths, driver_names), runtime_specs)
+    files, scenarios = _chosen_scenarios(scenario_names, params, http, concurrency, keep_alive, client_options)
+    stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
+                    target_precision=precision, max_seconds=max_cell_seconds)
+    fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
+    options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
+                         trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
+                         retries=retries, interleave=interleave, time_budget_s=time_budget or None, forks=forks,
+                         jit_warm_s=JIT_WARM_S)
+    profile = _network_profile(net_name, scenarios)
+    config = _run_config(chosen, scenarios, options, profile.name, net_name, runtime_specs)
+    take_lab_lock(no_wait)
+    store = Store(paths.results_db())
+    run_id, interrupted = _measured(store, config, chosen, scenarios, options, profile, net_name, json_path)
+    print_run(store, run_id, fmt)
+    if interrupted:
+        raise SystemExit(130)
+    exit_if_cells_failed(store, [run_id])
+
+
+def _chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...]) -> list[manifest.Driver]:
+    """The drivers named (all: every one), or every installed default driver, saying which are skipped."""
     drivers = load_drivers(driver_paths)
     wanted = split_names(driver_names)
     every = wanted == ["all"]
@@ -141,7 +168,13 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
         chosen = [d for d in chosen if d not in skipped]
     if not chosen:
         raise LabInputError("no installed driver to run (see: clientlab drivers)")
-    chosen = _on_runtimes(chosen, runtime_specs)
+    return chosen
+
+
+def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], http: str | None,
+                      concurrency: int | None, keep_alive: bool | None,
+                      client_options: tuple[str, ...]) -> tuple[list, list[scenario.Scenario]]:
+    """(the scenario files, the scenarios selected with the client settings given on the command line)."""
     files, problems = scenario.discover()
     for problem in problems:
         err.print(f"[red]invalid scenario, skipped:[/] {escape(problem)}", highlight=False)
@@ -157,29 +190,31 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
             if scenario_names:  # asked for by name: the user must hear that it cannot be run so
                 raise
             err.print(f"[yellow]skipped:[/] {escape(str(exc))}", highlight=False)
-    scenarios = changed
-    if not scenarios:
+    if not changed:
         raise LabInputError("no scenario can run with these settings")
-    stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
-                    target_precision=precision, max_seconds=max_cell_seconds)
-    fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
-    options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
-                         trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
-                         retries=retries, interleave=interleave, time_budget_s=time_budget or None, forks=forks,
-                         jit_warm_s=JIT_WARM_S)
-    profile = _network_profile(net_name, scenarios)
-    config = {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
-              "params": {s.label: s.params for s in scenarios},
-              "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": warmup, "fresh_process": fresh_process,
-              "stop": vars(stop), "net": {"profile": profile.name, "asked": net_name}, "lab_version": _lab_version(),
-              "placement": Placement.of(placement).name, "trial_seconds": trial_seconds or None,
-              "retries": retries, "interleave": interleave, "time_budget_s": time_budget or None, "forks": forks,
-              "runtimes": list(runtime_specs)}
-    take_lab_lock(no_wait)
-    store = Store(paths.results_db())
+    return files, changed
+
+
+def _run_config(chosen: list[manifest.Driver], scenarios: list[scenario.Scenario], options: RunOptions,
+                profile_name: str, net_name: str, runtime_specs: tuple[str, ...]) -> dict:
+    """What the run stores about itself: what it ran, and how."""
+    return {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
+            "params": {s.label: s.params for s in scenarios},
+            "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": options.warmup,
+            "fresh_process": options.fresh_process, "stop": vars(options.stop),
+            "net": {"profile": profile_name, "asked": net_name}, "lab_version": _lab_version(),
+            "placement": Placement.of(options.placement).name, "trial_seconds": options.trial_budget_s,
+            "retries": options.retries, "interleave": options.interleave, "time_budget_s": options.time_budget_s,
+            "forks": options.forks, "runtimes": list(runtime_specs)}
+
+
+def _measured(store: Store, config: dict, chosen: list[manifest.Driver], scenarios: list[scenario.Scenario],
+              options: RunOptions, profile: Profile, net_name: str, json_path: Path | None) -> tuple[int, bool]:
+    """(the stored run, whether it was interrupted): the run measured, its cells diagnosed and its
+    JSON written, however it ended; everything measured is kept."""
     run_id, interrupted = None, False
     try:
-        with stored_run(store, config, placement) as (run_id, _placement):
+        with stored_run(store, config, options.placement) as (run_id, _placement):
             err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network "
                       f"'{profile.name}', results in {store.path}", highlight=False)
             with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err, len(chosen)) as events:
@@ -195,13 +230,10 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
             if json_path:
                 exporters.write(store, run_id, "json", json_path)
     assert run_id is not None
-    print_run(store, run_id, fmt)
-    if interrupted:
-        raise SystemExit(130)
-    exit_if_cells_failed(store, [run_id])
+    return run_id, interrupted
 
 
-def _open_network(store: Store, run_id: int, profile, net_name: str, cpu: int | None):  # noqa: ANN001, ANN202
+def _open_network(store: Store, run_id: int, profile: Profile, net_name: str, cpu: int | None) -> ServerSide:
     """The run's server side; a network lab's description (measured RTT) goes with the run."""
     server = open_server_side(profile, cpu)
     if (described := server.describe()) is not None:
@@ -227,7 +259,7 @@ def _on_runtimes(chosen: list, specs: tuple[str, ...]) -> list:
 
 
 
-def _network_profile(name: str, scenarios: list) -> "netprofile.Profile":  # noqa: F821
+def _network_profile(name: str, scenarios: list) -> Profile:
     """The asked profile, or loopback (with what that cannot do, per scenario) when the network lab
     cannot run here."""
     from clientlab.netlab import hosts

@@ -156,7 +156,11 @@ class Experiment(BaseModel):
     time_budget: float | None = Field(default=None, gt=0, le=86_400)
     quick_time_budget: float | None = Field(default=None, gt=0, le=86_400)
 
-    def budget_for(self, quick: bool) -> float | None:
+    def budget_for(self, quick: bool, given: float | None = None) -> float | None:
+        """The time budget of a run of it: the one the user gave (0: no limit), else its own for
+        the form it runs in."""
+        if given is not None:
+            return given
         return self.quick_time_budget if quick else self.time_budget
 
     @model_validator(mode="after")

@@ -1,0 +1,211 @@
+"""The cells of a run, taking turns: each verified and warmed up, then one timed trial of each in
+turn, so that a drift of the machine hits every cell alike. Every trial is stored as soon as it
+completes; a driver that fails, hangs or lies fails its cell only. A broken lab (the bench server
+gone, the store unwritable) raises LabError, and Ctrl-C keeps what is measured."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clientlab import hostprobe, limits, paths
+from clientlab.job import plan, required_capabilities
+from clientlab.manifest import Driver
+from clientlab.protocol import DriverFault
+from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
+from clientlab.runner.deadline import NONE, Deadline
+from clientlab.runner.options import RunOptions
+from clientlab.runner.pool import ProcessPool, others_paused, stopped
+from clientlab.runner.timed import TimedTurns
+from clientlab.runner.trial import Trials, Unsupported
+from clientlab.runner.warming import Warming, fit, scale
+from clientlab.scenario import Scenario
+from clientlab.store import Store, Trial
+
+if TYPE_CHECKING:
+    from clientlab.serverside import ServerSide
+
+VERIFY_REQUESTS = 100   # verification makes about this many requests at most (or one per transfer in flight)
+
+
+class CellRunner:
+    """Runs cells against one server side, writing to one store. Use it as a context manager (or
+    call close()): its pool keeps warm JIT driver processes from one scenario to the next."""
+
+    def __init__(self, server: ServerSide, store: Store, run_id: int, options: RunOptions,
+                 events: Events | None = None, driver_cpu: int | None = None):
+        self.server, self.store, self.run_id, self.options = server, store, run_id, options
+        self.events = events or SilentEvents()
+        self.scratch = paths.scratch_dir()
+        # the host's slow phases on the driver's core (none when the driver is not pinned)
+        probe = hostprobe.for_core(driver_cpu) if options.host_probe else None
+        self.pool = ProcessPool(driver_cpu)
+        self.trials = Trials(store, self.events, self.pool, probe, self.scratch)
+        self.warming = Warming(self.trials, self.pool)
+        self.turns = TimedTurns(self.trials, self.warming, self.pool)
+        self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)
+
+    def __enter__(self) -> CellRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def run_cell(self, driver: Driver, scenario: Scenario) -> CellResult:
+        return self.run_cells([driver], scenario)[0]
+
+    def run_cells(self, drivers: list[Driver], scenario: Scenario) -> list[CellResult]:
+        """Every driver on one scenario: each verified and warmed up, then timed trials round-robin."""
+        return self.run_groups([CellGroup(drivers, scenario)])
+
+    def run_in_turns(self, groups: Sequence[CellGroup], deadline: Deadline) -> Iterator[list[CellResult]]:
+        """The groups as the run's interleave says: every cell's trials spread over the time to
+        the deadline ("run"), or one group after another, each with a share of the time left in
+        proportion to its cells ("scenario": one that ends early leaves its rest to the others)."""
+        if self.options.interleave == "run":
+            yield self.run_groups(groups, deadline)
+            return
+        left = sum(len(g.drivers) for g in groups)
+        for g in groups:
+            yield self.run_groups([g], deadline.share(len(g.drivers), left))
+            left -= len(g.drivers)
+
+    def run_groups(self, groups: Sequence[CellGroup], deadline: Deadline = NONE) -> list[CellResult]:
+        """Cells of several scenarios together: each verified and warmed up (scenario by scenario),
+        then one timed trial of each in turn until all are done; results in the order the cells
+        were given. A group may be served by another server than the runner's (crosscheck: nginx's
+        cells take turns with the bench server's) and run with other options (an experiment's
+        parts). Past the deadline, a cell that has its minimum of timed trials stops where it is."""
+        cells: list[Cell] = []
+        most = max(group.scenario.client.concurrency for group in groups)
+        lifted = limits.lift(most, self.server)  # connection-heavy cells; restored below
+        own = limits.lift_for_cells(sum(len(group.drivers) for group in groups))
+        try:
+            for group in groups:
+                for driver in group.drivers:
+                    cells.append(cell := self._start(driver, group))
+                    with others_paused(cells, cell, self.pool.shared_pid(cell)):
+                        self._guard(cell, self._prepare)
+            self._settle(cells, deadline)
+            self._take_turns(cells, deadline)
+        except BaseException as exc:  # the lab broke (or Ctrl-C): open cells say so, the run stops
+            self._abandon(cells, exc)
+            raise
+        finally:
+            for cell in cells:
+                self._close(cell)
+            own.restore()
+            lifted.restore()
+        return [c.result for c in cells if c.result is not None]
+
+    def _start(self, driver: Driver, group: CellGroup) -> Cell:
+        scenario, options = group.scenario, group.options or self.options
+        self.events.cell_started(driver.id, scenario.label)
+        params = {**scenario.params, "client": scenario.client.model_dump(),
+                  "sinks": sorted({r.sink for r in scenario.requests})}
+        cell_id = self.store.start_cell(self.run_id, driver.id, scenario.label, params, scenario.metric,
+                                        driver.manifest.departures)
+        # the tag names scratch files: unique across lab processes sharing the scratch folder
+        tag = f"{os.getpid()}-{self.run_id}-{cell_id}"
+        return Cell(driver, scenario, cell_id, tag, group.server or self.server, options,
+                    TrialLog(retries_left=options.retries))
+
+    def _guard(self, cell: Cell, step: Callable[[Cell], object]) -> None:
+        """Run one step of a cell; a driver's fault or refusal ends that cell only."""
+        try:
+            step(cell)
+        except Unsupported as exc:
+            cell.finish("unsupported", str(exc))
+        except DriverFault as exc:
+            self.trials.record(cell, Trial(kind="fault", idx=len(cell.log.trials), ok=False, problems=[str(exc)]))
+            cell.finish("failed", str(exc))
+        if cell.result is not None:
+            self._close(cell, keep=cell.result.status == "ok")
+            self.store.finish_cell(cell.cell_id, cell.result.status, cell.result.reason,
+                                   cell.result.figures, cell.result.versions)
+            self.events.cell_done(cell.result)
+
+    def _prepare(self, cell: Cell) -> None:
+        """Capabilities, start, verification, the count for the trials, warm-up."""
+        driver, scenario = cell.driver, cell.scenario
+        if missing := driver.missing():
+            cell.finish("not-installed", missing)
+            return
+        probe = plan(scenario, cell.server.endpoint, self.scratch, verify=True, tag=cell.tag)
+        if lacking := [c for c in required_capabilities(probe) if c not in driver.manifest.capabilities]:
+            cell.finish("unsupported", f"manifest does not claim {', '.join(lacking)}")
+            return
+        # every request verified body by body: a count the user fixed is for the timed trials
+        # (verifying 10,000 transfers of 100 KB takes several times as long as timing them)
+        check = scale(scenario, max(VERIFY_REQUESTS, scenario.client.concurrency) / scenario.total_requests)
+        startup_s = self.pool.spawn(cell)
+        verification = self.trials.run(cell, check, "verify", 0)
+        verification.startup_s = startup_s + (verification.setup_s or 0.0)
+        self.trials.record(cell, verification)
+        if not verification.ok:
+            cell.finish("failed", "verification: " + "; ".join(verification.problems or []))
+            return
+        cell.per_request_s = (verification.wall_s or 0.0) / check.total_requests
+        cell.work = fit(cell)
+        self.warming.warm_up(cell)
+
+    def _settle(self, cells: list[Cell], deadline: Deadline) -> None:
+        """The cells of JIT processes shared over the run warm up in turn until each is settled
+        (Warming.unsettled), never past the deadline."""
+        jit = [c for c in cells if c.open and self.pool.shares(c) and len(c.log.warm) > 1]
+        spent: dict[int, float] = {}
+        while pending := [c for c in jit if self.warming.unsettled(c, spent)]:
+            if deadline.passed():
+                break
+            for cell in pending:
+                pid, started = cell.pid, time.monotonic()
+                with others_paused(cells, cell):
+                    self._guard(cell, self.warming.trial)
+                if pid is not None:
+                    spent[pid] = spent.get(pid, 0.0) + time.monotonic() - started
+        for cell in jit:
+            if cell.open and not cell.options.warmup_policy.is_settled(cell.log.warm):
+                self.warming.not_steady(cell)
+
+    def _take_turns(self, cells: list[Cell], deadline: Deadline) -> None:
+        """One timed trial of each open cell in turn, until every cell is done."""
+        while running := [c for c in cells if c.open]:
+            for cell in running:
+                if self.turns.out_of_time(cell, deadline):
+                    self._guard(cell, self.turns.stop_for_time)
+                    continue
+                timed = len(cell.log.timed_walls)
+                with others_paused(cells, cell):
+                    self._guard(cell, lambda c: self.turns.turn(c, deadline))
+                if self.beside is not None and len(cell.log.timed_walls) > timed:
+                    # every cell's process stopped: the calibration loop has the core to itself
+                    with stopped(sorted({c.pid for c in cells if c.pid is not None})):
+                        self.beside.after_trial(cell.driver, cell.scenario, cell.work, cell.server,
+                                                cell.log.trials[-1])
+
+    def _abandon(self, cells: list[Cell], exc: BaseException) -> None:
+        """The run stops: a cell with its minimum of timed trials is measured when it was Ctrl-C
+        (as a spent time budget would leave it); any other open cell fails, saying why."""
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        reason = "interrupted" if interrupted else f"lab error: {type(exc).__name__}: {exc}"
+        for cell in cells:
+            if not cell.open:
+                continue
+            if interrupted and len(cell.log.timed_walls) >= cell.options.stop.min_trials:
+                cell.log.notes.append(f"the run was interrupted after {len(cell.log.timed_walls)} timed trials")
+                result = cell.finish_ok()
+                self.store.finish_cell(cell.cell_id, "ok", None, result.figures, cell.versions)
+            else:
+                self.store.finish_cell(cell.cell_id, "failed", reason, None, cell.versions)
+            self._close(cell)
+
+    def _close(self, cell: Cell, keep: bool = False) -> None:
+        self.pool.release(cell, keep)
+        for path in Path(self.scratch).glob(f"sink-{cell.tag}-*"):
+            path.unlink(missing_ok=True)

@@ -1,0 +1,55 @@
+"""How cells are run: one value (RunOptions) that a command builds and every part reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from clientlab.scenario import Scenario
+from clientlab.stats import StopRule
+from clientlab.warmup import DEFAULT as DEFAULT_WARMUP
+from clientlab.warmup import WarmupPolicy
+
+# a shared JIT process's warm-up work before timing, however many cells share it: how warm a
+# JIT cell is must not depend on how many scenarios the run holds (warmup.WarmupPolicy)
+JIT_WARM_S = 30.0   # the CLI's jit_warm_s
+
+STALL_S = 15.0   # verification: no request reaching the server for this long = hung
+
+PLACEMENTS = ("split", "shared", "free")
+# which cells take turns trial by trial: the drivers of one scenario (the scenarios one after
+# another), or every cell of the run (each cell's trials spread over the whole run)
+INTERLEAVES = ("scenario", "run")
+
+
+@dataclass
+class RunOptions:
+    """How cells are run. The defaults are the plain, unscaled behaviour the tests rely on; the
+    CLI sets the budget, retries and placement a user run gets."""
+
+    warmup: int = 1
+    stop: StopRule = field(default_factory=StopRule)
+    fresh_process: bool = False   # a new driver process per trial (cold cost) instead of one per cell
+    placement: str = "split"      # split / shared / free: see placement.Placement
+    trial_budget_s: float | None = None   # scale request counts so that a trial lasts about this long
+    fixed_counts: frozenset[str] = frozenset()  # scenario labels whose counts the user set: never scaled
+    trial_timeout_s: float | None = None  # a timed trial's limit; None: derived from verification
+    retries: int = 0              # disturbed trials run again, at most this many per cell
+    fresh_port: bool = True       # a new server port for every trial (where the server can)
+    host_probe: bool = True       # read the host's speed on the driver's core around timed trials
+    keep_warm: bool = True        # a JIT driver's process serves every scenario of the run (pool.ProcessPool)
+    interleave: str = "scenario"  # scenario / run: see INTERLEAVES and CellRunner.run_in_turns
+    time_budget_s: float | None = None  # the whole run's time (interleave = scenario: a share each)
+    forks: int = 1                # processes a cell's timed trials are spread over (timed.TimedTurns)
+    jit_warm_s: float = 0.0       # a shared JIT process's warm-up work before timing, at least (warming)
+    warmup_policy: WarmupPolicy = DEFAULT_WARMUP  # when a JIT process is warm
+    stall_s: float = STALL_S      # verification: a driver the server hears nothing from this long hangs
+
+    def __post_init__(self) -> None:
+        if self.interleave not in INTERLEAVES:
+            raise ValueError(f"interleave must be one of {', '.join(INTERLEAVES)}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}")
+
+    def trial_budget_for(self, scenario: Scenario) -> float | None:
+        """The trial budget a scenario's counts are fitted to: none where the user set its counts."""
+        return self.trial_budget_s if scenario.label not in self.fixed_counts else None

@@ -1,0 +1,119 @@
+"""A measuring run's context, written once for run, experiment, crosscheck, calibration and
+selfbench: the placement, the run stored as started and marked as it ended, SIGTERM taken as
+Ctrl-C, and the runner that measures on a given server side."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from clientlab import machine
+from clientlab.manifest import Driver
+from clientlab.runner.cell import CellGroup, CellResult, Events, SilentEvents
+from clientlab.runner.cellrunner import CellRunner
+from clientlab.runner.deadline import Deadline
+from clientlab.runner.options import RunOptions
+from clientlab.runner.placement import Placement
+from clientlab.scenario import Scenario
+from clientlab.server import BenchServer
+from clientlab.store import Store
+
+if TYPE_CHECKING:
+    from clientlab.serverside import ServerSide
+
+
+@contextlib.contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends a run like Ctrl-C: what was measured is kept and the network lab is taken down."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set a handler; a run in another thread is stopped by its owner
+        return
+
+    def interrupt(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def stored_run(store: Store, config: dict, placement_name: str) -> Iterator[tuple[int, Placement]]:
+    """The placement applied to the lab, the run stored as started (with the machine and
+    `config`), and marked complete, interrupted (Ctrl-C, SIGTERM) or failed when the block ends."""
+    placement = Placement.of(placement_name)
+    placement.apply_to_lab()
+    run_id = store.start_run(machine.describe(), {**config, "placement": placement.name})
+    status = "failed"
+    try:
+        with stop_on_sigterm():
+            yield run_id, placement
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_run(run_id, status)
+
+
+@dataclass
+class LabRun:
+    """A stored run while it measures: where its sides run, how its cells run, who hears of it."""
+
+    store: Store
+    run_id: int
+    placement: Placement
+    options: RunOptions
+    events: Events
+
+    def runner(self, server: ServerSide) -> CellRunner:
+        """A runner of this run's cells on `server` (a context manager: it stops kept processes)."""
+        return CellRunner(server, self.store, self.run_id, self.options, self.events, self.placement.driver)
+
+    def bench_server(self) -> BenchServer:
+        """The bench server on loopback, on the placement's server core."""
+        return BenchServer(cpu=self.placement.server)
+
+
+@contextlib.contextmanager
+def lab_run(store: Store, config: dict, options: RunOptions, events: Events | None = None) -> Iterator[LabRun]:
+    with stored_run(store, config, options.placement) as (run_id, placement):
+        yield LabRun(store, run_id, placement, options, events or SilentEvents())
+
+
+def loopback_config(kind: str, drivers: Sequence[Driver], scenarios: Sequence[Scenario]) -> dict:
+    """The stored config of a run on loopback that is not a `clientlab run` (crosscheck, calibration)."""
+    return {"kind": kind, "drivers": [d.id for d in drivers], "scenarios": [s.label for s in scenarios],
+            "net": {"profile": "loopback"}}
+
+
+def loopback_run(store: Store, kind: str, drivers: Sequence[Driver], scenarios: Sequence[Scenario],
+                 placement_name: str) -> contextlib.AbstractContextManager[tuple[int, Placement]]:
+    """A stored run on loopback (selfbench)."""
+    return stored_run(store, loopback_config(kind, drivers, scenarios), placement_name)
+
+
+def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list[Scenario],
+               options: RunOptions, events: Events | None = None,
+               after_cell: Callable[[CellResult], object] | None = None,
+               network: Callable[[int | None], ServerSide] | None = None) -> list[CellResult]:
+    """Every driver on every scenario (scenario by scenario, the drivers' trials interleaved), with
+    one server side for the whole run. `network(cpu)` opens the server side; default: the bench
+    server on loopback."""
+    placement = Placement.of(options.placement)
+    placement.apply_to_lab()
+    run = LabRun(store, run_id, placement, options, events or SilentEvents())
+    results = []
+    with (network(placement.server) if network else run.bench_server()) as server, run.runner(server) as runner:
+        deadline = Deadline.after(options.time_budget_s)
+        for batch in runner.run_in_turns([CellGroup(drivers, scenario) for scenario in scenarios], deadline):
+            for result in batch:
+                results.append(result)
+                if after_cell:
+                    after_cell(result)
+    return results

@@ -1,0 +1,206 @@
+"""One trial of a cell: the job planned, the server readied, the timed phase measured around the
+driver's go → done, the answer checked against what the server saw, the trial stored.
+
+What makes trials comparable (docs/measurement.md):
+- every trial starts on a fresh server port, so no TIME_WAIT or ephemeral-port state of earlier
+  trials, cells or runs meets it;
+- the driver runs in a cgroup of its own (CPU in ns, the tree's true peak memory);
+- steal and other processes' CPU are read around every trial; the host's speed on the driver's
+  core before and after each timed trial.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from clientlab import cgroup, figures, hostprobe
+from clientlab.errors import LabError
+from clientlab.job import plan
+from clientlab.measure import TreeMeter, Usage
+from clientlab.noise import Noise, NoiseMeter
+from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.runner.cell import Cell, Events
+from clientlab.runner.deadline import Deadline
+from clientlab.runner.options import STALL_S
+from clientlab.runner.pool import HELLO_TIMEOUT_S, ProcessPool, stopped
+from clientlab.scenario import Scenario
+from clientlab.store import Store, Trial
+from clientlab.verify import check_trial, check_verification
+
+if TYPE_CHECKING:
+    from clientlab.serverside import ServerSide
+
+REPORT_TIMEOUT_S = 120.0
+TRIAL_TIMEOUT_FACTOR = 10     # a timed trial may take this many times what verification predicts…
+TRIAL_TIMEOUT_FLOOR_S = 10.0  # …but never less than this
+
+
+class Unsupported(Exception):
+    """The driver (or its manifest) cannot do this job exactly as asked."""
+
+
+class HostProbe(Protocol):
+    """The host's speed on the driver's core (clientlab/hostprobe.py), as a trial reads it."""
+
+    def wait_fast(self, limit_s: float) -> float: ...
+    def slowdown(self) -> float: ...
+
+
+class Trials:
+    """Runs and stores the trials of cells, on the processes the pool gives them."""
+
+    def __init__(self, store: Store, events: Events, pool: ProcessPool, probe: HostProbe | None,
+                 scratch: str):
+        self.store, self.events, self.pool, self.probe, self.scratch = store, events, pool, probe, scratch
+
+    def run(self, cell: Cell, scenario: Scenario, kind: str, idx: int) -> Trial:
+        """One trial of `scenario` (verify, warmup or timed) on the cell's process; not stored."""
+        assert cell.running is not None
+        self.pool.check_alive(cell)
+        verify = kind == "verify"
+        server = cell.server
+        if cell.options.fresh_port:
+            server.rebind()
+        planned = plan(scenario, server.endpoint, self.scratch, verify=verify, tag=cell.tag)
+        server.configure(record_digests=verify)
+        timeout = (cell.options.trial_timeout_s or scenario.timeout_s) if verify else timed_limit(cell, scenario)
+        phase = timed_phase(cell.running.proc, server, planned.job, timeout, group=cell.running.group,
+                            watch=server if verify else None,
+                            server_group=cgroup.group_of(server.proc.pid, "server"), stall_s=cell.options.stall_s)
+        problems = (check_verification if verify else check_trial)(planned, phase.report, phase.snapshot)
+        summary = figures.server_summary(phase.snapshot, sequential=planned.job["concurrency"] == 1)
+        if phase.server_cpu_s is not None:
+            summary["cpu_s"] = phase.server_cpu_s
+        summary["port"] = server.endpoint.http_port  # a fresh one per trial where the server rebinds
+        for path in planned.files:
+            path.unlink(missing_ok=True)
+        usage = phase.usage
+        return Trial(
+            kind=kind, idx=idx, ok=not problems,
+            wall_s=usage.wall_s, user_s=usage.user_s, sys_s=usage.sys_s, peak_rss_kb=usage.peak_rss_kb,
+            setup_s=phase.setup_s, work_requests=phase.snapshot.get("requests"),
+            work_bytes=summary["resp_body_bytes"] + summary["req_body_bytes"],
+            server=summary, problems=problems or None, noise=phase.noise.to_dict(),
+            page_faults=usage.page_faults, wakeups=usage.wakeups,
+        )
+
+    def record(self, cell: Cell, trial: Trial) -> None:
+        cell.log.trials.append(trial)
+        self.store.add_trial(cell.cell_id, trial)
+        self.events.trial_done(cell.driver.id, cell.scenario.label, trial)
+
+    def fresh(self, cell: Cell, kind: str, idx: int, record: bool = True) -> Trial:
+        """A warm-up or timed trial at the cell's count (a new process first with fresh_process)."""
+        assert cell.work is not None
+        startup_s = self.pool.spawn(cell) if cell.options.fresh_process else None
+        trial = self.run(cell, cell.work, kind, idx)
+        if startup_s is not None:
+            trial.startup_s = startup_s + (trial.setup_s or 0.0)
+        if record:
+            self.record(cell, trial)
+        return trial
+
+    def host_before(self, cell: Cell, deadline: Deadline) -> float | None:
+        """The host probe on the driver's core, with the driver stopped, once a slow phase has
+        been waited out (a second at most, never past the deadline); None without a probe."""
+        if self.probe is None:
+            return None
+        with stopped([cell.pid] if cell.pid is not None else []):
+            return self.probe.wait_fast(deadline.left(hostprobe.WAIT_FAST_S))
+
+    def probed(self, cell: Cell, before: float | None) -> Trial:
+        """A timed trial (not stored) between two readings of the host probe on the driver's core
+        (`before`, from host_before), the one after taken with the driver stopped."""
+        trial = self.fresh(cell, "timed", cell.log.take_idx(), record=False)
+        after = None
+        if self.probe is not None:
+            with stopped([cell.pid] if cell.pid is not None else []):
+                after = self.probe.slowdown()
+        if trial.noise is not None and before is not None:
+            trial.noise = {**trial.noise, "host_before": round(before, 3), "host_after": round(after or 0.0, 3)}
+        return trial
+
+
+def timed_limit(cell: Cell, scenario: Scenario) -> float:
+    """--trial-timeout, else 10× what verification predicts for this count (at least 10 s),
+    never more than the scenario's own limit."""
+    if cell.options.trial_timeout_s:
+        return cell.options.trial_timeout_s
+    if not cell.per_request_s:
+        return scenario.timeout_s
+    predicted = cell.per_request_s * scenario.total_requests
+    return min(scenario.timeout_s, max(TRIAL_TIMEOUT_FLOOR_S, TRIAL_TIMEOUT_FACTOR * predicted))
+
+
+@dataclass
+class Phase:
+    """One job's timed phase: set-up time, resource use, the server's record, the driver's report."""
+
+    setup_s: float
+    usage: Usage
+    snapshot: dict
+    report: dict
+    noise: Noise
+    server_cpu_s: float | None = None
+
+
+def _wait_done(proc: DriverProcess, timeout_s: float, watch: ServerSide | None, stall_s: float) -> dict:
+    """The driver's `done`, within `timeout_s`; with `watch`, also a fault once the server has seen
+    no new request for `stall_s` (a hung driver costs seconds, not the scenario's whole limit)."""
+    if watch is None:
+        return proc.receive({"done"}, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    seen: tuple | None = None
+    last_progress = time.monotonic()
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return proc.receive({"done"}, max(0.01, min(left, stall_s / 3)))
+        except DriverTimeout:
+            if time.monotonic() >= deadline:
+                raise proc.fault(f"timed out after {timeout_s:.0f} s waiting for done", DriverTimeout) from None
+        snapshot = watch.progress()
+        progress = tuple(snapshot.get(k) for k in ("requests", "bytes_in", "bytes_out"))
+        if progress != seen:
+            seen, last_progress = progress, time.monotonic()
+        elif time.monotonic() - last_progress >= stall_s:
+            raise proc.fault(f"timed out: the server saw no new request or byte for {stall_s:.0f} s, "
+                             "and the driver did not say done", DriverTimeout)
+
+
+def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: float,
+                group: cgroup.Group | None = None, watch: ServerSide | None = None,
+                server_group: cgroup.Group | None = None, stall_s: float = STALL_S) -> Phase:
+    """job → ready → (reset counters, start meters) go → done (stop meters, read counters) → report."""
+    t_job = time.perf_counter()
+    proc.send({"type": "job", "job": job})
+    answer = proc.receive({"ready"}, HELLO_TIMEOUT_S)
+    if answer["type"] == "unsupported":
+        raise Unsupported(str(answer.get("reason") or "driver gave no reason"))
+    if answer["type"] == "error":
+        raise DriverFault(f"driver could not set up the job: {answer.get('message')}")
+    setup_s = time.perf_counter() - t_job
+    if not server.alive():
+        raise LabError(f"the bench server died (exit code {server.proc.poll()})")
+    server.reset()
+    server_cpu0 = server_group.cpu().total_ns if server_group else None
+    noise = NoiseMeter()
+    noise.start()
+    meter = TreeMeter(proc.pid, group=group)
+    meter.start()
+    proc.send({"type": "go"})
+    try:
+        done = _wait_done(proc, timeout_s, watch, stall_s)
+    finally:
+        usage = meter.stop(time.perf_counter())  # also stops the sampler when the driver failed
+    disturbance = noise.stop()
+    server_cpu_s = (server_group.cpu().total_ns - server_cpu0) / 1e9 if server_group else None
+    if done["type"] != "done":
+        raise DriverFault(f"driver sent {done['type']} instead of done: {done.get('message') or done.get('reason')}")
+    snapshot = server.counters()
+    report = proc.receive({"report"}, REPORT_TIMEOUT_S)
+    if report["type"] != "report":
+        raise DriverFault(f"driver sent {report['type']} instead of its report")
+    return Phase(setup_s, usage, snapshot, report, disturbance, server_cpu_s)

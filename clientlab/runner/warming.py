@@ -1,0 +1,105 @@
+"""A cell's warm-up: trials at the timed count until its process is warm (warmup.WarmupPolicy),
+and the count itself, fitted so that a timed trial lasts about the trial budget."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from clientlab.runner.cell import Cell
+from clientlab.runner.pool import ProcessPool
+from clientlab.runner.trial import Trials
+from clientlab.scenario import Scenario
+
+
+class Warming:
+    def __init__(self, trials: Trials, pool: ProcessPool):
+        self.trials, self.pool = trials, pool
+
+    def warm_up(self, cell: Cell) -> None:
+        """The run's (or the manifest's) warm-up trials; a JIT runtime (warm-up > 1) compiles its
+        hot paths over the first thousands of requests, so it warms up until three trials in a row
+        cost the same per request, within the policy's limits."""
+        options, policy = cell.options, cell.options.warmup_policy
+        warmup = max(options.warmup, cell.driver.manifest.warmup) if options.warmup else 0
+        until_steady = warmup > 1 and not options.fresh_process
+        least_s = policy.fresh_min_s if until_steady and not cell.kept_warm else 0.0
+        most_s, most_trials = policy.max_s + least_s, policy.max_trials * (2 if least_s else 1)
+        if cell.kept_warm and self.pool.shares(cell):
+            most_s = policy.shared_max_s
+        per_request, started = cell.log.warm, time.monotonic()
+
+        def warming() -> bool:
+            done, elapsed = len(per_request), time.monotonic() - started
+            if elapsed < least_s:
+                return done < most_trials
+            return done < most_trials and not policy.is_steady(per_request) and elapsed < most_s
+
+        while len(per_request) < warmup or (until_steady and warming()):
+            if not self.trial(cell):
+                return
+        # a shared process's cells are judged when they have settled together (CellRunner)
+        if until_steady and not policy.is_steady(per_request) and not self.pool.shares(cell):
+            self.not_steady(cell)
+
+    def trial(self, cell: Cell, refit: bool = True) -> bool:
+        """One warm-up trial; a failed one ends the cell (False). Before the timed trials (refit)
+        it also sets their count; a later process's warm-up keeps it (forks)."""
+        trial = self.trials.fresh(cell, "warmup", cell.log.take_idx())
+        self.pool.add_warm_work(cell, trial.wall_s or 0.0)
+        if not trial.ok:
+            cell.finish("failed", f"warmup trial {trial.idx}: " + "; ".join(trial.problems or []))
+            return False
+        assert cell.work is not None
+        cell.log.warm.append((trial.wall_s or 0.0) / cell.work.total_requests)
+        if refit and cell.options.trial_budget_for(cell.scenario):  # the latest warm-up is the best guess
+            cell.per_request_s = cell.log.warm[-1]
+            cell.work = fit(cell)
+        return True
+
+    def unsettled(self, cell: Cell, spent: dict[int, float]) -> bool:
+        """A shared JIT process's cell that needs another warm-up before the timed trials: until
+        it has settled (WarmupPolicy.is_settled) and its process has done `jit_warm_s` of warm-up
+        work in all, each process for at most the policy's settle_max_s beyond that."""
+        if not cell.open or cell.pid is None:
+            return False
+        policy, jit_warm_s = cell.options.warmup_policy, cell.options.jit_warm_s
+        short = self.pool.warm_work(cell) < jit_warm_s
+        settling = not policy.is_settled(cell.log.warm) and len(cell.log.warm) < policy.settle_max_trials
+        return (short or settling) and spent.get(cell.pid, 0.0) < policy.settle_max_s + jit_warm_s
+
+    @staticmethod
+    def not_steady(cell: Cell) -> None:
+        last = ", ".join(f"{v * 1e6:,.0f}" for v in cell.log.warm[-3:])
+        cell.log.notes.append(f"not steady after {len(cell.log.warm)} warm-up trials "
+                              f"(the last ones {last} µs per request)")
+
+
+def fit(cell: Cell) -> Scenario:
+    """The cell's scenario at the count whose trial lasts about the trial budget (never more than
+    written), from what one request cost it last."""
+    scenario, budget = cell.scenario, cell.options.trial_budget_for(cell.scenario)
+    if not budget or not cell.per_request_s:
+        return scenario
+    factor = min(1.0, _round_count(budget / cell.per_request_s) / scenario.total_requests)
+    if factor < 1 and cell.work is None:
+        cell.log.notes.append(f"{scenario.total_requests:,} requests scaled to fit a {budget:g} s trial")
+    return scale(scenario, factor)
+
+
+def scale(scenario: Scenario, factor: float) -> Scenario:
+    """The scenario with every repeated request's count multiplied by `factor` (at least 1 each);
+    requests made once (a login) stay once."""
+    if factor >= 1:
+        return scenario
+    requests = [r.model_copy(update={"repeat": max(1, math.floor(r.repeat * factor))}) if r.repeat > 1 else r
+                for r in scenario.requests]
+    return scenario.model_copy(update={"requests": requests})
+
+
+def _round_count(n: float) -> float:
+    """Two significant figures, so that counts read well in the table (1,234 → 1,200)."""
+    if n < 100:
+        return max(1.0, math.floor(n))
+    digits = 10 ** (int(math.log10(n)) - 1)
+    return math.floor(n / digits) * digits
