@@ -91,6 +91,6 @@ else
 fi
 
 # 6. every driver (each skipped while its build inputs are unchanged)
-say "building drivers"
-.venv/bin/clientlab build
+say "building drivers (and the runtime lines the experiments run on)"
+.venv/bin/clientlab build --experiments
 say "done"

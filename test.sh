@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs the lab's tests: the bench server's (go test), then everything else (pytest).
 # Expects ./setup.sh to have run (the README's test command runs both).
+# pytest runs in two passes: the tests that only check what drivers and the lab do, spread over
+# worker processes; then the ones marked `serial` (they measure or time something), one at a
+# time with nothing beside them. Arguments go to a single pytest run instead (./test.sh -k name).
 set -euo pipefail
 cd "$(dirname "$0")"
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
@@ -11,5 +14,12 @@ echo "== go test (bench server, network lab, the Go drivers' helper)"
 (cd drivers/go/_lib && go test ./...)
 echo "== cargo test (the Rust drivers' helper)"
 (cd drivers/rust && cargo test --locked -q -p labdriver)
-echo "== pytest"
-.venv/bin/python -m pytest "$@"
+if [[ $# -gt 0 ]]; then
+  echo "== pytest $*"
+  exec .venv/bin/python -m pytest "$@"
+fi
+workers=${CLIENTLAB_TEST_WORKERS:-4}  # most of these tests wait on drivers and links: more workers than cores
+echo "== pytest: the tests that do not measure, on $workers workers"
+.venv/bin/python -m pytest -m "not serial" -n "$workers" --dist loadgroup
+echo "== pytest: the tests that measure, one at a time"
+.venv/bin/python -m pytest -m serial

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from clientlab import calibrate, manifest
 from clientlab.runner import RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
+
+
+# compares the lab's figures with a plain loop's: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
 
 PLAIN = "python-requests"   # a real driver on the shared Python helper, which has the calibration loop
 

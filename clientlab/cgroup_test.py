@@ -11,6 +11,10 @@ import pytest
 from clientlab import cgroup
 from clientlab.measure import TreeMeter
 
+# reads CPU and memory of real processes: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
+
 BURN = "import time\nt=time.process_time()\nwhile time.process_time()-t<{s}: pass\n"
 HOLD = "import time\nb=bytearray({mb}*1024*1024)\nfor i in range(0,len(b),4096): b[i]=1\ntime.sleep({s})\n"
 

@@ -18,6 +18,10 @@ from clientlab.runner import CellRunner, RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import TESTDRIVERS, shipped
 
+# tells a slower driver by its measured figures: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
+
 TRIALS = 5  # 5 against 5: the smallest two-sided p is 2/252, well below 0.05
 
 

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from clientlab import crosscheck
 from clientlab.runner import RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
+
+
+# reads the servers' CPU per trial: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
 
 REF = "python-fake-reference"
 

@@ -13,6 +13,9 @@ from clientlab.runner import CellRunner, RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
 
+# finds stalls by their timing: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture
 def diagnosed(bench_server, store, test_drivers):

@@ -7,7 +7,14 @@ import sys
 import time
 from typing import Callable
 
+import pytest
+
 from clientlab.measure import page_faults, thread_wakeups, wakeups, wakeups_between
+
+
+# measures CPU and memory of real processes: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
 
 # each child waits for a line, does its work, then waits again (alive, so that it can be read)
 SLEEPS = "import sys, time\nsys.stdin.readline()\nfor _ in range(50): time.sleep(0.001)\nsys.stdin.readline()"

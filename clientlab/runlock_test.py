@@ -16,6 +16,9 @@ from clientlab import runlock
 from clientlab.clisupport import QUICK, TESTDRIVERS, db_count, lab, wait_for  # noqa: F401 - the fixture
 from clientlab.runlock import LabBusy, RunLock
 
+# holds the machine's run lock: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
 
 def test_the_lock_is_per_machine_not_per_data_directory(monkeypatch):
     monkeypatch.delenv(runlock.LOCK_ENV, raising=False)

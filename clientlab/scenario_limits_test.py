@@ -12,6 +12,9 @@ import pytest
 from clientlab import scenario
 from clientlab.errors import LabInputError
 
+# a refusal must come at once: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
 
 def load(tmp_path, text: str):  # noqa: ANN201
     path = tmp_path / "s.toml"

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from clientlab import selfbench
+
+
+# measures placements: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
 
 
 def test_placements_are_each_a_stored_run_and_leave_the_lab_on_every_core(lab_home, monkeypatch, store, test_drivers):

@@ -13,9 +13,15 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from clientlab import store as store_module
 from clientlab.clisupport import TESTDRIVERS, descendants, lab, wait_for  # noqa: F401 - the fixture
 from clientlab.store import KILLED_CELL, Store, Trial
+
+
+# kills a run at a moment it waits for: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
 
 
 def _dead_pid() -> int:

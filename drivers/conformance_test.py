@@ -12,6 +12,7 @@ from clientlab import manifest, scenario
 from clientlab.job import plan, required_capabilities
 from clientlab.runner import CellRunner, RunOptions
 from clientlab.stats import StopRule
+from clientlab.store import Store
 
 SMALL = {"count": 20, "size": 1024, "feeds": 100}
 SIZES = {"download-memory": {"size": "2MB", "count": 2}, "download-file": {"size": "5MB", "count": 1}}
@@ -33,23 +34,60 @@ def _scenario(name: str, http: str | None = None):
     return f.expand(params).with_client(http=http)
 
 
-CASES = [(d, name, None) for d in DRIVERS for name in sorted(FILES) if FILES[name].raw.get("default", True)]
-CASES += [(d, "get-small", v) for d in DRIVERS for v in ("2", "h2c") if {"2": "http2", "h2c": "h2c"}[v]
-          in d.manifest.capabilities]
-CASES += [(d, "get-small", v) for d in DRIVERS for v in VARIANTS]
+def _cases(d: manifest.Driver) -> list[tuple[manifest.Driver, str, str | None]]:
+    cases = [(d, name, None) for name in sorted(FILES) if FILES[name].raw.get("default", True)]
+    cases += [(d, "get-small", v) for v in ("2", "h2c") if {"2": "http2", "h2c": "h2c"}[v] in d.manifest.capabilities]
+    return cases + [(d, "get-small", v) for v in VARIANTS]
+
+
+# a driver's cases one after another: its process, started for the first, serves them all
+CASES = [case for d in DRIVERS for case in _cases(d)]
+
+
+class _Runners:
+    """One runner at a time, for the driver whose cases run: one driver process serves all its
+    scenarios (as a JIT driver's does in a run: the protocol's jobs share no client state)."""
+
+    def __init__(self, server, store: Store):  # noqa: ANN001 - the bench server fixture
+        self.server, self.store = server, store
+        self.driver: str | None = None
+        self.runner: CellRunner | None = None
+
+    def for_driver(self, driver: manifest.Driver) -> CellRunner:
+        if self.driver != driver.id:
+            self.close()
+            options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free",
+                                 keep_every=True)
+            self.runner = CellRunner(self.server, self.store, self.store.start_run({}, {}), options)
+            self.driver = driver.id
+        assert self.runner is not None
+        return self.runner
+
+    def close(self) -> None:
+        if self.runner is not None:
+            self.runner.close()
+        self.driver = self.runner = None
+
+
+@pytest.fixture(scope="module")
+def runners(bench_server, tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("conformance") / "results.sqlite")
+    held = _Runners(bench_server, store)
+    yield held
+    held.close()
+    store.close()
 
 
 @pytest.mark.parametrize("driver,name,http", CASES,
                          ids=[f"{d.id}-{n}{'-' + h if h else ''}" for d, n, h in CASES])
-def test_driver_passes_verification_on_what_it_claims(bench_server, store, driver, name, http):
+def test_driver_passes_verification_on_what_it_claims(bench_server, runners, tmp_path, driver, name, http):
     if driver.missing():
         pytest.fail(f"{driver.id} is not installed: {driver.missing()} (run ./setup.sh)")
     sc = _scenario(name, http)
-    needed = required_capabilities(plan(sc, bench_server.endpoint, store.path.parent, verify=True, tag="probe"))
+    runner = runners.for_driver(driver)
+    needed = required_capabilities(plan(sc, bench_server.endpoint, tmp_path, verify=True, tag="probe"))
     claimed = all(c in driver.manifest.capabilities for c in needed)
-    run_id = store.start_run({}, {})
-    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
-    result = CellRunner(bench_server, store, run_id, options).run_cell(driver, sc)
+    result = runner.run_cell(driver, sc)
     if claimed:
         assert result.status == "ok", f"{driver.id} on {sc.name}: {result.status}: {result.reason}"
         assert result.versions, "hello carried no versions"

@@ -84,14 +84,19 @@ def scenarios_cmd(scenario_paths: tuple[Path, ...], as_json: bool) -> None:
 @click.option("-d", "--drivers", "driver_names", multiple=True, help="Only these drivers (comma-separated).")
 @click.option("--force", is_flag=True, help="Rebuild even when the build inputs did not change.")
 @runtimes_option
+@click.option("--experiments", "for_experiments", is_flag=True,
+              help="Also the runtime lines the shipped experiments run on (clients-by-runtime's), which are "
+                   "otherwise built on first use.")
 def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], force: bool,
-              runtime_specs: tuple[str, ...]) -> None:
+              runtime_specs: tuple[str, ...], for_experiments: bool) -> None:
     """Build drivers (venvs, compiled programs, the runtime builds they run on); skips the ones
     that are up to date."""
     drivers = load_drivers(driver_paths)
     wanted = split_names(driver_names)
     chosen = manifest.select(drivers, wanted) if wanted else drivers
     chosen = manifest.on_runtimes(chosen, runtimes.parse(list(runtime_specs)))
+    if for_experiments:
+        chosen += _experiment_lines(drivers)
     failed = 0
     for d in chosen:
         ok, what = builder.build(d, force=force)
@@ -100,3 +105,14 @@ def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], for
         err.print(f"[{style}]{d.id}[/]: {what}", highlight=False)
     if failed:
         raise SystemExit(1)
+
+
+def _experiment_lines(drivers: list[manifest.Driver]) -> list[manifest.Driver]:
+    """The driver builds on other runtime lines (node-fetch@node22) that a shipped experiment's cells name."""
+    from clientlab.experiment import spec
+    from clientlab.experiment.plan import plan
+
+    by_id = {d.id: d for d in drivers}
+    named = dict.fromkeys(c.driver for e in spec.discover().values() for c in plan(e, quick=False))
+    lines = (manifest.variant(by_id, driver_id) for driver_id in named if driver_id not in by_id)
+    return [d for d in lines if d is not None]

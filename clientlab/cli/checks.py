@@ -88,7 +88,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
         # the cells as `clientlab run` measures them (its trial budget, its interleaving, its
         # processes and JIT warm-up), with no time budget: the figures calibrated are the run's
         fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
-        options = dataclasses.replace(options, trial_budget_s=DEFAULT_TRIAL_S, fixed_counts=fixed,
+        options = dataclasses.replace(options, trial_seconds=DEFAULT_TRIAL_S, fixed_counts=fixed,
                                       interleave=DEFAULT_INTERLEAVE, forks=DEFAULT_FORKS, jit_warm_s=JIT_WARM_S)
         _calibrate(store, drivers, scenarios, options, json_path)
         return

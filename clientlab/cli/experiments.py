@@ -91,7 +91,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     run_ids = []
     for e in chosen:
         own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE,
-                                  time_budget_s=e.budget_for(quick, time_budget))
+                                  run_budget_s=e.budget_for(quick, time_budget))
         run_ids.append(_run_one(store, e, quick, own, extra, findings_path))
     exit_if_cells_failed(store, run_ids)
 
@@ -140,7 +140,7 @@ def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extr
 
     total = count_cells(e, quick)
     err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells, "
-              f"time budget {_budget(options.time_budget_s or None)}", highlight=False)
+              f"time budget {_budget(options.run_budget_s or None)}", highlight=False)
     try:
         with stop_on_sigterm(), ProgressEvents(total, err) as events:
             result = run_experiment(store, e, quick, options, events, extra,

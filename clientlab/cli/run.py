@@ -139,8 +139,8 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
                     target_precision=precision, max_seconds=max_cell_seconds)
     fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
-                         trial_budget_s=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
-                         retries=retries, interleave=interleave, time_budget_s=time_budget or None, forks=forks,
+                         trial_seconds=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
+                         retries=retries, interleave=interleave, run_budget_s=time_budget or None, forks=forks,
                          jit_warm_s=JIT_WARM_S)
     profile = _network_profile(net_name, scenarios)
     config = _run_config(chosen, scenarios, options, profile.name, net_name, runtime_specs)
@@ -203,8 +203,8 @@ def _run_config(chosen: list[manifest.Driver], scenarios: list[scenario.Scenario
             "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": options.warmup,
             "fresh_process": options.fresh_process, "stop": vars(options.stop),
             "net": {"profile": profile_name, "asked": net_name}, "lab_version": _lab_version(),
-            "placement": Placement.of(options.placement).name, "trial_seconds": options.trial_budget_s,
-            "retries": options.retries, "interleave": options.interleave, "time_budget_s": options.time_budget_s,
+            "placement": Placement.of(options.placement).name, "trial_seconds": options.trial_seconds,
+            "retries": options.retries, "interleave": options.interleave, "time_budget_s": options.run_budget_s,
             "forks": options.forks, "runtimes": list(runtime_specs)}
 
 

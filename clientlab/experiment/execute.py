@@ -32,15 +32,14 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
                    events: Events | None = None, extra_drivers: list[manifest.Driver] | None = None,
                    on_note: Callable[[str], object] = print) -> ExperimentRun:
     cells = plan(experiment, quick)
-    if experiment.trial_seconds:
-        options = dataclasses.replace(options, trial_budget_s=experiment.trial_seconds)
-    # the experiment's time budget (the caller's, else its file's), shared out by cells below
-    budget = experiment.budget_for(quick, options.time_budget_s)
-    options = dataclasses.replace(options, time_budget_s=budget or None)
+    # the trial and time budgets: the caller's, else the experiment's own
+    budget = experiment.budget_for(quick, options.run_budget_s)
+    options = dataclasses.replace(options, trial_seconds=options.trial_seconds or experiment.trial_seconds,
+                                  run_budget_s=budget or None)
     drivers = _drivers(cells, extra_drivers or [], on_note)
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
               "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells),
-              "retries": options.retries, "interleave": options.interleave, "time_budget_s": options.time_budget_s}
+              "retries": options.retries, "interleave": options.interleave, "time_budget_s": options.run_budget_s}
     with lab_run(store, config, options, events) as lab:
         networks = _Networks(lab, experiment, quick, drivers, on_note)
         try:

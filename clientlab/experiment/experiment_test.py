@@ -113,10 +113,24 @@ def test_sweet_spot_needs_the_best_value_inside_the_sweep():
     assert judge(_claim(check="sweet_spot", a={"part": "s"}), edge, order).outcome == REFUTED
 
 
-@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def _on_the_network_lab(e: spec.Experiment) -> bool:
+    from clientlab.netlab import profile
+
+    return any(profile.get(c.net).namespaces for c in plan(e, quick=True))
+
+
+# the network lab is one per machine: experiments that use it run on one test worker, one by one
+QUICK_FORMS = [pytest.param(name, marks=pytest.mark.xdist_group("netlab")) if _on_the_network_lab(e) else name
+               for name, e in sorted(EXPERIMENTS.items())]
+
+
+@pytest.mark.parametrize("name", QUICK_FORMS)
 def test_quick_form_runs_and_writes_its_findings_section(name, store, tmp_path):
     e = EXPERIMENTS[name]
-    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1))
+    # every cell at its least: verified on a few requests, one short timed trial (a part's own
+    # count stays), each driver's process serving its cells on a network
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), trial_seconds=0.02,
+                         run_budget_s=0.001, keep_every=True, verify_requests=20)
     result = run_experiment(store, e, quick=True, options=options, on_note=lambda _n: None)
     assert result.status == "complete"
     cells = store.cells(result.run_id)
@@ -228,7 +242,7 @@ def test_a_spent_time_budget_of_the_experiments_file_stops_its_cells_at_their_mi
 def test_a_time_budget_of_zero_given_to_the_experiment_overrides_its_files(store, tmp_path, test_drivers):
     e = _budgeted(tmp_path, "time_budget = 0.001\n")
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=4, target_precision=0.0),
-                         placement="free", host_probe=False, time_budget_s=0)
+                         placement="free", host_probe=False, run_budget_s=0)
     result = run_experiment(store, e, quick=False, options=options,
                             extra_drivers=[test_drivers["python-fake-reference"]], on_note=lambda _n: None)
     [c] = store.cells(result.run_id)

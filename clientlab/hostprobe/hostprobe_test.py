@@ -9,6 +9,10 @@ import pytest
 from clientlab import hostprobe, paths
 from clientlab.noise import Noise
 
+# reads the host's speed: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
+
 built = pytest.mark.skipif(not paths.lab_binary(hostprobe.BINARY).exists(), reason="set-up builds the probe")
 
 

@@ -22,7 +22,9 @@ from clientlab.runner import CellRunner, RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
 
-pytestmark = pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))
+# the lab's RTT and rates are measured: run alone (test.sh)
+pytestmark = [pytest.mark.serial,
+              pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))]
 
 
 def lab_processes() -> list[str]:

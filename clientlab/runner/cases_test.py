@@ -10,6 +10,10 @@ import pytest
 from clientlab.testsupport import shipped
 from clientlab.warmup import WarmupPolicy
 
+# stalls and budgets follow the clock: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
+
 REF = "python-fake-reference"
 AGREEING = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0)  # any three warm-ups agree
 NEVER_STEADY = WarmupPolicy(steady=-1.0, max_trials=5, fresh_min_s=0.0)
@@ -60,10 +64,10 @@ CASES = [
          reason=("option tcp_nodelay is not supported",), exact=True),
     # counts and budgets
     Case("a count the user set is never scaled", REF, "get-small", {"count": 30},
-         options={"trial_budget_s": 0.0001, "fixed_counts": frozenset({"get-small"})},
+         options={"trial_seconds": 0.0001, "fixed_counts": frozenset({"get-small"})},
          figures={"requests": 30, "scenario_requests": 30}),
     Case("a first trial far over the budget stops the cell", REF, "get-small",
-         options={"trials": 5, "trial_budget_s": 1e-5}, counts={"timed": 1},
+         options={"trials": 5, "trial_seconds": 1e-5}, counts={"timed": 1},
          notes=("stopped after one timed trial",)),
     # warm-up
     Case("one warm-up trial when the driver asks for one", REF, "get-small", {"count": 10},

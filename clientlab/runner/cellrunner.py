@@ -28,9 +28,6 @@ from clientlab.store import Store, Trial
 if TYPE_CHECKING:
     from clientlab.serverside import ServerSide
 
-VERIFY_REQUESTS = 100   # verification makes about this many requests at most (or one per transfer in flight)
-
-
 class CellRunner:
     """Runs cells against one server side, writing to one store. Use it as a context manager (or
     call close()): its pool keeps warm JIT driver processes from one scenario to the next."""
@@ -143,7 +140,7 @@ class CellRunner:
             return
         # every request verified body by body: a count the user fixed is for the timed trials
         # (verifying 10,000 transfers of 100 KB takes several times as long as timing them)
-        check = scale(scenario, max(VERIFY_REQUESTS, scenario.client.concurrency) / scenario.total_requests)
+        check = scale(scenario, max(cell.options.verify_requests, scenario.client.concurrency) / scenario.total_requests)
         startup_s = self.pool.spawn(cell)
         verification = self.trials.run(cell, check, "verify", 0)
         verification.startup_s = startup_s + (verification.setup_s or 0.0)

@@ -30,19 +30,23 @@ class RunOptions:
     stop: StopRule = field(default_factory=StopRule)
     fresh_process: bool = False   # a new driver process per trial (cold cost) instead of one per cell
     placement: str = "split"      # split / shared / free: see placement.Placement
-    trial_budget_s: float | None = None   # scale request counts so that a trial lasts about this long
+    trial_seconds: float | None = None   # scale request counts so that a trial lasts about this long
     fixed_counts: frozenset[str] = frozenset()  # scenario labels whose counts the user set: never scaled
     trial_timeout_s: float | None = None  # a timed trial's limit; None: derived from verification
     retries: int = 0              # disturbed trials run again, at most this many per cell
     fresh_port: bool = True       # a new server port for every trial (where the server can)
     host_probe: bool = True       # read the host's speed on the driver's core around timed trials
     keep_warm: bool = True        # a JIT driver's process serves every scenario of the run (pool.ProcessPool)
+    # every driver's process does, not only a JIT driver's: for checks of what drivers answer, where
+    # a new process per scenario would only add its start-up (the conformance tests)
+    keep_every: bool = False
     interleave: str = "scenario"  # scenario / run: see INTERLEAVES and CellRunner.run_in_turns
-    time_budget_s: float | None = None  # the whole run's time (interleave = scenario: a share each)
+    run_budget_s: float | None = None   # the whole run's time (interleave = scenario: a share each)
     forks: int = 1                # processes a cell's timed trials are spread over (timed.TimedTurns)
     jit_warm_s: float = 0.0       # a shared JIT process's warm-up work before timing, at least (warming)
     warmup_policy: WarmupPolicy = DEFAULT_WARMUP  # when a JIT process is warm
     stall_s: float = STALL_S      # verification: a driver the server hears nothing from this long hangs
+    verify_requests: int = 100    # verification makes about this many requests at most (or one per transfer in flight)
 
     def __post_init__(self) -> None:
         if self.interleave not in INTERLEAVES:
@@ -50,6 +54,6 @@ class RunOptions:
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}")
 
-    def trial_budget_for(self, scenario: Scenario) -> float | None:
+    def trial_seconds_for(self, scenario: Scenario) -> float | None:
         """The trial budget a scenario's counts are fitted to: none where the user set its counts."""
-        return self.trial_budget_s if scenario.label not in self.fixed_counts else None
+        return self.trial_seconds if scenario.label not in self.fixed_counts else None

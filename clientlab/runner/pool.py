@@ -37,8 +37,9 @@ class ProcessPool:
                 held.popitem()[1].stop()
 
     def keeps(self, cell: Cell) -> bool:
-        """A JIT driver keeps its process across the scenarios of a run."""
-        return cell.options.keep_warm and not cell.options.fresh_process and cell.jit()
+        """A JIT driver keeps its process across the scenarios of a run (with keep_every, any driver)."""
+        options = cell.options
+        return options.keep_warm and not options.fresh_process and (options.keep_every or cell.jit())
 
     def shares(self, cell: Cell) -> bool:
         """With the cells of a run interleaved, a JIT driver's cells share one process."""

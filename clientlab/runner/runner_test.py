@@ -10,6 +10,10 @@ from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
 from clientlab.warmup import WarmupPolicy
 
+# warm-up and time budgets follow the clock: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
+
 REF = "python-fake-reference"
 
 
@@ -90,7 +94,7 @@ def test_failed_driver_does_not_stop_the_others(bench_server, store, test_driver
 # -- trial budget, interleaving, disturbed trials, time limits -------------------------------
 
 def test_a_trial_budget_scales_the_count_and_the_figures_say_so(cell):
-    result, trials = cell(REF, shipped("get-small"), trial_budget_s=0.05)
+    result, trials = cell(REF, shipped("get-small"), trial_seconds=0.05)
     assert result.status == "ok", result.reason
     n = result.figures["requests"]
     assert 1 <= n < 2000 and result.figures["scenario_requests"] == 2000
@@ -124,7 +128,7 @@ def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_s
     run_id = store.start_run({}, {})
     # precision 0 is never reached: without the budget every cell would run its ten trials
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10, target_precision=0.0),
-                         placement="free", host_probe=False, time_budget_s=0.001)
+                         placement="free", host_probe=False, run_budget_s=0.001)
     results = run_matrix(store, run_id, [test_drivers[REF], test_drivers["python-fake-no-reuse"]],
                          [shipped("get-small", count=5), shipped("post-form", count=5)], options)
     assert [r.status for r in results] == ["ok"] * 4
@@ -143,7 +147,7 @@ def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_serv
     monkeypatch.setattr(noise, "OTHER_LIMIT", -1.0)  # every trial reads as disturbed
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10), placement="free", host_probe=False,
-                         retries=3, time_budget_s=0.001)
+                         retries=3, run_budget_s=0.001)
     [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
     assert result.status == "ok" and result.figures["disturbed_kept"] == 2
     [c] = store.cells(run_id)

@@ -110,7 +110,7 @@ def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list
     run = LabRun(store, run_id, placement, options, events or SilentEvents())
     results = []
     with (network(placement.server) if network else run.bench_server()) as server, run.runner(server) as runner:
-        deadline = Deadline.after(options.time_budget_s)
+        deadline = Deadline.after(options.run_budget_s)
         for batch in runner.run_in_turns([CellGroup(drivers, scenario) for scenario in scenarios], deadline):
             for result in batch:
                 results.append(result)

@@ -59,7 +59,7 @@ class TimedTurns:
     @staticmethod
     def _stalled(cell: Cell) -> bool:
         """A first timed trial far over the trial budget: more would not fit the run's time."""
-        budget, walls = cell.options.trial_budget_for(cell.scenario), cell.log.timed_walls
+        budget, walls = cell.options.trial_seconds_for(cell.scenario), cell.log.timed_walls
         if not budget or len(walls) != 1 or walls[0] <= STALLED_FACTOR * budget:
             return False
         cell.log.notes.append(f"stopped after one timed trial: it took {walls[0]:.2f} s, "
@@ -73,7 +73,7 @@ class TimedTurns:
     @staticmethod
     def stop_for_time(cell: Cell) -> None:
         cell.log.notes.append(f"stopped after {len(cell.log.timed_walls)} timed trials: the run's time "
-                              f"budget ({cell.options.time_budget_s:g} s) was spent")
+                              f"budget ({cell.options.run_budget_s:g} s) was spent")
         cell.log.budget_stopped = True
         cell.finish_ok()
 

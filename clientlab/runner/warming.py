@@ -52,7 +52,7 @@ class Warming:
             return False
         assert cell.work is not None
         cell.log.warm.append((trial.wall_s or 0.0) / cell.work.total_requests)
-        if refit and cell.options.trial_budget_for(cell.scenario):  # the latest warm-up is the best guess
+        if refit and cell.options.trial_seconds_for(cell.scenario):  # the latest warm-up is the best guess
             cell.per_request_s = cell.log.warm[-1]
             cell.work = fit(cell)
         return True
@@ -78,7 +78,7 @@ class Warming:
 def fit(cell: Cell) -> Scenario:
     """The cell's scenario at the count whose trial lasts about the trial budget (never more than
     written), from what one request cost it last."""
-    scenario, budget = cell.scenario, cell.options.trial_budget_for(cell.scenario)
+    scenario, budget = cell.scenario, cell.options.trial_seconds_for(cell.scenario)
     if not budget or not cell.per_request_s:
         return scenario
     factor = min(1.0, _round_count(budget / cell.per_request_s) / scenario.total_requests)
