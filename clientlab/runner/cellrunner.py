@@ -28,6 +28,7 @@ from clientlab.store import Store, Trial
 if TYPE_CHECKING:
     from clientlab.serverside import ServerSide
 
+
 class CellRunner:
     """Runs cells against one server side, writing to one store. Use it as a context manager (or
     call close()): its pool keeps warm JIT driver processes from one scenario to the next."""
