@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from clientlab import paths, runtimes
-from clientlab.errors import LabInputError, describe_validation_error, read_toml, shown
+from clientlab.errors import LabInputError, describe_validation_error, quote, read_toml, shown
 
 Capability = Literal[
     "tls", "http2", "h2c", "cookies", "redirects", "form", "multipart", "upload",
@@ -63,8 +63,8 @@ class Manifest(BaseModel):
     def _id_names_language(self) -> "Manifest":
         if not self.id.startswith(self.language + "-"):
             raise PydanticCustomError(
-                "id_language", "field 'id': must start with the language, e.g. '{example}'",
-                {"example": f"{self.language}-{self.library.lower()}"},
+                "id_language", "field 'id': must start with the language, e.g. {example}",
+                {"example": quote(f"{self.language}-{self.library.lower()}")},
             )
         return self
 

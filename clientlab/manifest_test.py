@@ -62,3 +62,11 @@ def test_unknown_driver_name_is_an_error_listing_known_ones():
 def test_test_drivers_stay_out_of_default_runs():
     drivers, _ = manifest.discover([TESTDRIVERS])
     assert not any(d.id.startswith("python-fake") for d in manifest.select(drivers, None))
+
+
+def test_an_id_not_naming_its_language_is_refused_with_the_value_quoted_on_one_line(tmp_path):
+    folder = write(tmp_path / "bad", GOOD.replace('language = "python"', 'language = "py\\nthon"'))
+    with pytest.raises(LabInputError) as info:
+        manifest.load_manifest(folder / "driver.toml")
+    message = str(info.value)
+    assert "must start with the language, e.g. 'py\\nthon-mine'" in message and "\n" not in message
