@@ -32,10 +32,13 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
-  if [[ " ${missing[*]} " == *" nginx "* ]]; then
-    # the lab starts its own nginx when it needs one: no system service listening on port 80
-    (systemctl disable --now nginx || service nginx stop) >/dev/null 2>&1 || true
-  fi
+  # the lab starts its own nginx, sshd, redis and postgres when it needs one: no system service listening
+  # (a host the lab reaches over SSH had openssh-server before this ran: only what was installed here is stopped)
+  for service in nginx:nginx openssh-server:ssh redis-server:redis-server postgresql:postgresql; do
+    if [[ " ${missing[*]} " == *" ${service%%:*} "* ]]; then
+      (systemctl disable --now "${service#*:}" || service "${service#*:}" stop) >/dev/null 2>&1 || true
+    fi
+  done
 else
   say "Debian packages: all present"
 fi
