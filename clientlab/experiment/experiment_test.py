@@ -131,7 +131,9 @@ def test_quick_form_runs_and_writes_its_findings_section(name, store, tmp_path):
     # count stays), each driver's process serving its cells on a network
     options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), trial_seconds=0.02,
                          run_budget_s=0.001, keep_every=True, verify_requests=20)
-    result = run_experiment(store, e, quick=True, options=options, on_note=lambda _n: None)
+    # beside the other tests a network lab's user-space relay runs slow: its RTT is checked by the
+    # network lab's own tests, run alone
+    result = run_experiment(store, e, quick=True, options=options, on_note=lambda _n: None, check_links=False)
     assert result.status == "complete"
     cells = store.cells(result.run_id)
     assert len(cells) == len(plan(e, quick=True))

@@ -118,11 +118,12 @@ class NetLab:
         self.stop()
 
 
-def open_server_side(profile: Profile, cpu: int | None = None) -> BenchServer | NetLab:
-    """The server side of a run: a plain BenchServer on loopback, or the network lab."""
+def open_server_side(profile: Profile, cpu: int | None = None, check_rtt: bool = True) -> BenchServer | NetLab:
+    """The server side of a run: a plain BenchServer on loopback, or the network lab (refused
+    when its measured RTT is off the profile's, unless check_rtt is off)."""
     if not profile.namespaces:
         return BenchServer(cpu=cpu)
     started = time.monotonic()
-    lab = NetLab(profile, cpu)
+    lab = NetLab(profile, cpu, check_rtt)
     lab.notes.append(f"network lab up in {time.monotonic() - started:.1f} s")
     return lab
