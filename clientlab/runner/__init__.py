@@ -21,17 +21,15 @@ from clientlab.runner.session import (
     LabRun,
     lab_run,
     loopback_config,
-    loopback_run,
     run_matrix,
     stop_on_sigterm,
     stored_run,
 )
 from clientlab.runner.trial import Phase, Unsupported, timed_phase
-from clientlab.runner.warming import scale
 
 __all__ = [
     "INTERLEAVES", "JIT_WARM_S", "PLACEMENTS", "Beside", "CellGroup", "CellResult", "CellRunner", "Deadline",
     "Events", "LabRun", "Phase", "Placement", "RunOptions", "SilentEvents", "Unsupported", "lab_run",
-    "loopback_config", "loopback_run", "pick_cpus", "run_matrix", "scale", "stop_on_sigterm", "stored_run",
+    "loopback_config", "pick_cpus", "run_matrix", "stop_on_sigterm", "stored_run",
     "timed_phase",
 ]

@@ -92,12 +92,6 @@ def loopback_config(kind: str, drivers: Sequence[Driver], scenarios: Sequence[Sc
             "net": {"profile": "loopback"}}
 
 
-def loopback_run(store: Store, kind: str, drivers: Sequence[Driver], scenarios: Sequence[Scenario],
-                 placement_name: str) -> contextlib.AbstractContextManager[tuple[int, Placement]]:
-    """A stored run on loopback (selfbench)."""
-    return stored_run(store, loopback_config(kind, drivers, scenarios), placement_name)
-
-
 def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list[Scenario],
                options: RunOptions, events: Events | None = None,
                after_cell: Callable[[CellResult], object] | None = None,
