@@ -47,7 +47,7 @@ def test_a_well_behaved_driver_trips_nothing(cell, store):
 
 def _findings(store) -> list[str]:
     """The rules that fired on the last cell stored."""
-    run_id = store.db.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+    run_id = store.resolve("last")
     cells = store.cells(run_id)
     found = diagnose_run(cells)
     return [f.rule for f in found[cells[-1]["id"]]]

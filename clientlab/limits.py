@@ -164,7 +164,7 @@ def lift(connections: int, server: ServerSide | None = None, pids: list[int] | N
     _raise_nofile(lifted, 0, want["nofile"])
     targets = list(pids or [])
     if server is not None:
-        targets.append(server.proc.pid)
+        targets += server.local_pids()
     for pid in targets:
         _raise_nofile(lifted, pid, want["nofile"])
     _raise_sysctl(lifted, "net.core.somaxconn", want["somaxconn"])

@@ -24,6 +24,7 @@ from clientlab import paths
 from clientlab.control import stop
 from clientlab.errors import LabError
 from clientlab.job import Endpoint
+from clientlab.serverside import local_cpu_ns
 
 LOG_FORMAT = ('{"path":"$uri","status":$status,"resp_body_bytes":$body_bytes_sent,'
               '"conn":$connection,"conn_requests":$connection_requests,"proto":"$server_protocol",'
@@ -251,6 +252,15 @@ class StaticServer:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def exit_reason(self) -> str:
+        return f"nginx exited with code {self.proc.poll()}"
+
+    def cpu_ns(self) -> int | None:
+        return local_cpu_ns(self.proc.pid)
+
+    def local_pids(self) -> list[int]:
+        return [self.proc.pid]
 
     def stop(self) -> None:
         self.nginx.stop()

@@ -49,7 +49,7 @@ from clientlab.protocol import DriverProcess
 from clientlab.runner import PLACEMENTS, CellResult, RunOptions, pick_cpus, run_matrix, stored_run, timed_phase
 from clientlab.server import BenchServer
 from clientlab.stats import StopRule
-from clientlab.store import Store
+from clientlab.store import Store, open_store
 
 WRK_REPORT = """
 done = function(summary, latency, requests)
@@ -507,7 +507,7 @@ def measure(drivers: list[Driver], seconds: int, err: Console) -> dict:
     err.print("measuring the bench server against nginx (wrk, h2load; same core; three times each)…")
     side = against_nginx(seconds)
     err.print("measuring get-small and parallel-feeds on every installed driver…")
-    store = Store(paths.results_db())
+    store = open_store()  # $CLIENTLAB_STORE, else the lab's own
     run_id, rows = fastest_driver(drivers, store)
     err.print("measuring the lab's overhead on a 1-second trial…")
     overhead = lab_overhead()

@@ -13,12 +13,48 @@ from clientlab import affinity, paths
 from clientlab.control import ControlClient, first_json_line, stop
 from clientlab.errors import LabError
 from clientlab.job import Endpoint
-
+from clientlab.serverside import local_cpu_ns
 
 SECRET_HEADER = "X-Clientlab-Secret"
 
 
-class BenchServer:
+class BenchControl:
+    """The bench server's control endpoint, wherever the server runs: `_control` talks to it and
+    `endpoint` is where drivers reach the server."""
+
+    _control: ControlClient
+    endpoint: Endpoint
+
+    def configure(self, **settings: Any) -> None:
+        self._control.request("POST", "/config", settings)
+
+    def reset(self) -> None:
+        self._control.request("POST", "/reset")
+
+    def counters(self, reset: bool = False) -> dict[str, Any]:
+        return self._control.request("GET", "/counters" + ("?reset=1" if reset else ""))
+
+    def progress(self) -> dict[str, Any]:
+        return self.counters()
+
+    def rebind(self) -> Endpoint:
+        """Move the public ports to fresh kernel-chosen ones (the old listeners close; connections
+        already open keep being served), so that no TIME_WAIT or port state carries over from one
+        trial to the next. Returns (and keeps) the new endpoint."""
+        ports = self._control.request("POST", "/rebind")
+        self.endpoint = dataclasses.replace(self.endpoint, http_port=ports["http"],
+                                            https_port=ports.get("https", self.endpoint.https_port))
+        return self.endpoint
+
+    def digest(self, path: str) -> dict[str, Any]:
+        return self._control.request("GET", "/digest?path=" + quote(path, safe=""))
+
+    def server_cpu_ns(self) -> int:
+        """The server's own CPU time so far, as it reads it (getrusage)."""
+        return int(self._control.request("GET", "/cpu")["cpu_ns"])
+
+
+class BenchServer(BenchControl):
     """Starts `clientlab-server` (on loopback, or inside the network lab), talks to its control port, stops it.
 
     `wrap` prefixes the server's argv (the network lab's `ip netns exec`); `control_host` is where
@@ -66,37 +102,20 @@ class BenchServer:
         self._control = ControlClient("bench server", control_host, self.info["control"], self.proc,
                                       headers={SECRET_HEADER: secret})
 
-    # -- control endpoint -------------------------------------------------------------------
-
-    def configure(self, **settings: Any) -> None:
-        self._control.request("POST", "/config", settings)
-
-    def reset(self) -> None:
-        self._control.request("POST", "/reset")
-
-    def counters(self, reset: bool = False) -> dict[str, Any]:
-        return self._control.request("GET", "/counters" + ("?reset=1" if reset else ""))
-
-    def progress(self) -> dict[str, Any]:
-        return self.counters()
-
     def describe(self) -> None:
         return None  # loopback: no network to describe
 
-    def rebind(self) -> Endpoint:
-        """Move the public ports to fresh kernel-chosen ones (the old listeners close; connections
-        already open keep being served), so that no TIME_WAIT or port state carries over from one
-        trial to the next. Returns (and keeps) the new endpoint."""
-        ports = self._control.request("POST", "/rebind")
-        self.endpoint = dataclasses.replace(self.endpoint, http_port=ports["http"],
-                                            https_port=ports.get("https", self.endpoint.https_port))
-        return self.endpoint
-
-    def digest(self, path: str) -> dict[str, Any]:
-        return self._control.request("GET", "/digest?path=" + quote(path, safe=""))
-
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def exit_reason(self) -> str:
+        return f"it exited with code {self.proc.poll()}"
+
+    def cpu_ns(self) -> int | None:
+        return local_cpu_ns(self.proc.pid)
+
+    def local_pids(self) -> list[int]:
+        return [self.proc.pid]
 
     def stop(self) -> None:
         self._control.close()

@@ -1,19 +1,30 @@
 """What the runner needs of the server side of a run, whichever it is: the bench server on
-loopback (server.BenchServer), the network lab around it (netlab.lab.NetLab), or nginx serving
-the same files (nginx.StaticServer)."""
+loopback (server.BenchServer), the network lab around it (netlab.lab.NetLab), nginx serving
+the same files (nginx.StaticServer), or the bench server on a host of its own
+(serverhost.ServerHost)."""
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any, Protocol
 
+from clientlab import cgroup
 from clientlab.job import Endpoint
 
 
 class ServerSide(Protocol):
     endpoint: Endpoint            # where drivers reach it
     driver_prefix: list[str]      # argv prefix for drivers (the client's namespace on the network lab)
-    proc: subprocess.Popen        # the server process: its CPU is read per trial, its limits raised
+
+    def cpu_ns(self) -> int | None:
+        """The server's CPU time so far (user + system), read before and after each trial; None
+        where it cannot be read."""
+
+    def local_pids(self) -> list[int]:
+        """The server's processes on this machine, whose descriptor limit a run with many
+        connections raises; none for a server on another host."""
+
+    def exit_reason(self) -> str:
+        """Why the server is gone, once alive() is False (an exit code, a host that stopped answering)."""
 
     def configure(self, **settings: Any) -> None: ...
 
@@ -36,3 +47,10 @@ class ServerSide(Protocol):
     def alive(self) -> bool: ...
 
     def stop(self) -> None: ...
+
+
+def local_cpu_ns(pid: int) -> int | None:
+    """The CPU of a server process started here and of what it forked, from a control group of
+    its own; None where the lab cannot make groups."""
+    group = cgroup.group_of(pid, "server")
+    return group.cpu().total_ns if group is not None else None

@@ -14,11 +14,12 @@ import sys
 import time
 
 import pytest
+import sqlalchemy as sa
 
-from clientlab import store as store_module
 from clientlab.clisupport import TESTDRIVERS, descendants, lab, wait_for  # noqa: F401 - the fixture
-from clientlab.store import KILLED_CELL, Store, Trial
-
+from clientlab.store import KILLED_CELL, Store, Trial, legacy
+from clientlab.store.process import boot_id, process_start
+from clientlab.store.schema import runs
 
 # kills a run at a moment it waits for: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial
@@ -30,7 +31,7 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def _running_run(path, **process) -> int:  # noqa: ANN001
+def _running_run(path, **process) -> int:
     """A run left `running`, with one finished cell and one in progress, as a killed lab leaves it."""
     s = Store(path)
     run_id = s.start_run({}, {"drivers": ["d"], "scenarios": ["a", "b"]})
@@ -39,10 +40,9 @@ def _running_run(path, **process) -> int:  # noqa: ANN001
     s.finish_cell(done, "ok", None, {"throughput": 5.0}, {"x": "1"})
     busy = s.start_cell(run_id, "d", "b", {}, "requests")
     s.add_trial(busy, Trial(kind="verify", idx=0, ok=True, wall_s=1.0))
-    sets = ", ".join(f"{k} = ?" for k in process)
     if process:
-        s.db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*process.values(), run_id))
-        s.db.commit()
+        with s.engine.begin() as conn:
+            conn.execute(runs.update().where(runs.c.id == run_id).values(**process))
     s.close()
     return run_id
 
@@ -68,15 +68,16 @@ def test_a_live_run_and_a_run_of_another_host_are_left_running(tmp_path):
     elsewhere = _running_run(tmp_path / "r.sqlite", pid=_dead_pid(), host=socket.gethostname() + "-other")
     s = Store(tmp_path / "r.sqlite")
     assert s.run(alive)["status"] == "running" and s.run(elsewhere)["status"] == "running"
-    row = s.db.execute("SELECT pid, boot_id, pid_start, host FROM runs WHERE id = ?", (alive,)).fetchone()
-    assert row["pid"] == os.getpid() and row["boot_id"] == store_module._boot_id()
-    assert row["pid_start"] == store_module._process_start(os.getpid()) and row["host"] == socket.gethostname()
+    with s.engine.connect() as conn:
+        row = conn.execute(sa.select(runs).where(runs.c.id == alive)).mappings().one()
+    assert row["pid"] == os.getpid() and row["boot_id"] == boot_id()
+    assert row["pid_start"] == process_start(os.getpid()) and row["host"] == socket.gethostname()
 
 
 def test_a_store_made_before_the_process_columns_opens_and_marks_its_killed_runs(tmp_path):
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as conn:
-        conn.executescript(store_module.SCHEMA)  # runs without boot_id, pid_start, host
+        conn.executescript(legacy.SCHEMA)  # runs without boot_id, pid_start, host
         conn.execute("INSERT INTO runs (started_at, status, pid, machine, config) VALUES (1, 'running', ?, '{}', '{}')",
                      (_dead_pid(),))
     assert Store(path).runs()[0]["status"] == "killed"

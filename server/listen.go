@@ -69,6 +69,34 @@ func listenAddr(flagName, value string) (netip.Addr, error) {
 	return addrs[0].Unmap(), nil
 }
 
+// serveOnly, when set (--serve-only), is the one client address the public ports serve: the
+// bench server on a host of its own listens on an address others can reach, and closes every
+// connection from anyone but the lab host at once.
+var serveOnly netip.Addr
+
+// anyOneAddr checks --listen when --serve-only guards the ports: one specific address of this
+// host, never "every interface".
+func anyOneAddr(flagName, value string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(value)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%s %s: with --serve-only, give this host's address the lab host reaches", flagName, value)
+	}
+	if a = a.Unmap(); a.IsUnspecified() || a.IsMulticast() {
+		return netip.Addr{}, fmt.Errorf("%s %s refused: give one address of this host, not every interface", flagName, value)
+	}
+	return a, nil
+}
+
+// peerServed says whether a public connection may be served: always, unless --serve-only names
+// another client.
+func peerServed(c net.Conn) bool {
+	if !serveOnly.IsValid() {
+		return true
+	}
+	peer, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	return err == nil && peer.Addr().Unmap() == serveOnly
+}
+
 // listenOn opens a plain TCP listener (Go would make it MPTCP, which no client here asks for; its
 // sockets refuse TCP_USER_TIMEOUT, see stallLimit) on a port the kernel picks.
 func listenOn(a netip.Addr) (net.Listener, error) {
@@ -252,6 +280,10 @@ func (l *publicListener) Accept() (net.Conn, error) {
 	for {
 		current := l.cur.Load()
 		c, err := current.Accept()
+		if err == nil && !peerServed(c) {
+			c.Close()
+			continue
+		}
 		if err == nil {
 			raw = c
 			break

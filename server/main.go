@@ -34,6 +34,8 @@ func main() {
 	keyFile := flag.String("tls-key", "", "PEM key for the https port")
 	controlAddr := flag.String("control-listen", "", "address of the control port (default: --listen), same rule; the network lab puts it where drivers cannot reach")
 	maxConns := flag.Int("max-conns", 0, "at most this many client connections open at once (0: no cap)")
+	serveOnlyFlag := flag.String("serve-only", "", "serve only connections from this client address, closing any other at once; "+
+		"then --listen may be any one address of this host (a bench server on a host of its own, reached across a network)")
 	cpuProfile := flag.String("cpuprofile", os.Getenv("CLIENTLAB_SERVER_CPUPROFILE"),
 		"write a CPU profile (pprof) to this file from start to exit (env CLIENTLAB_SERVER_CPUPROFILE)")
 	memProfile := flag.String("memprofile", os.Getenv("CLIENTLAB_SERVER_MEMPROFILE"),
@@ -54,7 +56,17 @@ func main() {
 	log.SetPrefix("clientlab-server: ")
 	log.SetFlags(0)
 
-	publicAddr, err := listenAddr("--listen", *listen)
+	var publicAddr netip.Addr
+	var err error
+	if *serveOnlyFlag != "" {
+		if serveOnly, err = netip.ParseAddr(*serveOnlyFlag); err != nil {
+			log.Fatalf("--serve-only %s: not an address", *serveOnlyFlag)
+		}
+		serveOnly = serveOnly.Unmap()
+		publicAddr, err = anyOneAddr("--listen", *listen)
+	} else {
+		publicAddr, err = listenAddr("--listen", *listen)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -167,6 +179,9 @@ func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret 
 		"pid": os.Getpid(), "version": "1"}
 	if base != nil {
 		ready["https"] = p.secure.port()
+	}
+	if serveOnly.IsValid() {
+		ready["serve_only"] = serveOnly.String()
 	}
 	srv := &http.Server{Handler: controlHandler(limit, p, secret), ReadHeaderTimeout: headerTimeout,
 		ErrorLog: log.New(io.Discard, "", 0)}

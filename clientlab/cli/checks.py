@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from clientlab import manifest, paths, scenario
+from clientlab import manifest, scenario
 from clientlab.cli.common import (
     DEFAULT_FORKS,
     DEFAULT_INTERLEAVE,
@@ -16,6 +16,7 @@ from clientlab.cli.common import (
     DEFAULT_RETRIES,
     DEFAULT_STOP,
     DEFAULT_TRIAL_S,
+    chosen_store,
     counts_given,
     driver_path_option,
     err,
@@ -23,6 +24,7 @@ from clientlab.cli.common import (
     main,
     out,
     split_names,
+    store_option,
     take_lab_lock,
 )
 from clientlab.errors import LabInputError
@@ -51,6 +53,7 @@ from clientlab.store import Store
                    "get-small, get-json-335k).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="With --bare: also write every pair of lab trial and plain-loop round here.")
+@store_option
 def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries, bare,  # noqa: ANN001
                    json_path) -> None:
     """Is the bench server part of the answer? Each driver on static workloads against the bench
@@ -83,7 +86,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
     stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials)
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
-    store = Store(paths.results_db())
+    store = chosen_store()
     if bare:
         # the cells as `clientlab run` measures them (its trial budget, its interleaving, its
         # processes and JIT warm-up), with no time budget: the figures calibrated are the run's

@@ -82,6 +82,34 @@ no_wait_option = click.option(
 )
 
 
+STORE_KEY = "clientlab.store"
+
+
+def _remember_store(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.meta[STORE_KEY] = value
+
+
+# kept in the context, not passed as an argument: `chosen_store()` opens it wherever a command needs it
+store_option = click.option(
+    "--store", metavar="URL", expose_value=False, callback=_remember_store,
+    help="The results store: postgresql://user[:password]@host[:port]/db (a team store), sqlite:///file or "
+         "a file path. Default: $CLIENTLAB_STORE, else the lab's own SQLite file.")
+
+
+def chosen_store_url() -> str | None:
+    """--store of this command, if given."""
+    context = click.get_current_context(silent=True)
+    return context.meta.get(STORE_KEY) if context else None
+
+
+def chosen_store() -> Store:
+    """The store of this command: --store, else $CLIENTLAB_STORE, else the lab's SQLite file."""
+    from clientlab.store import open_store
+
+    return open_store(chosen_store_url())
+
+
 def use_scenario_paths(scenario_paths: tuple[Path, ...]) -> None:
     scenario.use_paths(scenario_paths)
 

@@ -17,6 +17,7 @@ from clientlab.cli.common import (
     DEFAULT_RETRIES,
     DEFAULT_STOP,
     EXIT_CODES,
+    chosen_store,
     diagnose_and_store,
     driver_path_option,
     err,
@@ -26,9 +27,11 @@ from clientlab.cli.common import (
     no_wait_option,
     out,
     scenario_path_option,
+    store_option,
     take_lab_lock,
     use_scenario_paths,
 )
+from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
 from clientlab.errors import LabInputError
 from clientlab.output.progress import ProgressEvents
 from clientlab.runner import INTERLEAVES, PLACEMENTS, RunOptions, stop_on_sigterm
@@ -37,6 +40,7 @@ from clientlab.store import Store
 
 if TYPE_CHECKING:
     from clientlab.experiment.spec import Experiment
+    from clientlab.hosts.hostsfile import Host
 
 # an experiment has hundreds of cells: a cell stops adding trials sooner than a run's
 EXPERIMENT_CELL_S = 30.0
@@ -64,12 +68,15 @@ EXPERIMENT_CELL_S = 30.0
                    "trials are kept (flagged) and no trial waits for a slow phase of the host; each network and "
                    "workload gets a share of the time left by its cells. 0: no limit.  [default: the "
                    "experiment's own `time_budget` (`quick_time_budget` with --quick), listed by --list]")
+@server_host_option
+@hosts_option
 @driver_path_option
 @scenario_path_option
 @no_wait_option
+@store_option
 def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
                    findings_path: Path, placement: str, retries: int, interleave: str | None,
-                   time_budget: float | None,
+                   time_budget: float | None, server_host_name: str | None, hosts_path: Path | None,
                    driver_paths: tuple[Path, ...], scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
     """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
 
@@ -86,13 +93,14 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     chosen = spec.get(list(names))
     extra = [d for d in load_drivers(driver_paths) if driver_paths]
     options = _run_options(quick, trials, placement, retries)
+    server_host = chosen_server_host(server_host_name, hosts_path)
     take_lab_lock(no_wait)
-    store = Store(paths.results_db())
+    store = chosen_store()
     run_ids = []
     for e in chosen:
         own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE,
                                   run_budget_s=e.budget_for(quick, time_budget))
-        run_ids.append(_run_one(store, e, quick, own, extra, findings_path))
+        run_ids.append(_run_one(store, e, quick, own, extra, findings_path, server_host))
     exit_if_cells_failed(store, run_ids)
 
 
@@ -133,7 +141,7 @@ def _run_options(quick: bool, trials: int | None, placement: str, retries: int) 
 
 
 def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extra: list[manifest.Driver],
-             findings_path: Path) -> int:
+             findings_path: Path, server_host: tuple[Host, Path] | None = None) -> int:
     """One experiment into one stored run, its findings section written even when interrupted."""
     from clientlab.experiment import findings
     from clientlab.experiment.execute import count_cells, run_experiment
@@ -144,7 +152,7 @@ def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extr
     try:
         with stop_on_sigterm(), ProgressEvents(total, err) as events:
             result = run_experiment(store, e, quick, options, events, extra,
-                                    on_note=lambda note: err.print(note, highlight=False))
+                                    on_note=lambda note: err.print(note, highlight=False), server_host=server_host)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted: everything measured so far is kept[/]")
         run_id = store.runs(limit=1)[0]["id"]
@@ -170,11 +178,12 @@ def _minutes(seconds: float | None) -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               default=paths.ROOT / "docs" / "findings.md", show_default=True)
 @click.option("--quick-ok", is_flag=True, help="Also use quick-form runs when no full run exists.")
+@store_option
 def findings_cmd(output: Path, quick_ok: bool) -> None:
     """Write the findings document again from the newest stored run of each experiment."""
     from clientlab.experiment import findings, spec
 
-    store = Store(paths.results_db())
+    store = chosen_store()
     runs = findings.latest_runs(store, quick_ok)
     for name, e in spec.discover().items():
         if name in runs:

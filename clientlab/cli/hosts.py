@@ -13,6 +13,7 @@ from rich.markup import escape
 from clientlab.cli.common import EXIT_FAILED, err, main, out
 from clientlab.errors import LabError, LabInputError, shown
 from clientlab.hosts import hostsfile, knownhosts
+from clientlab.hosts.hostsfile import Host
 
 FINGERPRINT = re.compile(r"SHA256:[A-Za-z0-9+/]{43}")
 ON_THE_HOST = "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"
@@ -22,8 +23,25 @@ hosts_option = click.option(
     help=f"The hosts file (TOML). Default: ${hostsfile.HOSTS_ENV}, else hosts.toml in the lab's data folder.")
 
 
+server_host_option = click.option(
+    "--server-host", "server_host_name", metavar="NAME",
+    help="Run the bench server on this host of the hosts file (role 'server'), across the real network from "
+         "here; it serves this machine only, and the path (RTT, rates) is measured first and stored with the "
+         "run (docs/many-machines.md).")
+
+
 def _load(hosts_path: Path | None) -> hostsfile.HostsFile:
     return hostsfile.load(hostsfile.chosen_path(hosts_path))
+
+
+def chosen_server_host(name: str | None, hosts_path: Path | None, net_name: str = "loopback") -> tuple[Host, Path] | None:
+    """(the host --server-host names, the lab's known_hosts), checked before anything runs; None without it."""
+    if name is None:
+        return None
+    from clientlab.hosts.benchserver import server_host
+
+    hosts = _load(hosts_path)
+    return server_host(hosts, name, net_name), hosts.known_hosts_path()
 
 
 @main.group("hosts")

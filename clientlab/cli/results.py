@@ -9,11 +9,17 @@ import click
 from rich.table import Table
 
 from clientlab import export as exporters
-from clientlab import paths
-from clientlab.cli.common import diagnose_and_store, err, main, out, print_run
+from clientlab.cli.common import (
+    chosen_store,
+    diagnose_and_store,
+    err,
+    main,
+    out,
+    print_run,
+    store_option,
+)
 from clientlab.errors import LabInputError
 from clientlab.output.diagnosis import print_findings
-from clientlab.store import Store
 
 
 @main.command("show")
@@ -22,13 +28,14 @@ from clientlab.store import Store
               help="Also show every trial of this cell and what the server saw (repeatable; * matches all).")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
               help="table (drivers × scenarios), long (one line per cell), json; auto: the table when it fits.")
+@store_option
 def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str) -> None:
     """Show a stored run's table (RUN: a run id or 'last')."""
     from fnmatch import fnmatch
 
     from clientlab.output.detail import trials_table
 
-    store = Store(paths.results_db())
+    store = chosen_store()
     run_id = store.resolve(run_ref)
     print_run(store, run_id, fmt)
     for pattern in cells:
@@ -42,9 +49,10 @@ def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str) -> None:
 
 @main.command("diagnose")
 @click.argument("run_ref", default="last", metavar="RUN")
+@store_option
 def diagnose_cmd(run_ref: str) -> None:
     """Run the diagnosis rules again on a stored run (RUN: a run id or 'last') and show the findings."""
-    store = Store(paths.results_db())
+    store = chosen_store()
     run_id = store.resolve(run_ref)
     diagnose_and_store(store, run_id)
     print_findings(out, store.cells(run_id))
@@ -53,10 +61,11 @@ def diagnose_cmd(run_ref: str) -> None:
 
 @main.command("runs")
 @click.option("--limit", default=20, show_default=True)
+@store_option
 def runs_cmd(limit: int) -> None:
     """List stored runs."""
-    store = Store(paths.results_db())
-    table = Table(title=f"runs in {store.path}")
+    store = chosen_store()
+    table = Table(title=f"runs in {store.where}")
     for column in ("id", "status", "started", "drivers", "scenarios"):
         table.add_column(column)
     import datetime as dt
@@ -71,9 +80,10 @@ def runs_cmd(limit: int) -> None:
 @click.argument("run_ref", default="last", metavar="RUN")
 @click.option("--format", "fmt", type=click.Choice(sorted(exporters.EXPORTERS)), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout).")
+@store_option
 def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
     """Export a stored run (RUN: a run id or 'last') as JSON or CSV."""
-    store = Store(paths.results_db())
+    store = chosen_store()
     run_id = store.resolve(run_ref)
     if output:
         exporters.write(store, run_id, fmt, output)
@@ -87,12 +97,13 @@ def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
               help="The report: one self-contained HTML file (charts included), readable offline.")
 @click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Also write every chart of the report as a PNG into this folder (drawn by headless Chromium).")
+@store_option
 def report_cmd(run_ref: str, html_path: Path, plots_dir: Path | None) -> None:
     """An HTML report of a stored run (RUN: a run id or 'last'): the table, charts, sweeps, findings,
     machine, network and client versions."""
     from clientlab import report
 
-    store = Store(paths.results_db())
+    store = chosen_store()
     run_id = store.resolve(run_ref)
     charts = report.write_html(store, run_id, html_path)
     err.print(f"run {run_id}: {html_path} ({charts} chart(s))", highlight=False)
@@ -107,6 +118,7 @@ def report_cmd(run_ref: str, html_path: Path, plots_dir: Path | None) -> None:
 @click.argument("run_refs", nargs=-1, required=True, metavar="RUN...")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every cell's medians and spreads as JSON here.")
+@store_option
 def spread_cmd(run_refs: tuple[str, ...], json_path: Path | None) -> None:
     """How repeatable are the figures? The same cells over several runs (ids, 'last', or ranges
     such as 184-188): per cell, max/min of the runs' medians and of its ratio to the scenario's
@@ -114,7 +126,7 @@ def spread_cmd(run_refs: tuple[str, ...], json_path: Path | None) -> None:
     and disturbed trials. Run the same command a few times back to back, then this."""
     from clientlab import spread
 
-    store = Store(paths.results_db())
+    store = chosen_store()
     s = spread.spread(store, spread.run_ids(store, run_refs))
     out.print(spread.table(s))
     for line in spread.summary_lines(s):
@@ -128,12 +140,13 @@ def spread_cmd(run_refs: tuple[str, ...], json_path: Path | None) -> None:
 @click.argument("run_b", metavar="RUN_B")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the comparison as JSON here.")
+@store_option
 def compare_cmd(run_a: str, run_b: str, json_path: Path | None) -> None:
     """Is run B faster or slower than run A, beyond the noise? Every cell in both runs: throughput
     ratio B/A with a Mann–Whitney U test on the timed trials, CPU and peak RSS ratios."""
     from clientlab import compare
 
-    store = Store(paths.results_db())
+    store = chosen_store()
     a, b = store.resolve(run_a), store.resolve(run_b)
     rows = compare.compare_runs(store, a, b)
     if not rows:

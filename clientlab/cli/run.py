@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,7 +11,7 @@ from rich.markup import escape
 
 from clientlab import build as builder
 from clientlab import export as exporters
-from clientlab import manifest, paths, runtimes, scenario
+from clientlab import manifest, runtimes, scenario
 from clientlab.cli.common import (
     DEFAULT_FORKS,
     DEFAULT_INTERLEAVE,
@@ -20,6 +21,7 @@ from clientlab.cli.common import (
     DEFAULT_TIME_BUDGET_S,
     DEFAULT_TRIAL_S,
     EXIT_CODES,
+    chosen_store,
     counts_given,
     diagnose_and_store,
     driver_path_option,
@@ -32,9 +34,11 @@ from clientlab.cli.common import (
     runtimes_option,
     scenario_path_option,
     split_names,
+    store_option,
     take_lab_lock,
     use_scenario_paths,
 )
+from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
 from clientlab.errors import LabInputError
 from clientlab.netlab.lab import open_server_side
 from clientlab.output.progress import ProgressEvents
@@ -52,6 +56,7 @@ from clientlab.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
+    from clientlab.hosts.hostsfile import Host
     from clientlab.netlab.profile import Profile
     from clientlab.serverside import ServerSide
 
@@ -115,14 +120,24 @@ if TYPE_CHECKING:
 @click.option("--net", "net_name", default="loopback", show_default=True, metavar="PROFILE",
               help="Network profile (networks/*.toml, see `clientlab net list`): e.g. lan-1g, lan-100m, wan-50ms, "
                    "dns-slow. Anything but loopback runs client and server in their own namespaces (needs root).")
+@server_host_option
+@hosts_option
 @runtimes_option
+@store_option
+@click.option("--on", "on_hosts", metavar="HOST[,HOST…]",
+              help="Share the matrix out over these lab hosts of the hosts file (--hosts): jobs of drivers × every "
+                   "scenario, each with the baseline driver, one at a time a host (docs/many-machines.md).")
+@click.option("--job-size", type=click.IntRange(1), metavar="DRIVERS",
+              help="With --on: drivers a job (besides the baseline). Default: one job a host.")
+@click.option("--baseline", default="c-libcurl", show_default=True, metavar="DRIVER",
+              help="With --on: the driver every job measures too; each cell is read as a ratio to it.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the run as JSON here (rewritten after every cell).")
 def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http, concurrency,
             keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
             trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
-            runtime_specs, json_path) -> None:
+            server_host_name, hosts_path, runtime_specs, json_path, on_hosts, job_size, baseline) -> None:
     """Verify, then time every selected driver on every selected scenario.
 
     Every cell is verified and warmed up, then the cells take turns trial by trial (round-robin,
@@ -133,6 +148,10 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     within --time-budget (a noisy host gets fewer trials per cell, not a longer run).
     One measuring run per machine: a second one waits for the first (or exits 75 with --no-wait)."""
     use_scenario_paths(scenario_paths)
+    if on_hosts:  # this machine coordinates the lab hosts: it measures nothing and takes no lab lock
+        from clientlab.cli.fleet import run_on_hosts
+        run_on_hosts(click.get_current_context(), on_hosts, hosts_path, job_size, baseline)
+        return
     chosen = _on_runtimes(_chosen_drivers(driver_paths, driver_names), runtime_specs)
     files, scenarios = _chosen_scenarios(scenario_names, params, http, concurrency, keep_alive, client_options)
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
@@ -144,9 +163,13 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
                          jit_warm_s=JIT_WARM_S)
     profile = _network_profile(net_name, scenarios)
     config = _run_config(chosen, scenarios, options, profile.name, net_name, runtime_specs)
+    server_host = chosen_server_host(server_host_name, hosts_path, net_name)
+    if server_host is not None:
+        config["server_host"] = server_host_name
     take_lab_lock(no_wait)
-    store = Store(paths.results_db())
-    run_id, interrupted = _measured(store, config, chosen, scenarios, options, profile, net_name, json_path)
+    store = chosen_store()
+    run_id, interrupted = _measured(store, config, chosen, scenarios, options,
+                                    _Network(profile, net_name, server_host), json_path)
     print_run(store, run_id, fmt)
     if interrupted:
         raise SystemExit(130)
@@ -208,19 +231,39 @@ def _run_config(chosen: list[manifest.Driver], scenarios: list[scenario.Scenario
             "forks": options.forks, "runtimes": list(runtime_specs)}
 
 
+@dataclass(frozen=True)
+class _Network:
+    """Where the run's server side is: a profile of this machine, or a server host's path."""
+
+    profile: Profile
+    asked: str
+    server_host: tuple[Host, Path] | None = None   # the host and the lab's known_hosts
+
+    def name(self) -> str:
+        return f"server-host:{self.server_host[0].name}" if self.server_host else self.profile.name
+
+    def open(self, cpu: int | None) -> ServerSide:
+        if self.server_host is not None:
+            from clientlab.hosts.benchserver import ServerHost
+
+            err.print(f"starting the bench server on host {self.server_host[0].name} …", highlight=False)
+            return ServerHost(*self.server_host)
+        return open_server_side(self.profile, cpu)
+
+
 def _measured(store: Store, config: dict, chosen: list[manifest.Driver], scenarios: list[scenario.Scenario],
-              options: RunOptions, profile: Profile, net_name: str, json_path: Path | None) -> tuple[int, bool]:
+              options: RunOptions, network: _Network, json_path: Path | None) -> tuple[int, bool]:
     """(the stored run, whether it was interrupted): the run measured, its cells diagnosed and its
     JSON written, however it ended; everything measured is kept."""
     run_id, interrupted = None, False
     try:
         with stored_run(store, config, options.placement) as (run_id, _placement):
             err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network "
-                      f"'{profile.name}', results in {store.path}", highlight=False)
+                      f"'{network.name()}', results in {store.where}", highlight=False)
             with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err, len(chosen)) as events:
                 run_matrix(store, run_id, chosen, scenarios, options, events,
                            lambda _result: json_path and exporters.write(store, run_id, "json", json_path),
-                           lambda cpu: _open_network(store, run_id, profile, net_name, cpu))
+                           lambda cpu: _open_network(store, run_id, network, cpu))
     except KeyboardInterrupt:
         interrupted = True
         err.print("[yellow]interrupted: everything measured so far is kept[/]")
@@ -233,14 +276,16 @@ def _measured(store: Store, config: dict, chosen: list[manifest.Driver], scenari
     return run_id, interrupted
 
 
-def _open_network(store: Store, run_id: int, profile: Profile, net_name: str, cpu: int | None) -> ServerSide:
-    """The run's server side; a network lab's description (measured RTT) goes with the run."""
-    server = open_server_side(profile, cpu)
+def _open_network(store: Store, run_id: int, network: _Network, cpu: int | None) -> ServerSide:
+    """The run's server side; a network's description (measured RTT) goes with the run."""
+    server = network.open(cpu)
     if (described := server.describe()) is not None:
-        net = {**described, "asked": net_name}
+        net = {**described, "asked": network.asked}
         store.update_config(run_id, net=net)
-        err.print(f"network '{profile.name}' ({net['summary']}): measured RTT {net['measured_rtt_ms']:.2f} ms"
-                  + "".join(f"; {n}" for n in net["notes"]), highlight=False)
+        rates = "".join(f", {what} {net[key]:,.0f} Mbit/s" for what, key in
+                        (("down", "measured_download_mbit"), ("up", "measured_upload_mbit")) if key in net)
+        err.print(f"network '{network.name()}' ({net['summary']}): measured RTT {net['measured_rtt_ms']:.2f} ms"
+                  + rates + "".join(f"; {n}" for n in net["notes"]), highlight=False)
     return server
 
 

@@ -7,6 +7,8 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clientlab import build as builder
 from clientlab import manifest
@@ -19,6 +21,10 @@ from clientlab.runner import CellGroup, CellResult, Deadline, Events, LabRun, Ru
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
+if TYPE_CHECKING:
+    from clientlab.hosts.hostsfile import Host
+    from clientlab.serverside import ServerSide
+
 QUICK_PART_TRIALS = 5
 
 
@@ -30,9 +36,12 @@ class ExperimentRun:
 
 def run_experiment(store: Store, experiment: Experiment, quick: bool, options: RunOptions,
                    events: Events | None = None, extra_drivers: list[manifest.Driver] | None = None,
-                   on_note: Callable[[str], object] = print, check_links: bool = True) -> ExperimentRun:
+                   on_note: Callable[[str], object] = print, check_links: bool = True,
+                   server_host: tuple[Host, Path] | None = None) -> ExperimentRun:
     """The experiment's cells into one stored run. check_links off: a network lab whose measured
-    RTT is off its profile's is used all the same (the experiment tests: the links are tested alone)."""
+    RTT is off its profile's is used all the same (the experiment tests: the links are tested alone).
+    server_host (the host, the lab's known_hosts): the loopback parts' server runs there, across the
+    network; parts on this machine's network lab are not run."""
     cells = plan(experiment, quick)
     # the trial and time budgets: the caller's, else the experiment's own
     budget = experiment.budget_for(quick, options.run_budget_s)
@@ -43,7 +52,7 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
               "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells),
               "retries": options.retries, "interleave": options.interleave, "time_budget_s": options.run_budget_s}
     with lab_run(store, config, options, events) as lab:
-        networks = _Networks(lab, experiment, quick, drivers, on_note, check_links)
+        networks = _Networks(lab, experiment, quick, drivers, on_note, check_links, server_host)
         try:
             networks.run(cells, Deadline.after(budget))
         finally:
@@ -76,12 +85,13 @@ class _Networks:
     drivers: dict[str, manifest.Driver]
     on_note: Callable[[str], object]
     check_links: bool = True
+    server_host: tuple[Host, Path] | None = None
     described: dict[str, dict] = field(default_factory=dict)
 
     def run(self, cells: list[PlannedCell], deadline: Deadline) -> None:
         by_net = [(net, list(group)) for net, group in
                   itertools.groupby(sorted(cells, key=lambda c: c.net != "loopback"), key=lambda c: c.net)]
-        missing = {net: None if not netprofile.get(net).namespaces else hosts.why_unavailable() for net, _ in by_net}
+        missing = {net: self._why_not(net) for net, _ in by_net}
         cells_left = sum(len(group) for net, group in by_net if not missing[net])
         for net, group in by_net:
             if reason := missing[net]:
@@ -92,9 +102,21 @@ class _Networks:
             self._run_on(net, group, deadline.share(len(group), cells_left))
             cells_left -= len(group)
 
+    def _why_not(self, net: str) -> str | None:
+        if not netprofile.get(net).namespaces:
+            return None
+        if self.server_host is not None:
+            return f"the bench server is on host {self.server_host[0].name} (--server-host): its path is the network"
+        return hosts.why_unavailable()
+
     def _run_on(self, net: str, cells: list[PlannedCell], deadline: Deadline) -> None:
         lab = self.lab
-        side = open_server_side(netprofile.get(net), lab.placement.server, check_rtt=self.check_links)
+        if self.server_host is not None:
+            from clientlab.hosts.benchserver import ServerHost
+
+            side: ServerSide = ServerHost(*self.server_host)
+        else:
+            side = open_server_side(netprofile.get(net), lab.placement.server, check_rtt=self.check_links)
         with side as server, lab.runner(server) as runner:
             if (described := server.describe()) is not None:
                 self.described[net] = described

@@ -98,7 +98,9 @@ class NamespaceHost:
             f"ListenAddress {self.address}:{self.port}\nHostKey {self.host_key}\n"
             f"AuthorizedKeysFile {self.folder / 'authorized_keys'}\nPidFile none\n"
             "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-            "UsePAM no\nStrictModes no\nPrintMotd no\nPrintLastLog no\nLogLevel INFO\n")
+            "UsePAM no\nStrictModes no\nPrintMotd no\nPrintLastLog no\nLogLevel INFO\n"
+            # namespace hosts share this machine: each its own run lock, as separate machines have
+            f"SetEnv CLIENTLAB_LOCK={self.folder / 'run.lock'}\n")
         return config
 
     def start_sshd(self) -> None:
@@ -134,16 +136,21 @@ class NamespaceHost:
         keygen(self.host_key)
         self.start_sshd()
 
-    def stop(self) -> None:
-        """Kill sshd and whatever else runs in the namespace, remove the namespace (its veth goes
-        with it) and our end if it is still there."""
-        self.stop_sshd()
+    def crash(self) -> None:
+        """The host dies: every process in it killed at once (sshd and what it started); the
+        kernel closes their connections."""
         pids = subprocess.run(["ip", "netns", "pids", self.name], check=False, capture_output=True, text=True).stdout.split()
         for pid in pids:
             try:
                 os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+    def stop(self) -> None:
+        """Kill sshd and whatever else runs in the namespace, remove the namespace (its veth goes
+        with it) and our end if it is still there."""
+        self.stop_sshd()
+        self.crash()
         subprocess.run(["ip", "netns", "delete", self.name], check=False, capture_output=True)
         subprocess.run(["ip", "link", "delete", self.link], check=False, capture_output=True)
 

@@ -28,9 +28,11 @@ class HostError(LabError):
         self.host, self.kind = host, kind
 
 
-def ssh_argv(host: Host, known_hosts: Path, command: str) -> list[str]:
+def ssh_argv(host: Host, known_hosts: Path, command: str, forwards: tuple[str, ...] = ()) -> list[str]:
     """ssh with the lab's options only (no user or system ssh_config): batch mode, strict host keys
-    from the lab's known_hosts and no other, the host's own key."""
+    from the lab's known_hosts and no other, the host's own key. `forwards` are ssh's own forwarding
+    arguments (`-L 127.0.0.1:5000:127.0.0.1:6000`, `-R …`): the session fails at once when one
+    cannot be set up, rather than run without it."""
     options = {
         "BatchMode": "yes", "StrictHostKeyChecking": "yes", "UserKnownHostsFile": str(known_hosts),
         "GlobalKnownHostsFile": "/dev/null", "UpdateHostKeys": "no", "CheckHostIP": "no",
@@ -39,10 +41,12 @@ def ssh_argv(host: Host, known_hosts: Path, command: str) -> list[str]:
         "ControlMaster": "no", "ControlPath": "none", "ForwardAgent": "no", "ClearAllForwardings": "yes",
         "RequestTTY": "no", "LogLevel": "ERROR",
     }
+    if forwards:
+        options.update(ClearAllForwardings="no", ExitOnForwardFailure="yes")
     argv = ["ssh", "-F", "none", "-i", str(host.key), "-p", str(host.port), "-l", host.user]
     for key, value in options.items():
         argv += ["-o", f"{key}={value}"]
-    return [*argv, "--", host.address, command]
+    return [*argv, *forwards, "--", host.address, command]
 
 
 def _check_key_file(host: Host) -> None:
@@ -102,11 +106,11 @@ def run(host: Host, known_hosts: Path, command: str, timeout_s: float = 60) -> s
 class Session:
     """One ssh process running a command on the host, spoken to a line at a time."""
 
-    def __init__(self, host: Host, known_hosts: Path, command: str):
+    def __init__(self, host: Host, known_hosts: Path, command: str, forwards: tuple[str, ...] = ()):
         _check_key_file(host)
         self.host, self.known_hosts = host, known_hosts
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the session's, closed on __exit__
-        self._proc = subprocess.Popen(ssh_argv(host, known_hosts, command), stdin=subprocess.PIPE,
+        self._proc = subprocess.Popen(ssh_argv(host, known_hosts, command, forwards), stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._stderr)
         self._buffer = b""
 
@@ -133,6 +137,15 @@ class Session:
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
+
+    def alive(self) -> bool:
+        """ssh, and so the command on the host, still runs (a host that stopped answering ends it
+        within ALIVE_INTERVAL_S × 2)."""
+        return self._proc.poll() is None
+
+    def ended(self) -> HostError:
+        """Why the session ended, as an error to raise (it is closed first)."""
+        return self._ended()
 
     def _ended(self) -> HostError:
         code = self.close()

@@ -53,7 +53,6 @@ class NetLab:
                                   wrap=hosts.in_ns(hosts.SERVER_NS), max_conns=p.max_conns,
                                   public_host=BENCH_HOST)
         self._parts.append(self.server)
-        self.proc = self.server.proc
         http_port, https_port = self.server.endpoint.http_port, self.server.endpoint.https_port
         if p.rtt_ms and not delay_by_netem:
             proxy = LatencyProxy(p.rtt_ms, {"http": http_port, "https": https_port})
@@ -99,6 +98,16 @@ class NetLab:
 
     def alive(self) -> bool:
         return all(part.alive() for part in self._parts)
+
+    def exit_reason(self) -> str:
+        gone = [type(part).__name__ for part in self._parts if not part.alive()]
+        return f"the network lab lost {', '.join(gone) or 'a part'} ({self.server.exit_reason()} for the bench server)"
+
+    def cpu_ns(self) -> int | None:
+        return self.server.cpu_ns()
+
+    def local_pids(self) -> list[int]:
+        return self.server.local_pids()
 
     def stop(self) -> None:
         for part in reversed(self._parts):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import sqlite3
 from pathlib import Path
 
 from rich.console import Console
 
 from clientlab.output.long import long_lines
 from clientlab.output.whatran import print_what_ran
-from clientlab.store import Store
+from clientlab.store import Store, legacy
 
 
 def _cell(driver: str, departures: list[str]) -> dict:
@@ -43,6 +44,9 @@ def test_departures_are_stored_with_the_cell_and_old_stores_read_none(tmp_path: 
     store.start_cell(run_id, "a-one", "get-small", {}, "rps")
     assert [c["departures"] for c in store.cells(run_id)] == [["why"], []]
     # a store made before the column existed gets it on opening
-    store.db.execute("ALTER TABLE cells DROP COLUMN departures")
-    store.db.commit()
-    assert [c["departures"] for c in Store(tmp_path / "r.sqlite").cells(run_id)] == [[], []]
+    with sqlite3.connect(tmp_path / "old.sqlite") as conn:
+        conn.executescript(legacy.SCHEMA)
+        conn.execute("INSERT INTO runs (started_at, status, machine, config) VALUES (1, 'complete', '{}', '{}')")
+        conn.execute("INSERT INTO cells (run_id, driver, scenario, params, status, metric, started_at) "
+                     "VALUES (1, 'a-one', 'get-small', '{}', 'ok', 'rps', 1)")
+    assert [c["departures"] for c in Store(tmp_path / "old.sqlite").cells(1)] == [[]]

@@ -68,7 +68,7 @@ class Trials:
         timeout = (cell.options.trial_timeout_s or scenario.timeout_s) if verify else timed_limit(cell, scenario)
         phase = timed_phase(cell.running.proc, server, planned.job, timeout, group=cell.running.group,
                             watch=server if verify else None,
-                            server_group=cgroup.group_of(server.proc.pid, "server"), stall_s=cell.options.stall_s)
+                            server_cpu=True, stall_s=cell.options.stall_s)
         problems = (check_verification if verify else check_trial)(planned, phase.report, phase.snapshot)
         summary = figures.server_summary(phase.snapshot, sequential=planned.job["concurrency"] == 1)
         if phase.server_cpu_s is not None:
@@ -172,7 +172,7 @@ def _wait_done(proc: DriverProcess, timeout_s: float, watch: ServerSide | None, 
 
 def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: float,
                 group: cgroup.Group | None = None, watch: ServerSide | None = None,
-                server_group: cgroup.Group | None = None, stall_s: float = STALL_S) -> Phase:
+                server_cpu: bool = False, stall_s: float = STALL_S) -> Phase:
     """job → ready → (reset counters, start meters) go → done (stop meters, read counters) → report."""
     t_job = time.perf_counter()
     proc.send({"type": "job", "job": job})
@@ -183,9 +183,9 @@ def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: f
         raise DriverFault(f"driver could not set up the job: {answer.get('message')}")
     setup_s = time.perf_counter() - t_job
     if not server.alive():
-        raise LabError(f"the bench server died (exit code {server.proc.poll()})")
+        raise LabError(f"the bench server is gone: {server.exit_reason()}")
     server.reset()
-    server_cpu0 = server_group.cpu().total_ns if server_group else None
+    server_cpu0 = server.cpu_ns() if server_cpu else None
     noise = NoiseMeter()
     noise.start()
     meter = TreeMeter(proc.pid, group=group)
@@ -196,7 +196,8 @@ def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: f
     finally:
         usage = meter.stop(time.perf_counter())  # also stops the sampler when the driver failed
     disturbance = noise.stop()
-    server_cpu_s = (server_group.cpu().total_ns - server_cpu0) / 1e9 if server_group else None
+    server_cpu1 = server.cpu_ns() if server_cpu0 is not None else None
+    server_cpu_s = (server_cpu1 - server_cpu0) / 1e9 if server_cpu0 is not None and server_cpu1 is not None else None
     if done["type"] != "done":
         raise DriverFault(f"driver sent {done['type']} instead of done: {done.get('message') or done.get('reason')}")
     snapshot = server.counters()

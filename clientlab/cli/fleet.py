@@ -1,0 +1,87 @@
+"""clientlab run --on HOSTS (the coordinator's side) and clientlab worker (a lab host's side):
+the matrix shared out over lab hosts (docs/many-machines.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from clientlab import manifest
+from clientlab.cli.common import (
+    EXIT_FAILED,
+    chosen_store,
+    err,
+    load_drivers,
+    main,
+    out,
+    split_names,
+)
+from clientlab.errors import LabInputError
+
+NOT_WITH_ON = {"json_path": "--json", "server_host_name": "--server-host", "runtime_specs": "--runtimes"}
+
+
+def _refuse_what_a_fleet_run_cannot_do(ctx: click.Context) -> None:
+    for name, option in NOT_WITH_ON.items():
+        if ctx.params.get(name):
+            raise LabInputError(f"{option} cannot go with --on yet: a fleet run's jobs run on the lab hosts")
+
+
+def _matrix(ctx: click.Context, baseline: str) -> tuple[list[str], list[str]]:
+    """(driver ids, scenario labels) chosen as `clientlab run` chooses them; the baseline must exist."""
+    from clientlab.cli.run import _chosen_drivers, _chosen_scenarios
+
+    p = ctx.params
+    drivers = [d.id for d in _chosen_drivers(p["driver_paths"], p["driver_names"])]
+    manifest.select(load_drivers(p["driver_paths"]), [baseline])   # a clear error naming an unknown baseline
+    _files, scenarios = _chosen_scenarios(p["scenario_names"], p["params"], p["http"], p["concurrency"],
+                                          p["keep_alive"], p["client_options"])
+    return drivers, [s.label for s in scenarios]
+
+
+def run_on_hosts(ctx: click.Context, on_hosts: str, hosts_path: Path | None, job_size: int | None,
+                 baseline: str) -> None:
+    """The coordinator: the jobs measured on the hosts, stored here, and the combined table printed."""
+    from clientlab.fleet.launch import run_on_hosts as launch
+    from clientlab.output.fleet import comparable_note, fleet_table
+
+    _refuse_what_a_fleet_run_cannot_do(ctx)
+    names = split_names((on_hosts,)) or []
+    if not names:
+        raise LabInputError("--on: name at least one lab host")
+    drivers, scenarios = _matrix(ctx, baseline)
+    store = chosen_store()
+
+    def say(line: str) -> None:
+        err.print(escape(line), highlight=False)
+    from clientlab.runner import stop_on_sigterm
+
+    try:
+        with stop_on_sigterm():   # SIGTERM as Ctrl-C: the broker and the hosts' workers are stopped
+            run_ids = launch(ctx, store, names, hosts_path, drivers, scenarios, baseline, job_size, say)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted: the jobs stored so far are kept; the workers were stopped[/]")
+        raise SystemExit(130) from None
+    runs = [{**store.run(r), "cells": store.cells(r)} for r in run_ids]
+    out.print(fleet_table(runs, f"fleet run over {', '.join(names)}: each cell beside its own host's baseline"))
+    for line in comparable_note(runs):
+        out.print(escape(line), highlight=False)
+    failed = [c for run in runs for c in run["cells"] if c["status"] == "failed"]
+    if failed:
+        err.print(f"[red]{len(failed)} cell(s) failed:[/]", highlight=False)
+        for c in failed:
+            err.print(escape(f"  {c['driver']} × {c['scenario']}: {(c['reason'] or '')[:200]}"), highlight=False)
+        raise SystemExit(EXIT_FAILED)
+
+
+@main.command("worker")
+def worker_cmd() -> None:
+    """Take the fleet's jobs on this lab host, one at a time, until the SSH session ends.
+
+    Started by the coordinator (`clientlab run --on HOSTS`) in this host's SSH session, which
+    lends it the coordinator's broker; it reads its settings as one JSON line on stdin."""
+    from clientlab.fleet import worker
+
+    worker.serve()

@@ -1,0 +1,52 @@
+"""A fleet run's jobs: the drivers shared out in chunks, each chunk measured on every scenario
+with the baseline driver beside it, as one ordinary interleaved `clientlab run` on one lab host.
+
+Each job carries the baseline so that a cell measured on one host is read as a ratio to the
+baseline measured in the same run, on the same host, in the same minutes; the price is the
+baseline's cells once per job, hence few, large jobs by default: as many as there are hosts."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass, field
+
+from clientlab.errors import LabInputError
+
+DEFAULT_BASELINE = "c-libcurl"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job: its run's uid (stored once whichever host measures it), its drivers and the baseline."""
+
+    index: int             # 1-based, in the order the jobs were made
+    drivers: tuple[str, ...]
+    baseline: str
+    uid: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def driver_ids(self) -> list[str]:
+        """The baseline first, then the job's drivers (the baseline once however it was asked for)."""
+        return [self.baseline, *(d for d in self.drivers if d != self.baseline)]
+
+    def label(self, total: int) -> str:
+        shown = ", ".join(d for d in self.drivers if d != self.baseline) or "(baseline only)"
+        return f"job {self.index}/{total} [{shown}]"
+
+
+def default_job_size(drivers: int, hosts: int) -> int:
+    """Drivers a job when none is asked: one job a host, since each job measures the baseline again."""
+    return max(1, math.ceil(drivers / max(1, hosts)))
+
+
+def split(drivers: list[str], baseline: str, job_size: int | None, hosts: int) -> list[Job]:
+    """The jobs, in order: the drivers other than the baseline in chunks of `job_size` (default:
+    one chunk a host), each with the baseline; only the baseline asked: one job of it alone."""
+    if job_size is not None and job_size < 1:
+        raise LabInputError(f"--job-size {job_size}: a job takes at least one driver")
+    others = [d for d in dict.fromkeys(drivers) if d != baseline]
+    if not others:
+        return [Job(1, (baseline,), baseline)]
+    size = job_size or default_job_size(len(others), hosts)
+    chunks = [tuple(others[i:i + size]) for i in range(0, len(others), size)]
+    return [Job(n, chunk, baseline) for n, chunk in enumerate(chunks, start=1)]
