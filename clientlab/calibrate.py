@@ -22,7 +22,8 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from clientlab import paths, stats, warmup
 from clientlab.job import plan
@@ -32,6 +33,9 @@ from clientlab.protocol import DriverFault, DriverProcess
 from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
+
+if TYPE_CHECKING:
+    from clientlab.hosts.hostsfile import Host
 
 SCENARIOS = ("get-small", "get-json-335k")
 TARGET = 0.10          # the lab's time per request within 10 % of the plain loop's
@@ -350,11 +354,11 @@ class BareBeside:
 
 
 def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options: RunOptions,
-        events: Events | None = None) -> tuple[int, list[Calibration]]:
+        events: Events | None = None, server_host: tuple[Host, Path] | None = None) -> tuple[int, list[Calibration]]:
     """Every driver on every scenario, each cell beside its calibration loop; the stored run's id
     and one Calibration per cell (the lab's cells are stored as in any run; the pairs go into
     the run's record under `calibration`)."""
-    with lab_run(store, loopback_config("calibration", drivers, scenarios), options, events) as lab, \
+    with lab_run(store, loopback_config("calibration", drivers, scenarios), options, events, server_host) as lab, \
             lab.bench_server() as bench, lab.runner(bench) as runner:
         run_id = lab.run_id
         beside = runner.beside = BareBeside(lab.placement.driver)

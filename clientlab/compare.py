@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clientlab.store import Store
+from clientlab.store.fingerprint import HOST_FIELDS, network_of
 
 ALPHA = 0.05
 MIN_CHANGE = 0.02  # |B/A - 1| below this is within the noise of any shared machine
@@ -188,10 +189,33 @@ def compare_runs(store: Store, run_a: int, run_b: int) -> list[CellComparison]:
     return [compare_cells(store, a[key], b[key]) for key in a if key in b]
 
 
-def document(run_a: int, run_b: int, rows: list[CellComparison]) -> dict:
+def unlike(store: Store, run_a: int, run_b: int) -> list[str]:
+    """What keeps the two runs' figures from being like for like, from what their fingerprints
+    cover: another kind of host, another network, and per cell other driver versions or scenario
+    parameters. Empty when they measured the same things the same way on the same kind of host."""
+    ra, rb = store.run(run_a), store.run(run_b)
+    notes = []
+    host_a, host_b = ({k: r["machine"].get(k) for k in HOST_FIELDS} for r in (ra, rb))
+    if host_a != host_b:
+        differ = ", ".join(f"{k} {host_a[k]} / {host_b[k]}" for k in HOST_FIELDS if host_a[k] != host_b[k])
+        notes.append(f"runs {run_a} and {run_b} were made on different kinds of host ({differ}): "
+                     "their absolute figures are not like for like")
+    net_a, net_b = network_of(ra["config"]), network_of(rb["config"])
+    if net_a != net_b:
+        notes.append(f"network: {net_a['profile']} in run {run_a}, {net_b['profile']} in run {run_b}")
+    a, b = keyed_cells(store.cells(run_a)), keyed_cells(store.cells(run_b))
+    for key in (k for k in a if k in b):
+        what = [name for name, field in (("driver versions", "versions"), ("scenario parameters", "params"))
+                if a[key][field] and b[key][field] and a[key][field] != b[key][field]]
+        if what:
+            notes.append(f"{key[0]} × {key[1]}: other {' and '.join(what)}")
+    return notes
+
+
+def document(run_a: int, run_b: int, rows: list[CellComparison], notes: list[str] | None = None) -> dict:
     return {"run_a": run_a, "run_b": run_b, "alpha": ALPHA, "min_change": MIN_CHANGE,
             "test": "Mann-Whitney U, two-sided, on each timed trial's throughput",
-            "cells": [r.to_dict() for r in rows]}
+            "not_like_for_like": notes or [], "cells": [r.to_dict() for r in rows]}
 
 
 # -- the terminal table ---------------------------------------------------------------------

@@ -149,3 +149,28 @@ def test_table_renders_every_verdict(verdict):
     console = Console(record=True, width=200)
     console.print(compare.table(1, 2, [row]))
     assert verdict in console.export_text()
+
+
+def _stored(store, machine: dict, net: str, versions: dict, params: dict) -> int:
+    run_id = store.start_run(machine, {"net": {"profile": net}})
+    cell = store.start_cell(run_id, "d", "get-small", params, "throughput")
+    store.finish_cell(cell, "ok", None, {"throughput": 1.0}, versions)
+    store.finish_run(run_id, "complete")
+    return run_id
+
+
+def test_runs_of_the_same_kind_of_host_and_cells_are_like_for_like(store):
+    host = {"cpu_model": "X", "cores": 2, "memory_gib": 24, "kernel": "6.1", "os": "debian 12", "go": "1.26"}
+    a = _stored(store, {**host, "hostname": "one"}, "loopback", {"lib": "1.0"}, {"count": 10})
+    b = _stored(store, {**host, "hostname": "two"}, "loopback", {"lib": "1.0"}, {"count": 10})
+    assert compare.unlike(store, a, b) == []
+
+
+def test_another_host_network_driver_version_or_parameter_is_said_to_be_not_like_for_like(store):
+    host = {"cpu_model": "X", "cores": 2, "memory_gib": 24, "kernel": "6.1", "os": "debian 12", "go": "1.26"}
+    a = _stored(store, host, "loopback", {"lib": "1.0"}, {"count": 10})
+    b = _stored(store, {**host, "cores": 8}, "server-host:bench1", {"lib": "1.1"}, {"count": 20})
+    notes = compare.unlike(store, a, b)
+    assert notes[0].startswith(f"runs {a} and {b} were made on different kinds of host (cores 2 / 8)")
+    assert notes[1] == f"network: loopback in run {a}, server-host:bench1 in run {b}"
+    assert notes[2] == "d × get-small: other driver versions and scenario parameters"

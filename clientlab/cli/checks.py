@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -27,12 +28,16 @@ from clientlab.cli.common import (
     store_option,
     take_lab_lock,
 )
+from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
 from clientlab.errors import LabInputError
 from clientlab.output.crosscheck import crosscheck_report
 from clientlab.output.progress import ProgressEvents
 from clientlab.runner import JIT_WARM_S, PLACEMENTS, RunOptions, stop_on_sigterm
 from clientlab.stats import StopRule
 from clientlab.store import Store
+
+if TYPE_CHECKING:
+    from clientlab.hosts.hostsfile import Host
 
 
 @main.command("crosscheck")
@@ -53,9 +58,11 @@ from clientlab.store import Store
                    "get-small, get-json-335k).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="With --bare: also write every pair of lab trial and plain-loop round here.")
+@server_host_option
+@hosts_option
 @store_option
 def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries, bare,  # noqa: ANN001
-                   json_path) -> None:
+                   json_path, server_host_name, hosts_path) -> None:
     """Is the bench server part of the answer? Each driver on static workloads against the bench
     server and against Debian's nginx (one worker, the same core), in one run, the two servers'
     trials of a scenario taking turns: each driver's
@@ -70,8 +77,16 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     loop timed by its own clock; lab ÷ bare is the cell's time per request over the loop's, trial
     by trial. It must be within 10 %.
 
+    With --bare --server-host NAME, the cells and their plain loops both reach the bench server
+    on that host, across the network. Against nginx, both servers run here.
+
     Exit code 0 when every ratio agrees, 1 when one does not."""
     from clientlab import calibrate, crosscheck
+
+    if server_host_name and not bare:
+        raise LabInputError("crosscheck against nginx runs both servers on this machine: --server-host goes with "
+                            "--bare (the lab against a plain loop of the same client, both across the network)")
+    server_host = chosen_server_host(server_host_name, hosts_path)
 
     chosen = manifest.select(load_drivers(driver_paths), split_names(driver_names))
     missing = [f"{d.id} ({d.missing()})" for d in chosen if d.missing() is not None]
@@ -93,7 +108,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
         fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
         options = dataclasses.replace(options, trial_seconds=DEFAULT_TRIAL_S, fixed_counts=fixed,
                                       interleave=DEFAULT_INTERLEAVE, forks=DEFAULT_FORKS, jit_warm_s=JIT_WARM_S)
-        _calibrate(store, drivers, scenarios, options, json_path)
+        _calibrate(store, drivers, scenarios, options, json_path, server_host)
         return
     cells = len(drivers) * len(scenarios) * 2
     with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
@@ -106,14 +121,16 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
         raise SystemExit(1)
 
 
-def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions, json_path: Path | None) -> None:
+def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions, json_path: Path | None,
+               server_host: tuple[Host, Path] | None) -> None:
     """crosscheck --bare: the cells beside their calibration loops, a table, exit 1 past the target."""
     from clientlab import calibrate
     from clientlab.output.calibration import calibration_table
 
     with stop_on_sigterm(), ProgressEvents(len(drivers) * len(scenarios), err, len(drivers)) as events:
-        run_id, cells = calibrate.run(store, drivers, scenarios, options, events)
-    table, notes = calibration_table(cells, f"crosscheck --bare, run {run_id}, placement {options.placement}: "
+        run_id, cells = calibrate.run(store, drivers, scenarios, options, events, server_host)
+    where = f", server on host {server_host[0].name}" if server_host else ""
+    table, notes = calibration_table(cells, f"crosscheck --bare, run {run_id}, placement {options.placement}{where}: "
                                             "the lab beside the same client in a plain loop")
     out.print(table)
     for note in notes:

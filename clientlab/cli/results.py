@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from clientlab import export as exporters
@@ -152,5 +153,8 @@ def compare_cmd(run_a: str, run_b: str, json_path: Path | None) -> None:
     if not rows:
         raise LabInputError(f"runs {a} and {b} have no cell in common (same driver and scenario)")
     out.print(compare.table(a, b, rows))
+    notes = compare.unlike(store, a, b)
+    for note in notes:
+        err.print(f"[yellow]not like for like:[/] {escape(note)}", highlight=False)
     if json_path:
-        json_path.write_text(json.dumps(compare.document(a, b, rows), indent=2) + "\n")
+        json_path.write_text(json.dumps(compare.document(a, b, rows, notes), indent=2) + "\n")

@@ -28,7 +28,8 @@ def document(store: Store, run_id: int) -> dict:
         cells.append({
             "driver": cell["driver"], "scenario": cell["scenario"], "params": cell["params"],
             "status": cell["status"], "reason": cell["reason"], "metric": cell["metric"],
-            "versions": cell["versions"], "figures": cell["figures"], "trials": trials,
+            "versions": cell["versions"], "figures": cell["figures"], "fingerprint": cell.get("fingerprint"),
+            "trials": trials,
         })
     run = store.run(run_id)
     run.pop("pid", None)

@@ -150,3 +150,22 @@ def test_an_experiment_runs_its_loopback_parts_on_the_server_host_and_not_its_la
     lan = cells["get-small[lan,net=lan-1g]"]
     assert lan["status"] == "unsupported" and "on host nshost (--server-host)" in lan["reason"]
     assert store.run(result.run_id)["config"]["networks"]["loopback"]["profile"] == "server-host:nshost"
+
+
+def test_crosscheck_bare_puts_the_lab_and_the_plain_loop_against_the_server_host(server_host, lab_home):
+    _host, hosts_file = server_host
+    done = clientlab("crosscheck", "--bare", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference",
+                     "-s", "get-small", "-p", "count=50", "--trials", "2", "--server-host", "nshost",
+                     "--hosts", str(hosts_file), home=lab_home)
+    assert done.returncode in (0, 1), done.stderr   # 1: the lab and the loop disagreed, which a test cannot fix
+    assert "server on host nshost" in " ".join(done.stdout.split())
+    assert "cells within 10% of the plain loop" in done.stdout
+    with sqlite3.connect(lab_home / "results.sqlite") as db:
+        config = json.loads(db.execute("SELECT config FROM runs").fetchone()[0])
+    assert config["net"]["profile"] == "server-host:nshost" and config["server_host"] == "nshost"
+    assert config["calibration"][0]["pairs"], "the plain loop ran against the server host"
+
+
+def test_crosscheck_against_nginx_does_not_take_a_server_host(tmp_path, lab_home):
+    done = clientlab("crosscheck", "--server-host", "far", "--hosts", str(tmp_path / "none.toml"), home=lab_home)
+    assert done.returncode == 2 and "goes with --bare" in done.stderr, done.stderr

@@ -23,6 +23,10 @@ from clientlab.server import BenchServer
 from clientlab.store import Store
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from clientlab.hosts.benchserver import ServerHost
+    from clientlab.hosts.hostsfile import Host
     from clientlab.serverside import ServerSide
 
 
@@ -70,20 +74,29 @@ class LabRun:
     placement: Placement
     options: RunOptions
     events: Events
+    server_host: tuple[Host, Path] | None = None   # (the host, the lab's known_hosts): --server-host
 
     def runner(self, server: ServerSide) -> CellRunner:
         """A runner of this run's cells on `server` (a context manager: it stops kept processes)."""
         return CellRunner(server, self.store, self.run_id, self.options, self.events, self.placement.driver)
 
-    def bench_server(self) -> BenchServer:
-        """The bench server on loopback, on the placement's server core."""
-        return BenchServer(cpu=self.placement.server)
+    def bench_server(self) -> BenchServer | ServerHost:
+        """The bench server on loopback, on the placement's server core; or, with a server host,
+        there, its path stored with the run as its network."""
+        if self.server_host is None:
+            return BenchServer(cpu=self.placement.server)
+        from clientlab.hosts.benchserver import ServerHost
+
+        server = ServerHost(*self.server_host)
+        self.store.update_config(self.run_id, net=server.describe(), server_host=self.server_host[0].name)
+        return server
 
 
 @contextlib.contextmanager
-def lab_run(store: Store, config: dict, options: RunOptions, events: Events | None = None) -> Iterator[LabRun]:
+def lab_run(store: Store, config: dict, options: RunOptions, events: Events | None = None,
+            server_host: tuple[Host, Path] | None = None) -> Iterator[LabRun]:
     with stored_run(store, config, options.placement) as (run_id, placement):
-        yield LabRun(store, run_id, placement, options, events or SilentEvents())
+        yield LabRun(store, run_id, placement, options, events or SilentEvents(), server_host)
 
 
 def loopback_config(kind: str, drivers: Sequence[Driver], scenarios: Sequence[Scenario]) -> dict:
