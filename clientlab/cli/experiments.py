@@ -68,16 +68,22 @@ EXPERIMENT_CELL_S = 30.0
                    "trials are kept (flagged) and no trial waits for a slow phase of the host; each network and "
                    "workload gets a share of the time left by its cells. 0: no limit.  [default: the "
                    "experiment's own `time_budget` (`quick_time_budget` with --quick), listed by --list]")
+@click.option("--experiment-path", type=click.Path(exists=True, path_type=Path), metavar="FILE|FOLDER",
+              help="Take the experiments from this file, or folder of experiment files, instead of experiments/.")
 @server_host_option
 @hosts_option
+@click.option("--on", "on_hosts", metavar="HOST[,HOST…]",
+              help="Share the experiments out over these lab hosts of the hosts file (--hosts): each one measured "
+                   "whole by one host, one at a time a host; runs and findings kept here (docs/many-machines.md).")
 @driver_path_option
 @scenario_path_option
 @no_wait_option
 @store_option
 def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
                    findings_path: Path, placement: str, retries: int, interleave: str | None,
-                   time_budget: float | None, server_host_name: str | None, hosts_path: Path | None,
-                   driver_paths: tuple[Path, ...], scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
+                   time_budget: float | None, experiment_path: Path | None, server_host_name: str | None,
+                   hosts_path: Path | None, on_hosts: str | None, driver_paths: tuple[Path, ...],
+                   scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
     """Run seed experiments (experiments/*.toml) and judge each article's claims with the numbers.
 
     Each experiment runs its parts (drivers × scenarios × settings, on the part's network) into
@@ -90,7 +96,11 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     if list_only or not names:
         _list_experiments(hint=not names)
         return
-    chosen = spec.get(list(names))
+    chosen = spec.get_from(list(names), experiment_path)
+    if on_hosts:  # this machine coordinates the lab hosts: it measures nothing and takes no lab lock
+        from clientlab.cli.fleet import experiments_on_hosts
+        experiments_on_hosts(click.get_current_context(), on_hosts, chosen, experiment_path, quick, findings_path)
+        return
     extra = [d for d in load_drivers(driver_paths) if driver_paths]
     options = _run_options(quick, trials, placement, retries)
     server_host = chosen_server_host(server_host_name, hosts_path)
@@ -193,10 +203,11 @@ def findings_cmd(output: Path, quick_ok: bool) -> None:
             err.print(f"[yellow]{name}: no finished run (clientlab experiment {name})[/]", highlight=False)
 
 
-def _print_verdicts(e: Experiment, store: Store, run_id: int) -> None:
+def _print_verdicts(e: Experiment, store: Store, run_id: int, host: str | None = None) -> None:
     from clientlab.experiment.verdict import judge_run
 
-    table = Table(title=f"{e.name}: the article's claims (run {run_id})")
+    table = Table(title=f"{e.name}: the article's claims (run {run_id}"
+                        + (f", measured on lab host {host})" if host else ")"))
     for column in ("the article says", "the lab measured", "verdict"):
         table.add_column(column, overflow="fold")
     for v in judge_run(e, store.cells(run_id)):

@@ -1,9 +1,11 @@
-"""clientlab run --on HOSTS (the coordinator's side) and clientlab worker (a lab host's side):
-the matrix shared out over lab hosts (docs/many-machines.md)."""
+"""clientlab run --on HOSTS and clientlab experiment … --on HOSTS (the coordinator's side) and
+clientlab worker (a lab host's side): the matrix, or the experiments, shared out over lab hosts
+(docs/many-machines.md)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -13,12 +15,16 @@ from clientlab.cli.common import (
     EXIT_FAILED,
     chosen_store,
     err,
+    exit_if_cells_failed,
     load_drivers,
     main,
     out,
     split_names,
 )
 from clientlab.errors import LabInputError
+
+if TYPE_CHECKING:
+    from clientlab.experiment.spec import Experiment
 
 NOT_WITH_ON = {"json_path": "--json", "server_host_name": "--server-host", "runtime_specs": "--runtimes"}
 
@@ -74,6 +80,52 @@ def run_on_hosts(ctx: click.Context, on_hosts: str, hosts_path: Path | None, job
         for c in failed:
             err.print(escape(f"  {c['driver']} × {c['scenario']}: {(c['reason'] or '')[:200]}"), highlight=False)
         raise SystemExit(EXIT_FAILED)
+
+
+def _refuse_what_an_experiment_fleet_cannot_do(ctx: click.Context) -> None:
+    from clientlab import paths
+
+    if ctx.params.get("server_host_name"):
+        raise LabInputError("--server-host cannot go with --on: each lab host serves its experiment from its own "
+                            "bench server, on its loopback")
+    for name, option in (("driver_paths", "--driver-path"), ("scenario_paths", "--scenario-path")):
+        for path in ctx.params.get(name) or ():
+            if not path.resolve().is_relative_to(paths.ROOT):
+                raise LabInputError(f"{option} {path} cannot go with --on: it is outside the clientlab checkout, "
+                                    "so a lab host would not have it (put it in the checkout, committed)")
+
+
+def experiments_on_hosts(ctx: click.Context, on_hosts: str, chosen: list[Experiment], experiment_path: Path | None,
+                         quick: bool, findings_path: Path) -> None:
+    """The coordinator of `clientlab experiment … --on`: each experiment measured on one host,
+    stored here, its findings section written here and its verdicts printed as it comes back."""
+    from clientlab.cli.experiments import _print_verdicts
+    from clientlab.experiment.spec import source_of
+    from clientlab.fleet.experiments import Chosen
+    from clientlab.fleet.experiments import experiments_on_hosts as launch
+    from clientlab.runner import stop_on_sigterm
+
+    _refuse_what_an_experiment_fleet_cannot_do(ctx)
+    names = split_names((on_hosts,)) or []
+    if not names:
+        raise LabInputError("--on: name at least one lab host")
+    store = chosen_store()
+
+    def say(line: str) -> None:
+        err.print(escape(line), highlight=False)
+
+    def show_verdicts(e: Experiment, run_id: int, host: str | None) -> None:
+        _print_verdicts(e, store, run_id, host)
+
+    experiments = [Chosen(e, source_of(e.name, experiment_path)) for e in chosen]
+    try:
+        with stop_on_sigterm():   # SIGTERM as Ctrl-C: the broker and the hosts' workers are stopped
+            run_ids = launch(ctx, store, names, ctx.params.get("hosts_path"), experiments, quick, findings_path,
+                             say, show_verdicts)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted: the experiments stored so far are kept; the workers were stopped[/]")
+        raise SystemExit(130) from None
+    exit_if_cells_failed(store, run_ids)
 
 
 @main.command("worker")

@@ -34,9 +34,9 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
     when = datetime.datetime.fromtimestamp(run["started_at"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"## {experiment.name} — {experiment.title} (seed {experiment.seed})", "",
              f"*The article:* {experiment.article}", "",
-             f"Run {run_id} ({'quick form' if config.get('quick') else 'full form'}, {run['status']}), {when}, "
-             f"on {m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, Linux {m.get('kernel', '?')}"
-             f"; placement {config.get('placement', 'split')}.", ""]
+             (f"Run {run_id} ({'quick form' if config.get('quick') else 'full form'}, {run['status']}), {when}, "
+              f"on {_lab_host(config)}{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, "
+              f"Linux {m.get('kernel', '?')}; placement {config.get('placement', 'split')}."), ""]
     planned = len(plan(experiment, bool(config.get("quick"))))
     if run["status"] != "complete":
         lines.append(f"- The run did not finish ({run['status']}): {len(cells)} of its {planned} cells were stored; "
@@ -76,6 +76,12 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
     lines += ["", "Versions: " + "; ".join(f"{d}: " + ", ".join(f"{k} {v}" for k, v in vs.items())
                                            for d, vs in sorted(versions.items())), "", "</details>", ""]
     return "\n".join(lines)
+
+
+def _lab_host(config: dict) -> str:
+    """'lab host lab2: ' for a run measured there by `clientlab experiment … --on`, else nothing."""
+    host = (config.get("fleet") or {}).get("host")
+    return f"lab host {host}: " if host else ""
 
 
 def part_tables(experiment: Experiment, cells: list[dict]) -> list[str]:

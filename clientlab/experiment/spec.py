@@ -211,3 +211,23 @@ def get(names: list[str], folder: Path | None = None) -> list[Experiment]:
         raise LabInputError(f"unknown experiment(s): {', '.join(map(quote, unknown))} "
                             f"(known: {', '.join(known)}, or all)")
     return [known[n] for n in names]
+
+
+def get_from(names: list[str], path: Path | None) -> list[Experiment]:
+    """The named experiments from `path`: a folder of experiment files (default: experiments/), or
+    one file, whose experiment is the only one there is (named, or `all`)."""
+    if path is None or path.is_dir():
+        return get(names, path)
+    if not path.is_file():
+        raise LabInputError(f"--experiment-path {path}: no such file or folder")
+    experiment = load_file(path)
+    unknown = [n for n in names if n not in ("all", experiment.name)]
+    if unknown:
+        raise LabInputError(f"unknown experiment(s): {', '.join(map(quote, unknown))} "
+                            f"({path} holds {quote(experiment.name)} only)")
+    return [experiment]
+
+
+def source_of(name: str, path: Path | None) -> Path:
+    """The file an experiment of get_from(…, path) was read from."""
+    return path if path is not None and path.is_file() else (path or experiments_dir()) / f"{name}.toml"

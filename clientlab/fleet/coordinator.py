@@ -44,6 +44,7 @@ class Coordinator:
     states: list[JobState]
     say: Callable[[str], None]
     record_failed: Callable[[JobState], int]
+    on_stored: Callable[[JobState], None] | None = None   # told of each job's run once stored, done or failed
     live: dict[str, HostWorker] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -107,6 +108,8 @@ class Coordinator:
                  f"(its run {measured:.1f} s): "
                  + (f"stored as run {run_id} ({len(answer['doc']['cells'])} cells)" if added
                     else f"already stored as run {run_id}"))
+        if self.on_stored:
+            self.on_stored(state)
 
     def _attempt_failed(self, state: JobState, error: str, doc: dict | None) -> None:
         self.say(f"{self._label(state)} failed on {state.host}: {error}")
@@ -139,6 +142,8 @@ class Coordinator:
                 state.run_id = self.record_failed(state)
                 self.say(f"{self._label(state)} FAILED on every host ({'; '.join(state.errors) or 'no host left'}): "
                          f"its cells are stored as failed in run {state.run_id}")
+                if self.on_stored:
+                    self.on_stored(state)
         return changed
 
     def progress(self) -> str:

@@ -1,6 +1,7 @@
-"""One job on a lab host: an ordinary `clientlab run` there (its own bench server on the host's
-loopback, its placement, the host's run lock), into a store of its own that lives as long as the
-job, its run brought back as a document with the job's uid and the fleet run's record in its config."""
+"""One job on a lab host: an ordinary `clientlab run` (or `clientlab experiment`) there (its own
+bench server on the host's loopback, its placement, the host's run lock), into a store of its own
+that lives as long as the job, its run brought back as a document with the job's uid and the fleet
+run's record in its config."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from clientlab import paths
 from clientlab.store import Store
 
 RUN_EXITS_WITH_A_RUN = (0, 1)   # done; done with failed cells: either way the run is the job's result
+COMMANDS = ("run", "experiment")   # what a job may run: nothing else, whatever the queue says
+JOB_DIR = "{job_dir}"   # in a job's arguments: its folder on the host (where its `files` are written)
 LOG_TAIL_LINES = 8
 STORE_ENV = "CLIENTLAB_STORE"
 JOB_DIR_PREFIX = "clientlab-job-"   # then the worker's pid: a folder whose worker is gone is stale
@@ -83,14 +86,31 @@ def with_fleet_record(doc: dict, job: dict, host: str) -> dict:
     return doc
 
 
+def job_argv(job: dict, folder: Path) -> list[str]:
+    """The job's `clientlab` command line, its files written into its folder first (by their bare
+    names: nothing lands outside it)."""
+    command = job.get("command", "run")
+    if command not in COMMANDS:
+        raise ValueError(f"a job runs `clientlab {' or '.join(COMMANDS)}`, not {command!r}")
+    for name, text in (job.get("files") or {}).items():
+        (folder / Path(name).name).write_text(text)
+    args = [arg.replace(JOB_DIR, str(folder)) for arg in job["args"]]
+    return [*DIE_WITH_WORKER, sys.executable, "-m", "clientlab", command, *args]
+
+
 def run(job: dict, host: str) -> dict:
     """Measure one job here; never raises: what happened is in the answer (`ok`, `error`)."""
     global _current
     started = time.monotonic()
+    command = job.get("command", "run")
     with tempfile.TemporaryDirectory(prefix=f"{JOB_DIR_PREFIX}{os.getpid()}-") as tmp:
         home = _job_home(Path(tmp))
         log = Path(tmp) / "run.log"
-        argv = [*DIE_WITH_WORKER, sys.executable, "-m", "clientlab", "run", *job["args"]]
+        try:
+            argv = job_argv(job, Path(tmp))
+        except (ValueError, OSError) as exc:
+            return {"ok": False, "exit": None, "error": f"{host}: {exc}", "doc": None, "host": host,
+                    "seconds": time.monotonic() - started}
         # the job's run goes to the job's own store, whatever store the host names for its own runs
         env = {**{k: v for k, v in os.environ.items() if k != STORE_ENV}, "CLIENTLAB_HOME": str(home), "COLUMNS": "200"}
         with open(log, "wb") as out, _current_lock:
@@ -102,7 +122,7 @@ def run(job: dict, host: str) -> dict:
         except Exception as exc:  # noqa: BLE001 - the coordinator must hear why, not a traceback
             doc, why = None, f"its run could not be read back: {exc}"
         ok = code in RUN_EXITS_WITH_A_RUN and doc is not None
-        error = None if ok else f"`clientlab run` on {host} exited {code}: {why}"
+        error = None if ok else f"`clientlab {command}` on {host} exited {code}: {why}"
     return {"ok": ok, "exit": code, "error": error, "doc": doc, "host": host,
             "seconds": time.monotonic() - started}
 

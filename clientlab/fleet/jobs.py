@@ -3,7 +3,8 @@ with the baseline driver beside it, as one ordinary interleaved `clientlab run` 
 
 Each job carries the baseline so that a cell measured on one host is read as a ratio to the
 baseline measured in the same run, on the same host, in the same minutes; the price is the
-baseline's cells once per job, hence few, large jobs by default: as many as there are hosts."""
+baseline's cells once per job, hence few, large jobs by default: as many as there are hosts.
+A job of `clientlab experiment … --on` is one whole experiment instead (clientlab/fleet/experiments.py)."""
 
 from __future__ import annotations
 
@@ -18,19 +19,27 @@ DEFAULT_BASELINE = "c-libcurl"
 
 @dataclass(frozen=True)
 class Job:
-    """One job: its run's uid (stored once whichever host measures it), its drivers and the baseline."""
+    """One job: its run's uid (stored once whichever host measures it), and what it measures: its
+    drivers and the baseline (a `clientlab run` job), or one whole experiment."""
 
     index: int             # 1-based, in the order the jobs were made
     drivers: tuple[str, ...]
-    baseline: str
+    baseline: str | None
     uid: str = field(default_factory=lambda: uuid.uuid4().hex)
+    experiment: str | None = None
+
+    @property
+    def command(self) -> str:
+        """The `clientlab` subcommand the job runs on its host."""
+        return "experiment" if self.experiment else "run"
 
     def driver_ids(self) -> list[str]:
         """The baseline first, then the job's drivers (the baseline once however it was asked for)."""
-        return [self.baseline, *(d for d in self.drivers if d != self.baseline)]
+        return [self.baseline, *(d for d in self.drivers if d != self.baseline)] if self.baseline else list(self.drivers)
 
     def label(self, total: int) -> str:
-        shown = ", ".join(d for d in self.drivers if d != self.baseline) or "(baseline only)"
+        shown = (f"experiment {self.experiment}" if self.experiment
+                 else ", ".join(d for d in self.drivers if d != self.baseline) or "(baseline only)")
         return f"job {self.index}/{total} [{shown}]"
 
 
@@ -50,3 +59,8 @@ def split(drivers: list[str], baseline: str, job_size: int | None, hosts: int) -
     size = job_size or default_job_size(len(others), hosts)
     chunks = [tuple(others[i:i + size]) for i in range(0, len(others), size)]
     return [Job(n, chunk, baseline) for n, chunk in enumerate(chunks, start=1)]
+
+
+def experiment_jobs(names: list[str]) -> list[Job]:
+    """One job an experiment: its claims compare its own cells, so one host measures them all."""
+    return [Job(n, (), None, experiment=name) for n, name in enumerate(names, start=1)]

@@ -38,7 +38,7 @@ def lab_hosts(names: list[str], hosts_path: Path | None) -> tuple[list[hostsfile
 
 def payload(job: Job, fleet_uid: str, total: int, common: list[str]) -> dict:
     return {"uid": job.uid, "fleet": fleet_uid, "index": job.index, "jobs": total, "baseline": job.baseline,
-            "args": job_args(common, job.driver_ids())}
+            "command": job.command, "args": job_args(common, job.driver_ids())}
 
 
 def failed_job_recorder(store: Store, scenarios: list[str], fleet_uid: str, total: int) -> Callable[[JobState], int]:
@@ -72,14 +72,22 @@ def run_on_hosts(ctx: click.Context, store: Store, names: list[str], hosts_path:
         f"baseline {baseline} × {len(scenarios)} scenario(s) on {', '.join(h.name for h in hosts)}; "
         f"results in {store.where}")
     states = [JobState(j, payload(j, fleet_uid, len(jobs), common)) for j in jobs]
+    measure(store, hosts, known_hosts, fleet_uid, states, say, failed_job_recorder(store, scenarios, fleet_uid,
+                                                                                   len(jobs)))
+    return [s.run_id for s in states if s.run_id is not None]
+
+
+def measure(store: Store, hosts: list[hostsfile.Host], known_hosts: Path, fleet_uid: str, states: list[JobState],
+            say: Callable[[str], None], record_failed: Callable[[JobState], int],
+            on_stored: Callable[[JobState], None] | None = None) -> None:
+    """The jobs measured over the hosts: the broker and every host's worker started first, then
+    each job's run stored here once (`on_stored` told of each, done or failed)."""
     with Broker() as broker:
         workers = sessions.start_all(hosts, known_hosts, broker, fleet_uid)
         try:
             say(f"workers ready on {', '.join(h.name for h in hosts)}")
             app = make_app(broker.local_url())
-            Coordinator(store, app, workers, states, say,
-                        failed_job_recorder(store, scenarios, fleet_uid, len(jobs))).run()
+            Coordinator(store, app, workers, states, say, record_failed, on_stored).run()
         finally:
             for worker in workers:
                 worker.stop()
-    return [s.run_id for s in states if s.run_id is not None]
