@@ -82,12 +82,15 @@ else
   say "host probe: up to date"
 fi
 
-# 5. the network lab's programs (Go): the lab DNS and the latency proxy (Toxiproxy, pinned in netlab/go.mod)
+# 5. the network lab's programs (Go): the lab DNS, the latency proxy (Toxiproxy, pinned in netlab/go.mod)
+#    and the link relay
 netlab_stamp=$(find netlab -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
-if [[ ! -x "$LAB_HOME/bin/clientlab-dns" || ! -x "$LAB_HOME/bin/toxiproxy-server" || "$(cat "$LAB_HOME/bin/.netlab-stamp" 2>/dev/null)" != "$netlab_stamp" ]]; then
-  say "building the network lab (lab DNS, latency proxy)"
+if [[ ! -x "$LAB_HOME/bin/clientlab-dns" || ! -x "$LAB_HOME/bin/toxiproxy-server" || ! -x "$LAB_HOME/bin/clientlab-link" \
+      || "$(cat "$LAB_HOME/bin/.netlab-stamp" 2>/dev/null)" != "$netlab_stamp" ]]; then
+  say "building the network lab (lab DNS, latency proxy, link relay)"
   (cd netlab && go build -o "$LAB_HOME/bin/clientlab-dns" ./cmd/clientlab-dns \
-     && go build -o "$LAB_HOME/bin/toxiproxy-server" github.com/Shopify/toxiproxy/v2/cmd/server)
+     && go build -o "$LAB_HOME/bin/toxiproxy-server" github.com/Shopify/toxiproxy/v2/cmd/server \
+     && go build -o "$LAB_HOME/bin/clientlab-link" ./cmd/clientlab-link)
   echo "$netlab_stamp" > "$LAB_HOME/bin/.netlab-stamp"
 else
   say "network lab: up to date"

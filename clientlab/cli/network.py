@@ -43,10 +43,13 @@ def net_list_cmd(as_json: bool) -> None:
 @net_group.command("check")
 @click.argument("profile_name", metavar="PROFILE")
 @click.option("--size", default="100MB", show_default=True, help="Bytes moved each way for the rate figures.")
-def net_check_cmd(profile_name: str, size: str) -> None:
+@click.option("--udp-probes", default=2000, show_default=True, type=click.IntRange(min=10, max=1_000_000),
+              help="UDP probes (one a millisecond) for the round trip, its spread and the loss.")
+def net_check_cmd(profile_name: str, size: str, udp_probes: int) -> None:
     """Put a profile's network up, measure RTT and throughput each way from the client's
-    namespace, and take it down again."""
-    from clientlab.netlab import probe
+    namespace, the round trip and loss of UDP probes beside the asked values, and take it
+    down again."""
+    from clientlab.netlab import probe, udpprobe
     from clientlab.netlab import profile as netprofile
     from clientlab.netlab.lab import NetLab
     from clientlab.units import parse_size
@@ -57,11 +60,30 @@ def net_check_cmd(profile_name: str, size: str) -> None:
     nbytes = parse_size(size)
     with stop_on_sigterm(), NetLab(profile, check_rtt=False) as lab:
         host, port = lab.endpoint.host, lab.endpoint.http_port
+        with udpprobe.UdpEcho() as echo:
+            if lab.relay is not None:
+                lab.relay.counters(reset=True)
+            udp = udpprobe.measure(host, echo.port, udp_probes)
+            link = lab.relay.counters() if lab.relay is not None else None
         down = probe.measure("download", host, port, nbytes)
         up = probe.measure("upload", host, port, nbytes)
-        figures = {**lab.describe(), "download_mbit": round(down, 1), "upload_mbit": round(up, 1),
+        figures = {**lab.describe(), "asked": asked(profile), "udp": {
+                       **udp, "loss_pct_each_way": round(udpprobe.one_way_loss_pct(udp["loss_pct"]), 3)},
+                   "download_mbit": round(down, 1), "upload_mbit": round(up, 1),
                    "dns_queries": lab.dns.counters()["queries"]}
+        if link is not None:
+            figures["relay_during_udp"] = link
     out.print_json(data=figures)
+
+
+def asked(profile) -> dict[str, float]:
+    """What the profile asks of the link, in the units the probes measure. Jitter is uniform in
+    ±jitter_ms each way, so the round trip's standard deviation is jitter_ms·√(2/3) (for probes
+    sparse enough that the relay's order keeping does not shift them)."""
+    survive = (1 - profile.loss_pct / 100) ** 2
+    return {"rtt_ms": profile.rtt_ms, "jitter_ms_each_way": profile.jitter_ms,
+            "rtt_sd_ms": round(profile.jitter_ms * (2 / 3) ** 0.5, 3), "loss_pct_each_way": profile.loss_pct,
+            "loss_pct_round_trip": round(100 * (1 - survive), 3), "reorder_pct_each_way": profile.reorder_pct}
 
 
 @net_group.command("clean")

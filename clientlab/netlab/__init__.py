@@ -4,5 +4,7 @@
 - hosts:      the namespaces, veth pairs and tc shaping (needs root)
 - services:   the processes inside: lab DNS, dnsmasq cache, latency proxy
 - probe:      link figures measured from inside the client namespace (RTT, throughput)
+- udpprobe:   UDP echo (server namespace) and paced probes: round trip, loss, reordering
+- relay:      the user-space link relay (clientlab-link) for link = "relay" profiles
 - lab:        NetLab, which puts it all up for a run and takes it all down again
 """

@@ -104,18 +104,20 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-def create() -> None:
-    """The two namespaces, the data veth and the control veth, addresses up (no shaping yet)."""
+def create(data_veth: bool = True) -> None:
+    """The two namespaces, the data veth and the control veth, addresses up (no shaping yet).
+    Without `data_veth` the client and server are not joined: the link relay joins them
+    (its devices get their addresses from `address_data_link`)."""
     for ns in (CLIENT_NS, SERVER_NS):
         sh("ip", "netns", "add", ns)
         sh("ip", "-n", ns, "link", "set", "lo", "up")
-    sh("ip", "link", "add", CLIENT_DEV, "netns", CLIENT_NS, "type", "veth", "peer", "name", SERVER_DEV,
-       "netns", SERVER_NS)
+    if data_veth:
+        sh("ip", "link", "add", CLIENT_DEV, "netns", CLIENT_NS, "type", "veth", "peer", "name", SERVER_DEV,
+           "netns", SERVER_NS)
+        address_data_link()
     sh("ip", "link", "add", LAB_DEV, "type", "veth", "peer", "name", CONTROL_DEV, "netns", SERVER_NS)
-    for ns, dev, addr in ((CLIENT_NS, CLIENT_DEV, CLIENT_IP), (SERVER_NS, SERVER_DEV, SERVER_IP),
-                          (SERVER_NS, CONTROL_DEV, CONTROL_IP)):
-        sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
-        sh("ip", "-n", ns, "link", "set", dev, "up")
+    sh("ip", "-n", SERVER_NS, "addr", "add", f"{CONTROL_IP}/24", "dev", CONTROL_DEV)
+    sh("ip", "-n", SERVER_NS, "link", "set", CONTROL_DEV, "up")
     sh("ip", "addr", "add", f"{LAB_IP}/24", "dev", LAB_DEV)
     sh("ip", "link", "set", LAB_DEV, "up")
     # A client that opens a connection per request leaves one TIME_WAIT socket per request; after
@@ -123,6 +125,13 @@ def create() -> None:
     # searching for a free port, and a later cell would measure the earlier ones. Debian reuses
     # TIME_WAIT ports on loopback (tcp_tw_reuse = 2); the lab's client host does it on its link.
     sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", "net.ipv4.tcp_tw_reuse=1")
+
+
+def address_data_link() -> None:
+    """The client's and the server's addresses on their ends of the data link, links up."""
+    for ns, dev, addr in ((CLIENT_NS, CLIENT_DEV, CLIENT_IP), (SERVER_NS, SERVER_DEV, SERVER_IP)):
+        sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+        sh("ip", "-n", ns, "link", "set", dev, "up")
 
 
 def netem_available() -> bool:

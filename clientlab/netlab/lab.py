@@ -14,6 +14,7 @@ from clientlab.errors import LabError
 from clientlab.job import Endpoint
 from clientlab.netlab import hosts, probe
 from clientlab.netlab.profile import Profile
+from clientlab.netlab.relay import LinkRelay
 from clientlab.netlab.services import BENCH_HOST, DnsCache, LabDNS, LatencyProxy
 from clientlab.server import BenchServer
 
@@ -28,6 +29,7 @@ class NetLab:
         self.profile = profile
         self.notes: list[str] = []
         self._parts: list[Any] = []
+        self.relay: LinkRelay | None = None   # only where the profile asks for link = "relay"
         self._claim = hosts.claim()           # no other lab's namespaces are torn down below
         try:
             self.leftovers = hosts.remove_all()   # a killed run's namespaces and processes
@@ -38,12 +40,7 @@ class NetLab:
 
     def _start(self, cpu: int | None, check_rtt: bool) -> None:
         p = self.profile
-        hosts.create()
-        netem = hosts.netem_available()
-        delay_by_netem = bool(p.rtt_ms) and netem
-        if p.rtt_ms and not netem:
-            self.notes.append("no netem in this kernel: round-trip delay comes from the latency proxy (Toxiproxy)")
-        hosts.shape(p.rate_mbit, p.rtt_ms / 2 if delay_by_netem else 0)
+        delay_done = self._link()
         self.dns = LabDNS(p.dns_delay_ms)
         self._parts.append(self.dns)
         if p.dns_cache:
@@ -54,7 +51,7 @@ class NetLab:
                                   public_host=BENCH_HOST)
         self._parts.append(self.server)
         http_port, https_port = self.server.endpoint.http_port, self.server.endpoint.https_port
-        if p.rtt_ms and not delay_by_netem:
+        if p.rtt_ms and not delay_done:
             proxy = LatencyProxy(p.rtt_ms, {"http": http_port, "https": https_port})
             self._parts.append(proxy)
             http_port, https_port = proxy.ports["http"], proxy.ports["https"]
@@ -65,6 +62,25 @@ class NetLab:
         if check_rtt and p.rtt_ms and abs(self.rtt_ms - p.rtt_ms) > RTT_TOLERANCE * p.rtt_ms:
             raise LabError(f"network profile '{p.name}': measured RTT {self.rtt_ms:.1f} ms is not within "
                            f"{RTT_TOLERANCE:.0%} of the asked {p.rtt_ms:g} ms")
+
+    def _link(self) -> bool:
+        """The hosts and the link between them; whether the link itself gives the round-trip delay
+        (else the latency proxy adds it)."""
+        p = self.profile
+        if p.link == "relay":
+            hosts.create(data_veth=False)
+            self.relay = LinkRelay(p)
+            self._parts.append(self.relay)
+            self.notes.append("the link is the user-space relay (clientlab-link): delay, jitter, loss and rate "
+                              "apply to every IP packet, TCP and UDP alike")
+            return True
+        hosts.create()
+        netem = hosts.netem_available()
+        delay_by_netem = bool(p.rtt_ms) and netem
+        if p.rtt_ms and not netem:
+            self.notes.append("no netem in this kernel: round-trip delay comes from the latency proxy (Toxiproxy)")
+        hosts.shape(p.rate_mbit, p.rtt_ms / 2 if delay_by_netem else 0)
+        return delay_by_netem
 
     # -- what the run stores about the network ------------------------------------------------
 
@@ -87,10 +103,14 @@ class NetLab:
     def reset(self) -> None:
         self.server.reset()
         self.dns.counters(reset=True)
+        if self.relay is not None:
+            self.relay.counters(reset=True)
 
     def counters(self, reset: bool = False) -> dict[str, Any]:
         snapshot = self.server.counters(reset)
         snapshot["dns"] = self.dns.counters(reset)
+        if self.relay is not None:
+            snapshot["link"] = self.relay.counters(reset)   # per direction: packets, losses, reordering
         return snapshot
 
     def digest(self, path: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.serial,
 
 
 def lab_processes() -> list[str]:
-    names = ("clientlab-dns", "toxiproxy-server", "dnsmasq", "clientlab-server")
+    names = ("clientlab-dns", "toxiproxy-server", "dnsmasq", "clientlab-server", "clientlab-link")
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if any(n in line for n in names) and "10.77." in line]
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from clientlab import paths
 from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
@@ -18,18 +19,62 @@ class Profile(BaseModel):
     name: str
     description: str
     namespaces: bool = True              # false: loopback, the lab's own namespace
-    rate_mbit: float | None = Field(default=None, gt=0, le=100_000)   # each way
+    rate_mbit: float | None = Field(default=None, gt=0, le=100_000)   # each way (down only with rate_up_mbit)
     rtt_ms: float = Field(default=0, ge=0, le=10_000)
     dns_delay_ms: float = Field(default=0, ge=0, le=10_000)
     dns_cache: bool = False              # dnsmasq in the client namespace, in front of the lab DNS
     max_conns: int = Field(default=0, ge=0, le=1_000_000)   # the server's cap on open client connections
+    # "veth": the kernel's link (tbf for rate; delay by netem, or Toxiproxy, TCP only, where netem is
+    # missing). "relay": clientlab-link carries every IP packet and gives the impairments below.
+    link: Literal["veth", "relay"] = "veth"
+    jitter_ms: float = Field(default=0, ge=0, le=10_000)        # each way: delay ± up to this, uniform
+    loss_pct: float = Field(default=0, ge=0, lt=100)            # each way
+    loss_burst: float = Field(default=0, ge=0, le=10_000)       # mean loss burst (packets); 0: independent
+    reorder_pct: float = Field(default=0, ge=0, le=100)         # each way: held back by reorder_extra_ms
+    reorder_extra_ms: float = Field(default=10, gt=0, le=10_000)
+    rate_up_mbit: float | None = Field(default=None, gt=0, le=100_000)   # client → server, when not rate_mbit
+
+    @field_validator("jitter_ms", "loss_pct", "loss_burst", "reorder_pct", "rate_up_mbit")
+    @classmethod
+    def _relay_only(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value and info.data.get("link") != "relay":
+            raise ValueError(f'needs link = "relay" (the kernel link here has no netem, so only the user-space '
+                             f'relay gives {info.field_name})')
+        return value
+
+    @model_validator(mode="after")
+    def _relay_fits(self) -> Profile:
+        if self.link == "relay" and not self.namespaces:
+            raise ValueError('link = "relay" joins the lab\'s namespaces: it needs namespaces = true')
+        if self.loss_burst and (self.loss_burst < 1 or not self.loss_pct
+                                or self.loss_burst < self.loss_pct / (100 - self.loss_pct)):
+            raise ValueError(f"loss_burst {self.loss_burst:g}: a mean burst length needs loss_pct > 0 and is at "
+                             f"least 1 packet (and loss_pct/(100 - loss_pct)); 0 means independent losses")
+        return self
+
+    @property
+    def rate_up(self) -> float | None:
+        """Client → server rate (rate_mbit is the server → client one)."""
+        return self.rate_up_mbit or self.rate_mbit
 
     def summary(self) -> str:
         if not self.namespaces:
             return "loopback"
         parts = [f"{self.rate_mbit:g} Mbit/s" if self.rate_mbit else "unshaped"]
+        if self.rate_up_mbit:
+            parts[0] = f"{self.rate_mbit:g} Mbit/s down" if self.rate_mbit else "unshaped down"
+            parts.append(f"{self.rate_up_mbit:g} Mbit/s up")
         if self.rtt_ms:
             parts.append(f"{self.rtt_ms:g} ms RTT")
+        if self.jitter_ms:
+            parts.append(f"±{self.jitter_ms:g} ms jitter each way")
+        if self.loss_pct:
+            parts.append(f"{self.loss_pct:g} % loss each way" + (f" (bursts of {self.loss_burst:g})"
+                                                                 if self.loss_burst else ""))
+        if self.reorder_pct:
+            parts.append(f"{self.reorder_pct:g} % reordered (+{self.reorder_extra_ms:g} ms)")
+        if self.link == "relay":
+            parts.append("user-space relay")
         if self.dns_delay_ms:
             parts.append(f"DNS +{self.dns_delay_ms:g} ms")
         if self.dns_cache:

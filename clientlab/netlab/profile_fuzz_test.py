@@ -20,7 +20,9 @@ numbers = st.one_of(st.integers(min_value=-5, max_value=200_000), st.floats(),
 FIELD_VALUES = {
     "name": st.sampled_from(["fuzz", "other"]), "description": st.one_of(words, texts),
     "namespaces": st.booleans(), "rate_mbit": numbers, "rtt_ms": numbers, "dns_delay_ms": numbers,
-    "dns_cache": st.booleans(), "max_conns": numbers,
+    "dns_cache": st.booleans(), "max_conns": numbers, "link": st.sampled_from(["veth", "relay", "wire"]),
+    "jitter_ms": numbers, "loss_pct": numbers, "loss_burst": numbers, "reorder_pct": numbers,
+    "reorder_extra_ms": numbers, "rate_up_mbit": numbers,
 }
 profile_doc = document({k: maybe(v, KEYS) for k, v in FIELD_VALUES.items() if k != "description"}, KEYS,
                        required={"description": maybe(FIELD_VALUES["description"])})

@@ -18,7 +18,8 @@ BENCH_HOST = f"bench.{ZONE}"   # the name drivers are given; any name under the 
 PROXY_API_PORT = 8474
 
 
-def _binary(name: str) -> str:
+def binary(name: str) -> str:
+    """The path of a program set-up built into the lab's bin/ (LabError naming it when missing)."""
     path = paths.lab_binary(name)
     if not path.exists():
         raise LabError(f"network lab: {path} is missing (run ./setup.sh)")
@@ -29,7 +30,7 @@ class LabDNS:
     """clientlab-dns in the server namespace: the lab's zone, an answer delay, query counters."""
 
     def __init__(self, delay_ms: float):
-        argv = [*hosts.in_ns(hosts.SERVER_NS), _binary("clientlab-dns"), "--listen", f"{hosts.SERVER_IP}:53",
+        argv = [*hosts.in_ns(hosts.SERVER_NS), binary("clientlab-dns"), "--listen", f"{hosts.SERVER_IP}:53",
                 "--control", f"{hosts.CONTROL_IP}:0", "--zone", ZONE, "--answer", hosts.SERVER_IP,
                 "--delay-ms", str(int(delay_ms))]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -77,7 +78,7 @@ class LatencyProxy:
     directions by half the round trip. Drivers are given the proxy's ports."""
 
     def __init__(self, rtt_ms: float, upstreams: dict[str, int]):
-        argv = [*hosts.in_ns(hosts.SERVER_NS), _binary("toxiproxy-server"), "-host", hosts.CONTROL_IP,
+        argv = [*hosts.in_ns(hosts.SERVER_NS), binary("toxiproxy-server"), "-host", hosts.CONTROL_IP,
                 "-port", str(PROXY_API_PORT)]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.control = ControlClient("latency proxy", hosts.CONTROL_IP, PROXY_API_PORT, self.proc)
