@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from clientlab.errors import LabInputError, quote
+from clientlab.errors import LabError, LabInputError, quote
 from clientlab.scenario import Scenario, path_problem
 
 PROTOCOL_VERSION = 1
@@ -24,6 +24,7 @@ class Endpoint:
     http_port: int
     https_port: int
     ca_file: Path
+    h3_port: int = 0  # HTTP/3 (UDP); 0: the server has none (an older one, nginx)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,12 @@ class PlannedJob:
     @property
     def http_label(self) -> str:
         """The HTTP version every response must have, as drivers report it."""
-        return "2" if self.job["http"] in ("2", "h2c") else "1.1"
+        return {"2": "2", "h2c": "2", "3": "3"}.get(self.job["http"], "1.1")
+
+    @property
+    def server_version(self) -> str:
+        """The version the bench server must record for every request (its `versions` key)."""
+        return {"2": "HTTP/2.0", "3": "HTTP/3.0"}.get(self.http_label, "HTTP/1.1")
 
 
 def form_digest(fields: dict[str, str]) -> str:
@@ -105,11 +111,21 @@ def _upload_file(scratch: Path, size: int) -> Path:
     return path
 
 
+def _port(scenario: Scenario, endpoint: Endpoint) -> int:
+    """The server port the scenario's requests go to: plain, TLS, or HTTP/3's UDP port."""
+    client = scenario.client
+    if client.http != "3":
+        return endpoint.https_port if client.scheme == "https" else endpoint.http_port
+    if not endpoint.h3_port:
+        raise LabError(f"scenario {scenario.name} asks for HTTP/3, and this bench server has no HTTP/3 "
+                       "(UDP) port: rebuild it (./setup.sh)")
+    return endpoint.h3_port
+
+
 def plan(scenario: Scenario, endpoint: Endpoint, scratch: Path, verify: bool, tag: str) -> PlannedJob:
     """Build the job for one trial. `tag` keeps scratch file names of concurrent cells apart."""
     client = scenario.client
-    port = endpoint.https_port if client.scheme == "https" else endpoint.http_port
-    base = f"{client.scheme}://{endpoint.host}:{port}"
+    base = f"{client.scheme}://{endpoint.host}:{_port(scenario, endpoint)}"
     requests, expectations, files = [], [], []
     for r, req in enumerate(scenario.requests):
         entry: dict = {"method": req.method, "url": same_origin_url(base, req.path), "repeat": req.repeat}
@@ -173,6 +189,8 @@ def required_capabilities(planned: PlannedJob) -> list[str]:
         needed.add("http2")
     if job["http"] == "h2c":
         needed.add("h2c")
+    if job["http"] == "3":
+        needed.add("http3")
     if job["cookies"]:
         needed.add("cookies")
     if job["accept_gzip"]:

@@ -19,7 +19,7 @@ from clientlab import paths, runtimes
 from clientlab.errors import LabInputError, describe_validation_error, quote, read_toml, shown
 
 Capability = Literal[
-    "tls", "http2", "h2c", "cookies", "redirects", "form", "multipart", "upload",
+    "tls", "http2", "h2c", "http3", "cookies", "redirects", "form", "multipart", "upload",
     "sink_file", "gzip", "parallel", "keepalive", "keepalive_off", "fresh_process",
 ]
 MANIFEST_NAME = "driver.toml"

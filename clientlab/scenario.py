@@ -130,7 +130,7 @@ class Client(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     scheme: Literal["http", "https"] = "http"
-    http: Literal["1.1", "2", "h2c"] = "1.1"
+    http: Literal["1.1", "2", "h2c", "3"] = "1.1"
     concurrency: int = Field(default=1, ge=1, le=10_000)
     keep_alive: bool = True
     cookies: bool = False
@@ -149,6 +149,8 @@ class Client(BaseModel):
     def _version_fits_scheme(self) -> "Client":
         if self.http == "2" and self.scheme != "https":
             raise ValueError("http = \"2\" is HTTP/2 over TLS: set scheme = \"https\" (or use http = \"h2c\")")
+        if self.http == "3" and self.scheme != "https":
+            raise ValueError("http = \"3\" is HTTP/3 over QUIC, always encrypted: set scheme = \"https\"")
         if self.http == "h2c" and self.scheme != "http":
             raise ValueError("http = \"h2c\" is cleartext: set scheme = \"http\"")
         return self
@@ -189,8 +191,8 @@ class Scenario(BaseModel):
     def with_client(self, **changes: Any) -> "Scenario":
         """A copy with client settings changed (None = keep), validated; `options` are merged.
 
-        http = "2" switches to https (HTTP/2 is negotiated over TLS); "h2c" and "1.1" keep the scheme
-        unless it was https for HTTP/2.
+        http = "2" and "3" switch to https (HTTP/2 is negotiated over TLS, HTTP/3 runs over QUIC);
+        "h2c" switches to http; "1.1" keeps the scheme.
         """
         changes = {k: v for k, v in changes.items() if v is not None and v != {}}
         if not changes:
@@ -198,7 +200,7 @@ class Scenario(BaseModel):
         client = self.client.model_dump()
         if "options" in changes:
             client["options"] = {**client["options"], **changes.pop("options")}
-        if changes.get("http") == "2":
+        if changes.get("http") in ("2", "3"):
             client["scheme"] = "https"
         elif changes.get("http") == "h2c":
             client["scheme"] = "http"

@@ -43,7 +43,8 @@ class BenchControl:
         trial to the next. Returns (and keeps) the new endpoint."""
         ports = self._control.request("POST", "/rebind")
         self.endpoint = dataclasses.replace(self.endpoint, http_port=ports["http"],
-                                            https_port=ports.get("https", self.endpoint.https_port))
+                                            https_port=ports.get("https", self.endpoint.https_port),
+                                            h3_port=ports.get("h3", self.endpoint.h3_port))
         return self.endpoint
 
     def digest(self, path: str) -> dict[str, Any]:
@@ -97,7 +98,7 @@ class BenchServer(BenchControl):
             raise LabError(f"bench server did not start: it printed {self.info!r}")
         self.endpoint = Endpoint(
             host=public_host or host, http_port=self.info["http"], https_port=self.info["https"],
-            ca_file=tls / "ca.pem",
+            ca_file=tls / "ca.pem", h3_port=self.info.get("h3", 0),
         )
         self._control = ControlClient("bench server", control_host, self.info["control"], self.proc,
                                       headers={SECRET_HEADER: secret})

@@ -58,10 +58,11 @@ def _server_problems(planned: PlannedJob, snapshot: dict) -> list[str]:
     expected = planned.server_requests
     if snapshot["requests"] != expected:
         problems.append(f"server saw {snapshot['requests']} requests, the job makes {expected}")
-    server_version = "HTTP/2.0" if planned.http_label == "2" else "HTTP/1.1"
+    server_version = planned.server_version
     other = {v: c for v, c in snapshot.get("versions", {}).items() if v != server_version}
     if other:
-        problems.append(f"server saw requests in {other}, the job asked for {server_version}")
+        fallback = " (the client fell back to another version)" if server_version == "HTTP/3.0" else ""
+        problems.append(f"server saw requests in {other}, the job asked for {server_version}{fallback}")
     if not planned.job["keep_alive"] and snapshot["connections"] < snapshot["requests"]:
         problems.append(f"keep_alive is off but {snapshot['requests']} requests came on "
                         f"{snapshot['connections']} connection(s)")

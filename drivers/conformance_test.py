@@ -1,7 +1,7 @@
 """Every shipped driver, on every default scenario its manifest claims, passes verification.
 
 Small counts keep this quick; the timing itself is the main job's business, not a test's.
-HTTP/2 (over TLS) and h2c are checked for the drivers that claim them.
+HTTP/2 (over TLS), h2c and HTTP/3 are checked for the drivers that claim them.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def _scenario(name: str, http: str | None = None):
 
 def _cases(d: manifest.Driver) -> list[tuple[manifest.Driver, str, str | None]]:
     cases = [(d, name, None) for name in sorted(FILES) if FILES[name].raw.get("default", True)]
-    cases += [(d, "get-small", v) for v in ("2", "h2c") if {"2": "http2", "h2c": "h2c"}[v] in d.manifest.capabilities]
+    versions = {"2": "http2", "h2c": "h2c", "3": "http3"}
+    cases += [(d, "get-small", v) for v, needs in versions.items() if needs in d.manifest.capabilities]
     return cases + [(d, "get-small", v) for v in VARIANTS]
 
 

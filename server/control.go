@@ -80,14 +80,10 @@ func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
 		reply(w, map[string]int64{"cpu_ns": ru.Utime.Nano() + ru.Stime.Nano()})
 	})
 	mux.HandleFunc("POST /rebind", func(w http.ResponseWriter, r *http.Request) {
-		httpPort, httpsPort, err := p.rebind()
+		ports, err := p.rebind()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
-		}
-		ports := map[string]int{"http": httpPort}
-		if p.base != nil {
-			ports["https"] = httpsPort
 		}
 		reply(w, ports)
 	})

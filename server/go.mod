@@ -1,5 +1,15 @@
 module clientlab/server
 
-go 1.26
+go 1.26.0
 
-require golang.org/x/net v0.57.0
+require (
+	github.com/quic-go/quic-go v0.65.0
+	golang.org/x/net v0.57.0
+)
+
+require (
+	github.com/quic-go/qpack v0.6.0 // indirect
+	golang.org/x/crypto v0.54.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
+)

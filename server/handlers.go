@@ -161,6 +161,7 @@ func serveHTTP(w http.ResponseWriter, r *http.Request) {
 			headerReads = tc.peekReadCount()
 		}
 	}
+	advertiseH3(w.Header(), r)
 	body := &countingBody{ReadCloser: r.Body}
 	r.Body = body
 	if r.URL.RawQuery != "" {

@@ -491,12 +491,13 @@ func oneAnswerLogged(s snapshotJSON) bool { return len(s.Log) == 1 }
 func rebind(t *testing.T) {
 	t.Helper()
 	resp, body := control(t, "POST", "/rebind", "")
-	var ports struct{ HTTP, HTTPS int }
-	if err := json.Unmarshal(body, &ports); err != nil || resp.StatusCode != 200 || ports.HTTP == 0 || ports.HTTPS == 0 {
+	var ports struct{ HTTP, HTTPS, H3 int }
+	if err := json.Unmarshal(body, &ports); err != nil || resp.StatusCode != 200 || ports.HTTP == 0 || ports.HTTPS == 0 || ports.H3 == 0 {
 		t.Fatalf("rebind: %d %s", resp.StatusCode, body)
 	}
 	plainURL = fmt.Sprintf("http://127.0.0.1:%d", ports.HTTP)
 	secureURL = fmt.Sprintf("https://127.0.0.1:%d", ports.HTTPS)
+	h3URL = fmt.Sprintf("https://127.0.0.1:%d", ports.H3)
 }
 
 // withStallLimit gives the listening sockets, and so the connections accepted from now on, a

@@ -89,11 +89,14 @@ func anyOneAddr(flagName, value string) (netip.Addr, error) {
 
 // peerServed says whether a public connection may be served: always, unless --serve-only names
 // another client.
-func peerServed(c net.Conn) bool {
+func peerServed(c net.Conn) bool { return addrServed(c.RemoteAddr()) }
+
+// addrServed is peerServed for a peer's address (a QUIC connection's, too).
+func addrServed(remote net.Addr) bool {
 	if !serveOnly.IsValid() {
 		return true
 	}
-	peer, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	peer, err := netip.ParseAddrPort(remote.String())
 	return err == nil && peer.Addr().Unmap() == serveOnly
 }
 
@@ -140,6 +143,7 @@ type public struct {
 	slow   *connQueue // plain connections the hot path handed to net/http (serveFast)
 	plain  *publicListener
 	secure *publicListener // nil without a certificate
+	h3     *h3Side         // HTTP/3 on a UDP port (h3.go); nil without a certificate
 	mu     sync.Mutex      // rebinds (control path only)
 }
 
@@ -148,8 +152,9 @@ func newPublic(addr netip.Addr, base *tls.Config, limit *connLimit) (*public, er
 	p.plain = &publicListener{p: p}
 	if base != nil {
 		p.secure = &publicListener{p: p, secure: true}
+		p.h3 = newH3Side(p)
 	}
-	if _, _, err := p.rebind(); err != nil {
+	if _, err := p.rebind(); err != nil {
 		return nil, err
 	}
 	hooks := func(s *http.Server) *http.Server {
@@ -224,24 +229,45 @@ func serve(srv *http.Server, l net.Listener) {
 	}
 }
 
+// ports are the public ports, as the "listening" line and a rebind name them ("h3": UDP).
+type ports map[string]int
+
 // rebind opens new listeners on fresh kernel-chosen ports and closes the old ones; connections
 // already accepted keep being served until they close.
-func (p *public) rebind() (httpPort, httpsPort int, err error) {
+func (p *public) rebind() (ports, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	plain, err := listenOn(p.addr)
 	if err != nil {
-		return 0, 0, fmt.Errorf("cannot listen on %s: %w", p.addr, err)
+		return nil, fmt.Errorf("cannot listen on %s: %w", p.addr, err)
 	}
+	if p.secure == nil {
+		return ports{"http": p.plain.swap(plain)}, nil
+	}
+	secure, err := listenOn(p.addr)
+	if err != nil {
+		plain.Close()
+		return nil, fmt.Errorf("cannot listen on %s: %w", p.addr, err)
+	}
+	h3Port, err := p.h3.rebind(p.addr) // first: it is the one step left that may fail
+	if err != nil {
+		plain.Close()
+		secure.Close()
+		return nil, err
+	}
+	return ports{"http": p.plain.swap(plain), "https": p.secure.swap(secure), "h3": h3Port}, nil
+}
+
+// ports are the public ports now.
+func (p *public) ports() ports {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := ports{"http": p.plain.port()}
 	if p.secure != nil {
-		secure, err := listenOn(p.addr)
-		if err != nil {
-			plain.Close()
-			return 0, 0, fmt.Errorf("cannot listen on %s: %w", p.addr, err)
-		}
-		httpsPort = p.secure.swap(secure)
+		out["https"] = p.secure.port()
+		out["h3"] = p.h3.port()
 	}
-	return p.plain.swap(plain), httpsPort, nil
+	return out
 }
 
 // rawListener is one kernel listener; closing marks a close by rebind.
@@ -313,7 +339,7 @@ func (l *publicListener) Accept() (net.Conn, error) {
 			tc.rec.proto.Store("h2")
 			tc.noEvents.Store(true)
 		}
-		current.Load().handshake(cs.DidResume) // the trial it happens in (no reference to keep)
+		current.Load().handshake(cs.DidResume, false) // the trial it happens in (no reference to keep)
 		return nil
 	}
 	return tls.Server(tc, cfg), nil

@@ -175,10 +175,9 @@ func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret 
 		control.Close()
 		return nil, err
 	}
-	ready := map[string]any{"type": "listening", "http": p.plain.port(), "control": port(control),
-		"pid": os.Getpid(), "version": "1"}
-	if base != nil {
-		ready["https"] = p.secure.port()
+	ready := map[string]any{"type": "listening", "control": port(control), "pid": os.Getpid(), "version": "1"}
+	for name, n := range p.ports() {
+		ready[name] = n
 	}
 	if serveOnly.IsValid() {
 		ready["serve_only"] = serveOnly.String()

@@ -30,6 +30,7 @@ import (
 
 var (
 	plainURL, secureURL, controlURL string
+	h3URL                           string // HTTP/3: https on the UDP port
 	roots                           *x509.CertPool
 )
 
@@ -47,6 +48,7 @@ func TestMain(m *testing.M) {
 	plainURL = fmt.Sprintf("http://127.0.0.1:%d", ready["http"])
 	secureURL = fmt.Sprintf("https://127.0.0.1:%d", ready["https"])
 	controlURL = fmt.Sprintf("http://127.0.0.1:%d", ready["control"])
+	h3URL = fmt.Sprintf("https://127.0.0.1:%d", ready["h3"])
 	os.Exit(m.Run())
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quic-go/quic-go"
 )
 
 const (
@@ -46,13 +48,17 @@ type connRecord struct {
 	id       int64
 	tls      bool
 	resumed  atomic.Bool
-	proto    atomic.Value // string: "http/1.1", "h2", "h2c"
+	proto    atomic.Value // string: "http/1.1", "h2", "h2c", "h3"
 	requests atomic.Int64
 	bytesIn  atomic.Int64
 	bytesOut atomic.Int64
 	opened   time.Time
 	closed   atomic.Int64 // ns since the trial's start; 0 = open
 	waited   bool         // waited for a slot under the server's cap (it may have given up meanwhile)
+	// HTTP/3: the QUIC connection while it is open (its byte counts are the QUIC layer's), and
+	// whether its first requests came as 0-RTT data
+	quic      atomic.Pointer[quic.Conn]
+	earlyData atomic.Bool
 }
 
 type trial struct {
@@ -71,6 +77,7 @@ type trial struct {
 	versions        map[string]int64
 	tlsFull         int64
 	tlsResumed      int64
+	tlsEarlyData    int64 // resumed QUIC handshakes whose client sent requests as 0-RTT data
 	capWaits        int64 // connections that waited for a free slot under the server's cap
 	capWaitNs       int64
 	capReaped       int64 // idle keep-alive connections the server closed to make room
@@ -131,8 +138,11 @@ func (t *trial) carried(tc *trackedConn) {
 	t.carriedRequests.Add(1)
 }
 
-func (t *trial) handshake(resumed bool) {
+func (t *trial) handshake(resumed, earlyData bool) {
 	t.mu.Lock()
+	if earlyData {
+		t.tlsEarlyData++
+	}
 	if resumed {
 		t.tlsResumed++
 	} else {
@@ -162,15 +172,17 @@ func (t *trial) record(e LogEntry) {
 }
 
 type connJSON struct {
-	ID       int64  `json:"id"`
-	Proto    string `json:"proto"`
-	TLS      bool   `json:"tls"`
-	Resumed  bool   `json:"resumed"`
-	Requests int64  `json:"requests"`
-	BytesIn  int64  `json:"bytes_in"`
-	BytesOut int64  `json:"bytes_out"`
-	OpenedNs int64  `json:"opened_ns"`
-	ClosedNs int64  `json:"closed_ns"`
+	ID      int64  `json:"id"`
+	Proto   string `json:"proto"`
+	TLS     bool   `json:"tls"`
+	Resumed bool   `json:"resumed"`
+	// EarlyData: an HTTP/3 connection whose client sent its first requests as 0-RTT data
+	EarlyData bool  `json:"early_data"`
+	Requests  int64 `json:"requests"`
+	BytesIn   int64 `json:"bytes_in"`
+	BytesOut  int64 `json:"bytes_out"`
+	OpenedNs  int64 `json:"opened_ns"`
+	ClosedNs  int64 `json:"closed_ns"`
 }
 
 type snapshotJSON struct {
@@ -212,7 +224,7 @@ func (t *trial) snapshot() snapshotJSON {
 	s := snapshotJSON{
 		ElapsedNs:   t.since(time.Now()),
 		Connections: int(t.accepted),
-		TLS:         map[string]int64{"full": t.tlsFull, "resumed": t.tlsResumed},
+		TLS:         map[string]int64{"full": t.tlsFull, "resumed": t.tlsResumed, "early_data": t.tlsEarlyData},
 		Requests:    t.requests,
 		Versions:    map[string]int64{},
 		LogDropped:  t.dropped,
@@ -238,7 +250,7 @@ func (t *trial) snapshot() snapshotJSON {
 		}
 	}
 	for _, c := range t.conns {
-		in, out := c.bytesIn.Load(), c.bytesOut.Load()
+		in, out := c.bytes()
 		requests := c.requests.Load()
 		if requests == 0 && !c.waited {
 			s.IdleConns++
@@ -246,7 +258,7 @@ func (t *trial) snapshot() snapshotJSON {
 		s.BytesIn += in
 		s.BytesOut += out
 		s.Conns = append(s.Conns, connJSON{
-			ID: c.id, Proto: c.proto.Load().(string), TLS: c.tls, Resumed: c.resumed.Load(),
+			ID: c.id, Proto: c.proto.Load().(string), TLS: c.tls, Resumed: c.resumed.Load(), EarlyData: c.earlyData.Load(),
 			Requests: requests, BytesIn: in, BytesOut: out,
 			OpenedNs: t.since(c.opened), ClosedNs: c.closed.Load(),
 		})

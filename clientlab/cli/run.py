@@ -71,8 +71,9 @@ if TYPE_CHECKING:
               help="Scenarios to run (comma-separated or repeated). Default: the default scenarios.")
 @click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
               help="Override a scenario parameter, e.g. -p count=500 or -p download-file.size=1GB.")
-@click.option("--http", type=click.Choice(["1.1", "2", "h2c"]),
-              help="HTTP version for every scenario: 2 is over TLS (https), h2c is cleartext with prior knowledge.")
+@click.option("--http", type=click.Choice(["1.1", "2", "h2c", "3"]),
+              help="HTTP version for every scenario: 2 is over TLS (https), h2c is cleartext with prior knowledge, "
+                   "3 is over QUIC (https, the server's UDP port).")
 @click.option("--concurrency", type=click.IntRange(1), help="Requests in flight at once, for every scenario.")
 @click.option("--keep-alive/--no-keep-alive", default=None, help="Reuse connections, or one per request.")
 @click.option("-o", "--option", "client_options", multiple=True, metavar="NAME=VALUE",

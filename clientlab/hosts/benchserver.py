@@ -175,7 +175,7 @@ class ServerHost(BenchControl):
             self.lab_address = self.info["serve_only"]
             self._control = self._forwarded_control(secret)
             self.endpoint = Endpoint(host=self.address, http_port=self.info["http"], https_port=self.info["https"],
-                                     ca_file=paths.tls_dir() / "ca.pem")
+                                     ca_file=paths.tls_dir() / "ca.pem", h3_port=self.info.get("h3", 0))
             self.path = measure_path(self.address, self.endpoint.http_port) if measure else None
         except BaseException:
             self.stop()

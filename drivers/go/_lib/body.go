@@ -98,19 +98,19 @@ func File(job *Job, req *Request, status int, http string) (Response, error) {
 	return resp, nil
 }
 
-// HTTPLabel normalises a protocol version to "1.0", "1.1" or "2" (from major/minor numbers).
+// HTTPLabel normalises a protocol version to "1.0", "1.1", "2" or "3" (from major/minor numbers).
 func HTTPLabel(major, minor int) string {
-	if major == 2 {
-		return "2"
+	if major == 2 || major == 3 {
+		return fmt.Sprint(major)
 	}
 	return fmt.Sprintf("%d.%d", major, minor)
 }
 
-// ProtoLabel normalises "HTTP/1.1", "HTTP/2.0", "HTTP/2" to "1.1", "2".
+// ProtoLabel normalises "HTTP/1.1", "HTTP/2.0", "HTTP/2", "HTTP/3.0" to "1.1", "2", "3".
 func ProtoLabel(proto string) string {
 	v := strings.TrimPrefix(strings.ToUpper(proto), "HTTP/")
-	if v == "2.0" {
-		return "2"
+	if v == "2.0" || v == "3.0" {
+		return v[:1]
 	}
 	return v
 }

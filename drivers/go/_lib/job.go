@@ -119,7 +119,7 @@ type Options struct {
 type Job struct {
 	Scenario    string
 	Verify      bool
-	HTTP        string // "1.1", "2" or "h2c"
+	HTTP        string // "1.1", "2", "h2c" or "3"
 	TLSCA       string // "" when the job has none
 	Concurrency int
 	KeepAlive   bool
@@ -169,7 +169,7 @@ func parseJob(data json.RawMessage) (*Job, error) {
 	job := &Job{Scenario: w.Scenario, Verify: w.Verify, HTTP: w.HTTP, TLSCA: w.TLSCA, Concurrency: 1,
 		KeepAlive: true, Cookies: w.Cookies, AcceptGzip: w.AcceptGzip, Timeout: 60 * time.Second,
 		Requests: w.Requests}
-	if err := oneOf(&job.HTTP, "http", "1.1", "2", "h2c"); err != nil {
+	if err := oneOf(&job.HTTP, "http", "1.1", "2", "h2c", "3"); err != nil {
 		return nil, err
 	}
 	if w.Concurrency != nil {

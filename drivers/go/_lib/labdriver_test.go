@@ -64,7 +64,7 @@ func TestParseJobRejects(t *testing.T) {
 		{`{"concurrency":0,"requests":[]}`, bad},
 		{`{"requests":[{"method":"GET","url":"u","sink":"file"}]}`, bad}, // no sink_path
 		{`{"requests":[{"method":"GET","url":"u","headers":{"a":1}}]}`, bad},
-		{`{"http":"3","requests":[]}`, unsupported},
+		{`{"http":"4","requests":[]}`, unsupported},
 		{`{"requests":[{"method":"GET","url":"u","sink":"pipe"}]}`, unsupported},
 		{`{"requests":[{"method":"GET","url":"u","form_encoding":"json"}]}`, unsupported},
 		{`{"options":{"tcp_nodelay":1},"requests":[]}`, unsupported},

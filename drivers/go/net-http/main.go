@@ -2,13 +2,8 @@
 package main
 
 import (
-	"bytes"
-	"io"
-	"mime/multipart"
 	"net/http"
-	"net/url"
 	"runtime"
-	"strings"
 
 	lab "clientlab/labdriver"
 	"clientlab/labdriver/labhttp"
@@ -37,7 +32,7 @@ type client struct {
 }
 
 func (c *client) Do(req *lab.Request) (lab.Response, error) {
-	hreq, err := c.newRequest(req)
+	hreq, err := labhttp.NewRequest(c.job, req)
 	if err != nil {
 		return lab.Response{}, err
 	}
@@ -47,64 +42,6 @@ func (c *client) Do(req *lab.Request) (lab.Response, error) {
 	}
 	defer resp.Body.Close()
 	return lab.Read(c.job, req, resp.StatusCode, labhttp.Label(resp), resp.Body)
-}
-
-// newRequest builds one request: a urlencoded or multipart form, or a file streamed as the
-// raw body with its Content-Length; the job's headers; Expect when the job asks for it.
-func (c *client) newRequest(req *lab.Request) (*http.Request, error) {
-	var body io.Reader
-	var size int64 = -1
-	contentType := ""
-	switch {
-	case req.Multipart():
-		var buf bytes.Buffer
-		w := multipart.NewWriter(&buf)
-		for _, f := range *req.Form {
-			if err := w.WriteField(f.Name, f.Value); err != nil {
-				return nil, err
-			}
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		body, contentType = &buf, w.FormDataContentType()
-	case req.Form != nil:
-		values := url.Values{}
-		for _, f := range *req.Form {
-			values.Add(f.Name, f.Value)
-		}
-		body, contentType = strings.NewReader(values.Encode()), "application/x-www-form-urlencoded"
-	case req.BodyFile != "":
-		f, n, err := req.OpenBody()
-		if err != nil {
-			return nil, err
-		}
-		body, size, contentType = f, n, req.UploadType() // the Transport closes f
-		if n == 0 {
-			f.Close()
-			body = http.NoBody
-		}
-	}
-	hreq, err := http.NewRequestWithContext(labhttp.Context(req), req.Method, req.URL, body)
-	if err != nil {
-		if closer, ok := body.(io.Closer); ok {
-			closer.Close()
-		}
-		return nil, err
-	}
-	if size >= 0 {
-		hreq.ContentLength = size // streamed from the file, with its length (not chunked)
-	}
-	if contentType != "" {
-		hreq.Header.Set("Content-Type", contentType)
-	}
-	for _, h := range req.Headers {
-		hreq.Header.Set(h.Name, h.Value)
-	}
-	if e := c.job.Options.Expect100; e != nil && *e && req.HasBody() {
-		hreq.Header.Set("Expect", "100-continue")
-	}
-	return hreq, nil
 }
 
 func (c *client) Close() { c.hc.CloseIdleConnections() }

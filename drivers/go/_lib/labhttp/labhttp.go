@@ -52,6 +52,8 @@ func Configure(job *lab.Job, transport *http.Transport) error {
 		tlsConfig.VerifyConnection = requireH2
 	case "h2c":
 		protocols.SetUnencryptedHTTP2(true) // http:// URLs: HTTP/2 with prior knowledge
+	default:
+		return lab.Unsupported("net/http's Transport does not speak HTTP/%s", job.HTTP)
 	}
 	transport.Protocols = protocols
 	transport.TLSClientConfig = tlsConfig

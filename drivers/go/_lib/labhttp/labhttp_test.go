@@ -3,6 +3,7 @@ package labhttp
 import (
 	"crypto/tls"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -150,5 +151,14 @@ func TestWhatTheJobDoesNotNameStaysNetHTTPs(t *testing.T) {
 		tr.ExpectContinueTimeout != def.ExpectContinueTimeout || tr.DisableCompression || tr.DisableKeepAlives ||
 		tr.Proxy == nil || tr.DialContext == nil || tr.ForceAttemptHTTP2 != def.ForceAttemptHTTP2 {
 		t.Errorf("a setting the job does not name differs from http.DefaultTransport: %+v", tr)
+	}
+}
+
+// net/http has no HTTP/3: an HTTP/3 job is refused, never run over another version.
+func TestHTTP3JobIsRefusedByNetHTTP(t *testing.T) {
+	_, err := Client(&lab.Job{HTTP: "3", KeepAlive: true, Concurrency: 1})
+	var u *lab.UnsupportedError
+	if !errors.As(err, &u) {
+		t.Fatalf("an HTTP/3 job on net/http: %v, want unsupported", err)
 	}
 }

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// h3Client is an HTTP/3 client trusting the test certificate; cache (may be nil) keeps its
+// TLS sessions for resumption. It is closed when the test ends.
+func h3Client(t *testing.T, cache tls.ClientSessionCache) (*http.Client, *http3.Transport) {
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ClientSessionCache: cache},
+		DisableCompression: true}
+	t.Cleanup(func() { tr.Close() })
+	return &http.Client{Transport: tr, CheckRedirect: noRedirect, Timeout: 10 * time.Second}, tr
+}
+
+func h3Get(t *testing.T, c *http.Client, method, path string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, h3URL+path, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s over HTTP/3: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	if _, err := body.ReadFrom(resp.Body); err != nil || resp.ProtoMajor != 3 {
+		t.Fatalf("%s %s: %s, %v", method, path, resp.Proto, err)
+	}
+	return resp
+}
+
+// settled waits (bounded, as waitFor) until ok holds and returns the counters: the handshake
+// is recorded when it completes, a close when the server sees it.
+func settled(t *testing.T, what string, ok func(snapshotJSON) bool) snapshotJSON {
+	t.Helper()
+	waitFor(t, what, ok)
+	return counters(t)
+}
+
+func TestHTTP3RequestsAreRecordedOnOneQUICConnection(t *testing.T) {
+	reset(t)
+	c, tr := h3Client(t, nil)
+	h3Get(t, c, "GET", "/bytes/1024")
+	h3Get(t, c, "GET", "/json/2000")
+	s := settled(t, "the handshake", func(s snapshotJSON) bool { return s.TLS["full"] == 1 })
+	if s.Requests != 2 || s.Versions["HTTP/3.0"] != 2 || s.Connections != 1 || len(s.Conns) != 1 {
+		t.Fatalf("want 2 HTTP/3.0 requests on 1 connection, got %d %v on %d", s.Requests, s.Versions, s.Connections)
+	}
+	conn := s.Conns[0]
+	if conn.Proto != "h3" || !conn.TLS || conn.Requests != 2 || conn.BytesOut < 3024 || conn.BytesIn == 0 || conn.Resumed {
+		t.Fatalf("connection record %+v", conn)
+	}
+	for _, e := range s.Log {
+		if e.Conn != conn.ID || e.Proto != "HTTP/3.0" || e.Status != 200 {
+			t.Fatalf("log entry %+v (connection %d)", e, conn.ID)
+		}
+	}
+	tr.Close()
+	s = settled(t, "the close", func(s snapshotJSON) bool { return len(s.Conns) == 1 && s.Conns[0].ClosedNs > 0 })
+	if s.Conns[0].ClosedNs == 0 || s.BytesOut < 3024 {
+		t.Fatalf("closed connection: %+v, bytes out %d", s.Conns[0], s.BytesOut)
+	}
+}
+
+// A client that resumes its TLS session sends its first request as 0-RTT data; the server
+// records the resumption and the early data.
+func TestHTTP3ResumptionAndZeroRTTAreRecorded(t *testing.T) {
+	reset(t)
+	cache := tls.NewLRUClientSessionCache(4)
+	for i := 0; i < 2; i++ {
+		c, tr := h3Client(t, cache)
+		h3Get(t, c, http3.MethodGet0RTT, "/bytes/10")
+		tr.Close()
+	}
+	s := settled(t, "two handshakes", func(s snapshotJSON) bool { return s.TLS["full"]+s.TLS["resumed"] == 2 })
+	if s.TLS["full"] != 1 || s.TLS["resumed"] != 1 || s.TLS["early_data"] != 1 || s.Connections != 2 {
+		t.Fatalf("want 1 full and 1 resumed handshake with 0-RTT on 2 connections, got %v on %d", s.TLS, s.Connections)
+	}
+	if s.Conns[0].Resumed || s.Conns[0].EarlyData || !s.Conns[1].Resumed || !s.Conns[1].EarlyData {
+		t.Fatalf("connections %+v", s.Conns)
+	}
+}
+
+// Every kind of request is answered over HTTP/3 as net/http answers it over HTTP/1.1, and
+// recorded the same way (the reusable handlers).
+func TestHTTP3AnswersAndRecordsAsNetHTTP(t *testing.T) {
+	h1 := &http.Client{Transport: &http.Transport{DisableCompression: true}, CheckRedirect: noRedirect}
+	defer h1.CloseIdleConnections()
+	configure(t, `{"record_digests": true}`)
+	defer configure(t, `{"record_digests": false}`)
+	for _, r := range h2Requests(t) {
+		h1.CloseIdleConnections()
+		reset(t)
+		fastOff.Store(true)
+		want, wantBody := r.do(t, h1, plainURL)
+		fastOff.Store(false)
+		wantLog := counters(t).Log
+		c, tr := h3Client(t, nil)
+		reset(t)
+		got, gotBody := r.do(t, c, h3URL)
+		tr.Close()
+		name := fmt.Sprintf("h3 %s %s", r.method, r.path)
+		if got.StatusCode != want.StatusCode || !bytes.Equal(gotBody, wantBody) && r.path != "/login" {
+			t.Errorf("%s: %d %q, net/http %d %q", name, got.StatusCode, cutText(gotBody), want.StatusCode, cutText(wantBody))
+		}
+		for _, h := range []string{"Content-Type", "Content-Encoding", "Location", "Vary"} {
+			if got.Header.Get(h) != want.Header.Get(h) {
+				t.Errorf("%s: %s %q, net/http %q", name, h, got.Header.Get(h), want.Header.Get(h))
+			}
+		}
+		s := counters(t)
+		if len(s.Log) != 1 || len(wantLog) != 1 || s.Versions["HTTP/3.0"] != 1 {
+			t.Fatalf("%s: %d log entries (net/http %d), %+v", name, len(s.Log), len(wantLog), s.Versions)
+		}
+		g, w := s.Log[0], wantLog[0]
+		w.Conn, w.Proto, w.Reads, w.HeaderReads, w.FirstByteNs, w.LastByteNs, w.MaxReadGapNs, w.DoneNs =
+			g.Conn, g.Proto, g.Reads, g.HeaderReads, g.FirstByteNs, g.LastByteNs, g.MaxReadGapNs, g.DoneNs
+		if g.CookieOK != nil && w.CookieOK != nil && *g.CookieOK == *w.CookieOK {
+			w.CookieOK = g.CookieOK
+		}
+		if r.path == "/login" || r.method == "HEAD" {
+			w.RespSHA256, w.RespBodyBytes = g.RespSHA256, g.RespBodyBytes
+		}
+		if fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("%s: log entry\n%+v\nnet/http's\n%+v", name, g, w)
+		}
+	}
+}
+
+// The TLS port's answers (HTTP/1.1 and HTTP/2, hot path or not) advertise the HTTP/3 port;
+// the plain port's do not.
+func TestAltSvcOnTheTLSPortNamesTheH3Port(t *testing.T) {
+	want := fmt.Sprintf(`h3=":%s"; ma=86400`, h3URL[strings.LastIndex(h3URL, ":")+1:])
+	h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
+	defer h1.CloseIdleConnections()
+	defer h2.CloseIdleConnections()
+	for _, path := range []string{"/bytes/10", "/json/2000"} { // the HTTP/2 hot path, then the other
+		for _, c := range []*http.Client{h1, h2} {
+			resp, _ := get(t, c, secureURL+path)
+			if got := resp.Header.Get("Alt-Svc"); got != want {
+				t.Errorf("%s %s: Alt-Svc %q, want %q", resp.Proto, path, got, want)
+			}
+		}
+		if resp, _ := get(t, http.DefaultClient, plainURL+path); resp.Header.Get("Alt-Svc") != "" {
+			t.Errorf("plain %s: Alt-Svc %q", path, resp.Header.Get("Alt-Svc"))
+		}
+	}
+}
+
+// A rebind moves HTTP/3 to a fresh UDP port; a connection opened before goes on being served.
+func TestRebindMovesTheH3PortAndKeepsOpenConnections(t *testing.T) {
+	c, _ := h3Client(t, nil)
+	before := h3URL
+	h3Get(t, c, "GET", "/bytes/10")
+	rebind(t)
+	if h3URL == before {
+		t.Fatalf("the HTTP/3 port stayed %s", h3URL)
+	}
+	req, _ := http.NewRequest("GET", before+"/bytes/10", nil)
+	resp, err := c.Do(req) // on the connection kept from before the rebind
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the open connection was not served after a rebind: %v", err)
+	}
+	resp.Body.Close()
+	fresh, _ := h3Client(t, nil)
+	h3Get(t, fresh, "GET", "/bytes/10")
+}
+
+// --serve-only closes QUIC connections from any other client, as it does TCP ones.
+func TestServeOnlyClosesQUICConnectionsFromOtherClients(t *testing.T) {
+	serveOnly = netip.MustParseAddr("127.0.0.2")
+	defer func() { serveOnly = netip.Addr{} }()
+	for _, c := range []struct {
+		local  string
+		served bool
+	}{{"127.0.0.1", false}, {"127.0.0.2", true}} {
+		udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(c.local)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qt := &quic.Transport{Conn: udp}
+		tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: roots},
+			Dial: func(ctx context.Context, addr string, tlsCfg *tls.Config, cfg *quic.Config) (*quic.Conn, error) {
+				to, err := net.ResolveUDPAddr("udp", addr)
+				if err != nil {
+					return nil, err
+				}
+				return qt.DialEarly(ctx, to, tlsCfg, cfg)
+			}}
+		client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+		resp, err := client.Get(h3URL + "/bytes/10")
+		if err == nil {
+			resp.Body.Close()
+		}
+		tr.Close()
+		qt.Close()
+		udp.Close()
+		if served := err == nil && resp.StatusCode == 200; served != c.served {
+			t.Errorf("a client at %s: served %v (%v), want %v", c.local, served, err, c.served)
+		}
+	}
+}
