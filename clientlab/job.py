@@ -117,8 +117,9 @@ def _port(scenario: Scenario, endpoint: Endpoint) -> int:
     if client.http != "3":
         return endpoint.https_port if client.scheme == "https" else endpoint.http_port
     if not endpoint.h3_port:
-        raise LabError(f"scenario {scenario.name} asks for HTTP/3, and this bench server has no HTTP/3 "
-                       "(UDP) port: rebuild it (./setup.sh)")
+        raise LabError(f"scenario {scenario.name} asks for HTTP/3, and this server side has no HTTP/3 (UDP) "
+                       "port: a network profile whose delay comes from the TCP latency proxy carries no UDP (use a "
+                       "link = \"relay\" profile such as lossy-1pct), or the bench server predates HTTP/3 (./setup.sh)")
     return endpoint.h3_port
 
 

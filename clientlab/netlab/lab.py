@@ -51,11 +51,15 @@ class NetLab:
                                   public_host=BENCH_HOST)
         self._parts.append(self.server)
         http_port, https_port = self.server.endpoint.http_port, self.server.endpoint.https_port
+        # HTTP/3 is UDP: where the latency proxy (TCP only) gives the delay, it would bypass the
+        # profile, so the lab offers no HTTP/3 there; the relay and an undelayed link carry it
+        h3_port = self.server.endpoint.h3_port
         if p.rtt_ms and not delay_done:
             proxy = LatencyProxy(p.rtt_ms, {"http": http_port, "https": https_port})
             self._parts.append(proxy)
-            http_port, https_port = proxy.ports["http"], proxy.ports["https"]
-        self.endpoint = Endpoint(host=BENCH_HOST, http_port=http_port, https_port=https_port,
+            http_port, https_port, h3_port = proxy.ports["http"], proxy.ports["https"], 0
+            self.notes.append("no HTTP/3 on this profile: its delay comes from a TCP proxy (use a link = \"relay\" profile)")
+        self.endpoint = Endpoint(host=BENCH_HOST, http_port=http_port, https_port=https_port, h3_port=h3_port,
                                  ca_file=self.server.endpoint.ca_file)
         self.driver_prefix = hosts.in_ns(hosts.CLIENT_NS)
         self.rtt_ms = probe.measure("rtt", BENCH_HOST, http_port, 10)

@@ -47,7 +47,9 @@ def profile(**settings) -> netprofile.Profile:
 def test_a_get_over_a_50ms_profile_takes_50_to_60_ms():
     with NetLab(netprofile.get("wan-50ms")) as lab:
         rtt = probe.measure("rtt", lab.endpoint.host, lab.endpoint.http_port, 10)
+        offered_h3 = lab.endpoint.h3_port
     assert 50 <= rtt < 60, f"a GET took {rtt:.1f} ms"
+    assert offered_h3 == 0, "HTTP/3 would bypass the TCP latency proxy: the lab must not offer it"
 
 
 def test_the_dns_counter_counts_a_lookup_from_the_client_namespace():

@@ -71,6 +71,7 @@ def test_the_relay_carries_tcp_and_udp_between_the_namespaces(lab):
     got = udp(lab, 200)
     counters = lab.relay.counters()
     assert rtt > 0 and got["received"] == 200, got
+    assert lab.endpoint.h3_port, "the relay carries UDP: HTTP/3 is offered"
     assert counters["up"]["sent"] >= 200 + 5 and counters["down"]["sent"] >= 200 + 5, counters
 
 
