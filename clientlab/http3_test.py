@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clientlab import scenario
+from clientlab import paths, scenario
 from clientlab.errors import LabError, LabInputError
 from clientlab.job import Endpoint, plan, required_capabilities
 from clientlab.server import BenchServer
@@ -69,3 +69,23 @@ def test_the_bench_server_announces_and_rebinds_its_http3_port():
         assert before and server.info["h3"] == before
         after = server.rebind()
         assert after.h3_port and after.h3_port != before
+
+
+def test_crosscheck_bare_puts_an_http3_driver_beside_its_own_plain_loop_over_http3(lab_home):
+    import json
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    (lab_home / "build").symlink_to(paths.lab_home() / "build")   # the drivers' build stamps
+    done = subprocess.run([sys.executable, "-m", "clientlab", "crosscheck", "--bare", "--http", "3",
+                           "-d", "go-net-http-http3", "-s", "get-small", "-p", "count=50", "--trials", "2"],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "CLIENTLAB_HOME": str(lab_home), "COLUMNS": "200"})
+    assert done.returncode in (0, 1), done.stderr   # 1: lab and loop disagreed, which a test cannot fix
+    with sqlite3.connect(lab_home / "results.sqlite") as db:
+        (params,) = db.execute("SELECT params FROM cells").fetchone()
+        (config,) = db.execute("SELECT config FROM runs").fetchone()
+    assert json.loads(params)["client"]["http"] == "3"
+    assert json.loads(config)["calibration"][0]["pairs"], "the plain loop ran over HTTP/3 too"

@@ -58,11 +58,13 @@ if TYPE_CHECKING:
                    "get-small, get-json-335k).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="With --bare: also write every pair of lab trial and plain-loop round here.")
+@click.option("--http", type=click.Choice(["1.1", "2", "h2c", "3"]),
+              help="HTTP version for every scenario, as for `clientlab run` (3: HTTP/3 over QUIC).")
 @server_host_option
 @hosts_option
 @store_option
 def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries, bare,  # noqa: ANN001
-                   json_path, server_host_name, hosts_path) -> None:
+                   json_path, http, server_host_name, hosts_path) -> None:
     """Is the bench server part of the answer? Each driver on static workloads against the bench
     server and against Debian's nginx (one worker, the same core), in one run, the two servers'
     trials of a scenario taking turns: each driver's
@@ -99,6 +101,8 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     files, _ = scenario.discover()
     names = split_names(scenario_names) or list(calibrate.SCENARIOS if bare else crosscheck.STATIC_SCENARIOS)
     scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
+    if http:
+        scenarios = [s.with_client(http=http) for s in scenarios]
     stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials)
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
     store = chosen_store()
