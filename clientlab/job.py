@@ -186,6 +186,8 @@ def required_capabilities(planned: PlannedJob) -> list[str]:
     job, needed = planned.job, set()
     if any(r["url"].startswith("https:") for r in job["requests"]):
         needed.add("tls")
+    if job["http"] == "1.1":
+        needed.add("http1")
     if job["http"] == "2":
         needed.add("http2")
     if job["http"] == "h2c":

@@ -19,7 +19,7 @@ from clientlab import paths, runtimes
 from clientlab.errors import LabInputError, describe_validation_error, quote, read_toml, shown
 
 Capability = Literal[
-    "tls", "http2", "h2c", "http3", "cookies", "redirects", "form", "multipart", "upload",
+    "http1", "tls", "http2", "h2c", "http3", "cookies", "redirects", "form", "multipart", "upload",
     "sink_file", "gzip", "parallel", "keepalive", "keepalive_off", "fresh_process",
 ]
 MANIFEST_NAME = "driver.toml"
@@ -40,6 +40,9 @@ class Manifest(BaseModel):
     requires: list[str] = []
     apt: list[str] = []
     capabilities: list[Capability]
+    # speaks HTTP/1.1 (the capability `http1`, implied): false for a library of HTTP/3 alone
+    # (aioquic), which the lab then gives no HTTP/1.1 job
+    http1: bool = True
     # settings the driver needs that are neither the library's defaults nor named by the job, each
     # with its reason; shown beside the driver's figures (docs/driver-protocol.md §8)
     departures: list[Annotated[str, Field(min_length=1)]] = []
@@ -58,6 +61,15 @@ class Manifest(BaseModel):
                 raise ValueError(f"{shown(pattern) or 'an empty pattern'}: a glob pattern relative to the "
                                  "driver's folder (e.g. 'src/*.c', '../_lib/*.py')")
         return patterns
+
+    @model_validator(mode="after")
+    def _http1_implied(self) -> "Manifest":
+        if self.http1 and "http1" not in self.capabilities:
+            self.capabilities = ["http1", *self.capabilities]
+        elif not self.http1 and "http1" in self.capabilities:
+            raise PydanticCustomError("http1", "field 'capabilities': claims http1, and http1 = false says it has none",
+                                      {})
+        return self
 
     @model_validator(mode="after")
     def _id_names_language(self) -> "Manifest":

@@ -70,3 +70,17 @@ def test_an_id_not_naming_its_language_is_refused_with_the_value_quoted_on_one_l
         manifest.load_manifest(folder / "driver.toml")
     message = str(info.value)
     assert "must start with the language, e.g. 'py\\nthon-mine'" in message and "\n" not in message
+
+
+def test_http1_is_implied_unless_a_driver_speaks_http3_alone(tmp_path):
+    usual = manifest.load_manifest(write(tmp_path / "usual", GOOD) / "driver.toml").manifest
+    assert usual.capabilities == ["http1", "tls"]
+    alone = GOOD.replace('["tls"]', '["tls", "http3"]') + "http1 = false\n"
+    only3 = manifest.load_manifest(write(tmp_path / "only3", alone) / "driver.toml").manifest
+    assert "http1" not in only3.capabilities
+
+
+def test_claiming_http1_and_saying_http1_false_is_refused(tmp_path):
+    both = GOOD.replace('["tls"]', '["tls", "http1"]') + "http1 = false\n"
+    with pytest.raises(LabInputError, match="claims http1, and http1 = false"):
+        manifest.load_manifest(write(tmp_path / "both", both) / "driver.toml")

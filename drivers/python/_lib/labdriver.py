@@ -194,7 +194,8 @@ class Job:
         """Why a client that closes connections only with `Connection: close` cannot do this
         job (keep-alive off over HTTP/2, where that header does not exist), or None."""
         if not self.keep_alive and self.http != "1.1":
-            return f"{library} cannot close HTTP/2 connections per request (Connection: close is HTTP/1.1)"
+            version = "3" if self.http == "3" else "2"
+            return f"{library} cannot close HTTP/{version} connections per request (Connection: close is HTTP/1.1)"
         return None
 
     def work(self) -> Iterator[Request]:
@@ -268,14 +269,16 @@ def requests_response(resp: Any, req: Request, verify: bool) -> Response:
 
 
 def http_label(version: Any) -> str:
-    """Normalise a library's idea of the HTTP version to "1.0", "1.1" or "2".
+    """Normalise a library's idea of the HTTP version to "1.0", "1.1", "2" or "3".
 
-    Accepts 10/11/20 (http.client, urllib3), "HTTP/1.1"/"HTTP/2" (httpx), (1, 1) tuples (aiohttp).
+    Accepts 10/11/20/30 (http.client, urllib3, urllib3-future), "HTTP/1.1"/"HTTP/2" (httpx),
+    (1, 1) tuples (aiohttp).
     """
     if isinstance(version, tuple):
         version = f"{version[0]}.{version[1]}"
     text = str(version).upper().removeprefix("HTTP/")
-    return {"10": "1.0", "11": "1.1", "20": "2", "2": "2", "2.0": "2", "1.0": "1.0", "1.1": "1.1"}.get(text, text)
+    return {"10": "1.0", "11": "1.1", "20": "2", "2": "2", "2.0": "2", "1.0": "1.0", "1.1": "1.1",
+            "30": "3", "3.0": "3"}.get(text, text)
 
 
 def sha256_file(path: str) -> str:

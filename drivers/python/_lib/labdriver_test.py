@@ -89,10 +89,13 @@ def test_client_headers_and_close_refusal():
     assert closing.close_refusal("x") is None  # HTTP/1.1 closes with the header
     h2 = labdriver.Job.parse(job_dict(keep_alive=False, http="2"))
     assert "x cannot close HTTP/2" in h2.close_refusal("x")
+    h3 = labdriver.Job.parse(job_dict(keep_alive=False, http="3"))
+    assert "x cannot close HTTP/3" in h3.close_refusal("x")
 
 
 @pytest.mark.parametrize("value,label", [(11, "1.1"), (10, "1.0"), (20, "2"), ("HTTP/1.1", "1.1"),
-                                         ("HTTP/2", "2"), ("HTTP/2.0", "2"), ((1, 1), "1.1"), ((2, 0), "2")])
+                                         ("HTTP/2", "2"), ("HTTP/2.0", "2"), ((1, 1), "1.1"), ((2, 0), "2"),
+                                         (30, "3"), ("HTTP/3", "3"), ("HTTP/3.0", "3")])
 def test_http_label(value, label):
     assert labdriver.http_label(value) == label
 

@@ -14,12 +14,14 @@ from curl_cffi import requests as cffi_requests  # noqa: E402
 
 # job.http -> libcurl's HTTP version. 2_PRIOR_KNOWLEDGE: h2c without Upgrade, and ALPN h2 only
 # over TLS (no fallback). Left unset, this libcurl would negotiate h2 on every https URL.
+# V3ONLY: QUIC straight to the URL's port (ngtcp2 + nghttp3 in the bundled libcurl), no fallback.
 HTTP_VERSIONS = {"1.1": CurlHttpVersion.V1_1, "2": CurlHttpVersion.V2_PRIOR_KNOWLEDGE,
-                 "h2c": CurlHttpVersion.V2_PRIOR_KNOWLEDGE}
+                 "h2c": CurlHttpVersion.V2_PRIOR_KNOWLEDGE, "3": CurlHttpVersion.V3ONLY}
 # AsyncSession's own number of easy handles, so of requests in flight (its max_clients default)
 ASYNC_MAX_CLIENTS = 10
 # CURLINFO_HTTP_VERSION values -> the report's labels
-HTTP_LABELS = {CurlHttpVersion.V1_0: "1.0", CurlHttpVersion.V1_1: "1.1", CurlHttpVersion.V2_0: "2"}
+HTTP_LABELS = {CurlHttpVersion.V1_0: "1.0", CurlHttpVersion.V1_1: "1.1", CurlHttpVersion.V2_0: "2",
+               CurlHttpVersion.V3: "3"}
 
 
 def _curl_versions() -> dict[str, str]:
@@ -28,7 +30,8 @@ def _curl_versions() -> dict[str, str]:
     parts = curl_cffi.Curl().version().decode().split()
     libs = dict(part.split("/", 1) for part in parts if "/" in part)
     return {"libcurl": libs.get("libcurl", "?"), "libcurl-ssl": parts[1] if len(parts) > 1 else "?",
-            "nghttp2": libs.get("nghttp2", "none")}
+            "nghttp2": libs.get("nghttp2", "none"), "ngtcp2": libs.get("ngtcp2", "none"),
+            "nghttp3": libs.get("nghttp3", "none")}
 
 
 class CurlCffiDriver(labdriver.HybridDriver):
@@ -43,8 +46,11 @@ class CurlCffiDriver(labdriver.HybridDriver):
         return {**labdriver.base_versions(), "curl_cffi": curl_cffi.__version__, **_curl_versions()}
 
     def refuse(self, job: labdriver.Job) -> str | None:
+        if job.http == "3" and job.option("tcp_nodelay") is not None:
+            return "tcp_nodelay: HTTP/3 runs over UDP"
         if self.parallel(job) and not job.keep_alive and job.http != "1.1":
-            return ("curl_cffi's AsyncSession multiplexes the HTTP/2 requests in flight on one connection: "
+            version = "3" if job.http == "3" else "2"
+            return (f"curl_cffi's AsyncSession multiplexes the HTTP/{version} requests in flight on one connection: "
                     "FORBID_REUSE closes it after its transfers, not one connection per request")
         return None
 
@@ -130,8 +136,9 @@ class CurlCffiDriver(labdriver.HybridDriver):
 
     def _http(self, resp) -> str:
         label = HTTP_LABELS.get(resp.http_version, str(resp.http_version))
-        if self.job.http != "1.1" and label != "2":  # never report other work as HTTP/2
-            raise RuntimeError(f"asked for HTTP/2, got HTTP {label}")
+        wanted = {"1.1": None, "3": "3"}.get(self.job.http, "2")
+        if wanted is not None and label != wanted:  # never report other work as HTTP/2 or HTTP/3
+            raise RuntimeError(f"asked for HTTP/{wanted}, got HTTP {label}")
         return label
 
     def close(self):

@@ -14,12 +14,17 @@ import urllib3  # noqa: E402  (urllib3-future: it installs itself as `urllib3`)
 from niquests._constant import DEFAULT_POOLSIZE  # noqa: E402
 
 # job.http -> the protocols the Session may negotiate; the others are disabled, so there is no
-# fallback. HTTP/3 is always off (niquests would otherwise upgrade through Alt-Svc).
+# fallback. HTTP/3 is off except for an HTTP/3 job (niquests would otherwise upgrade through Alt-Svc).
 PROTOCOLS = {
     "1.1": {"disable_http2": True, "disable_http3": True},
     "2": {"disable_http1": True, "disable_http3": True},  # ALPN offers h2 only
     "h2c": {"disable_http1": True, "disable_http3": True},  # HTTP/2 over cleartext, prior knowledge
+    # HTTP/1.1 and HTTP/2 both off: urllib3-future opens QUIC straight to the URL's port (the
+    # job's h3 port, so no Alt-Svc round over TCP) and never downgrades when the handshake fails
+    "3": {"disable_http1": True, "disable_http2": True},
 }
+# job.http -> the version every response must have come over (urllib3-future's numbers)
+FORCED_VERSION = {"2": 20, "h2c": 20, "3": 30}
 
 
 class NiquestsDriver(labdriver.HybridDriver):
@@ -34,7 +39,7 @@ class NiquestsDriver(labdriver.HybridDriver):
         versions = {**labdriver.base_versions(), "niquests": niquests.__version__}
         # `urllib3` here is urllib3-future; say so rather than pass it off as urllib3
         versions["urllib3-future" if hasattr(urllib3, "HttpVersion") else "urllib3"] = urllib3.__version__
-        for name in ("jh2", "h11", "wassima"):
+        for name in ("jh2", "h11", "qh3", "wassima"):
             try:
                 versions[name] = __import__(name).__version__
             except (ImportError, AttributeError):
@@ -42,22 +47,24 @@ class NiquestsDriver(labdriver.HybridDriver):
         return versions
 
     def refuse(self, job: labdriver.Job) -> str | None:
+        if job.http == "3" and job.option("tcp_nodelay") is not None:
+            return "tcp_nodelay: HTTP/3 runs over UDP"
         return job.close_refusal("niquests")
 
     def open(self, job: labdriver.Job):
         self.job = job
-        self.h2only = job.http != "1.1"
+        self.forced = FORCED_VERSION.get(job.http)  # None: HTTP/1.1 (the only version left enabled)
         if self.parallel(job):
             return self._aopen(job)  # AsyncSession is built inside the event loop
         self.session = self._configure(niquests.Session(**self._session_kwargs(job)), job)
         return None
 
     async def _aopen(self, job: labdriver.Job) -> None:
-        # multiplexed: concurrent requests share an HTTP/2 connection as streams (niquests' own
-        # switch for it; it changes nothing over HTTP/1.1, where each request in flight has a
-        # connection)
+        # multiplexed: concurrent requests share an HTTP/2 or HTTP/3 connection as streams
+        # (niquests' own switch for it; it changes nothing over HTTP/1.1, where each request in
+        # flight has a connection)
         self.session = self._configure(
-            niquests.AsyncSession(**self._session_kwargs(job), multiplexed=self.h2only), job)
+            niquests.AsyncSession(**self._session_kwargs(job), multiplexed=self.forced is not None), job)
 
     @staticmethod
     def _session_kwargs(job: labdriver.Job) -> dict:
@@ -120,9 +127,10 @@ class NiquestsDriver(labdriver.HybridDriver):
             return labdriver.Response.of(resp.status_code, resp.raw.version, content, self.job.verify)
 
     def _wrong_version(self, resp) -> str | None:
-        """Why an HTTP/2 job's response does not count (it came over another version), or None."""
-        if self.h2only and resp.raw.version != 20:
-            return f"asked for HTTP/2, got HTTP version {resp.raw.version}"
+        """Why an HTTP/2 or HTTP/3 job's response does not count (it came over another version),
+        or None."""
+        if self.forced is not None and resp.raw.version != self.forced:
+            return f"asked for HTTP/{self.forced // 10}, got HTTP version {resp.raw.version}"
         return None
 
     def close(self):
