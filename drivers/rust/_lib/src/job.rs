@@ -12,6 +12,9 @@ pub enum Http {
     H2,
     /// HTTP/2 over cleartext with prior knowledge
     H2c,
+    /// HTTP/3 over QUIC (ALPN h3; the URLs name the server's UDP port); only drivers that
+    /// declare `Driver::HTTP3` are given such a job, the others answer it unsupported
+    H3,
 }
 
 /// One entry of `job.requests`, done `repeat` times; `r` is its index.
@@ -234,6 +237,7 @@ impl Job {
             None | Some("1.1") => Http::H1,
             Some("2") => Http::H2,
             Some("h2c") => Http::H2c,
+            Some("3") => Http::H3,
             Some(other) => return Err(Refusal::Unsupported(format!("http {other:?} is not known"))),
         };
         let concurrency = match obj.get("concurrency") {
@@ -377,7 +381,8 @@ mod tests {
     #[test]
     fn malformed_jobs_are_errors_and_unknown_values_unsupported() {
         assert!(matches!(Job::parse(&json!({"requests": 1})), Err(Refusal::Error(_))));
-        assert!(matches!(Job::parse(&json!({"http": "3", "requests": []})), Err(Refusal::Unsupported(_))));
+        assert!(matches!(Job::parse(&json!({"http": "h3", "requests": []})), Err(Refusal::Unsupported(_))));
+        assert_eq!(job(json!({"http": "3", "requests": []})).http, Http::H3);
         let sink = json!({"requests": [{"method": "GET", "url": "u", "sink": "pipe"}]});
         assert!(matches!(Job::parse(&sink), Err(Refusal::Unsupported(_))));
         let options = json!({"options": {"tcp_nodelay": 1}, "requests": []});

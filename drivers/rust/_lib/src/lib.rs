@@ -62,6 +62,10 @@ pub trait Driver {
     /// The job options this driver knows; any other non-null option is refused.
     const OPTIONS: &'static [Opt];
 
+    /// True when the driver forces HTTP/3 for an `http: "3"` job; the others refuse such a job
+    /// before their own checks.
+    const HTTP3: bool = false;
+
     /// Library versions for the hello message.
     fn versions(&self) -> Versions;
 
@@ -127,6 +131,9 @@ impl<D: Driver, W: Write> Loop<'_, D, W> {
     /// Parse a job and refuse what the driver cannot do exactly (options, its own hook).
     fn accept(&self, data: &Value) -> Result<Arc<Job>, Refusal> {
         let job = Job::parse(data)?;
+        if job.http == Http::H3 && !D::HTTP3 {
+            return Err(Refusal::Unsupported("http \"3\": this driver does not speak HTTP/3".into()));
+        }
         match refusal(&job, D::OPTIONS).or_else(|| self.driver.refuse(&job)) {
             Some(reason) => Err(Refusal::Unsupported(reason)),
             None => Ok(Arc::new(job)),
@@ -405,6 +412,17 @@ mod tests {
         assert_eq!(answers[2]["type"], "error");
         assert_eq!((&answers[3]["type"], &answers[3]["requests"]), (&json!("bare"), &json!(1)));
         assert_eq!(fake.log, vec!["open 1", "close 1"]);
+    }
+
+    #[test]
+    fn an_http3_job_is_refused_by_a_driver_without_http3() {
+        let mut fake = Fake::default();
+        let mut h3 = job(4001, json!([["a", 1]]));
+        h3["http"] = json!("3");
+        let answers = talk(&mut fake, &[json!({"type": "job", "job": h3.clone()}), bare(h3)]);
+        let refused = json!({"type": "unsupported", "reason": "http \"3\": this driver does not speak HTTP/3"});
+        assert_eq!(answers, vec![refused.clone(), refused]);
+        assert!(fake.log.is_empty());
     }
 
     #[test]

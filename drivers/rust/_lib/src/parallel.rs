@@ -54,6 +54,9 @@ pub trait BlockingDriver: 'static {
     /// The job options this driver knows; any other non-null option is refused.
     const OPTIONS: &'static [Opt];
 
+    /// True when the driver forces HTTP/3 for an `http: "3"` job (see [`Driver::HTTP3`]).
+    const HTTP3: bool = false;
+
     /// Library versions for the hello message.
     fn versions(&self) -> Versions;
 
@@ -117,6 +120,7 @@ impl<B: BlockingDriver> Threads<B> {
 
 impl<B: BlockingDriver> Driver for Threads<B> {
     const OPTIONS: &'static [Opt] = B::OPTIONS;
+    const HTTP3: bool = B::HTTP3;
 
     fn versions(&self) -> Versions {
         self.driver.versions()
@@ -192,6 +196,9 @@ pub trait AsyncDriver: 'static {
     /// The job options this driver knows; any other non-null option is refused.
     const OPTIONS: &'static [Opt];
 
+    /// True when the driver forces HTTP/3 for an `http: "3"` job (see [`Driver::HTTP3`]).
+    const HTTP3: bool = false;
+
     /// Library versions for the hello message.
     fn versions(&self) -> Versions;
 
@@ -229,6 +236,7 @@ impl<A: AsyncDriver> Parallel<A> {
 #[cfg(feature = "tokio")]
 impl<A: AsyncDriver> Driver for Parallel<A> {
     const OPTIONS: &'static [Opt] = A::OPTIONS;
+    const HTTP3: bool = A::HTTP3;
 
     fn versions(&self) -> Versions {
         self.driver.versions()

@@ -25,6 +25,9 @@ macro_rules! reqwest_builder {
         builder = match job.http {
             $crate::Http::H1 => builder.http1_only(),
             $crate::Http::H2 | $crate::Http::H2c => builder.http2_prior_knowledge(),
+            // only rust-reqwest-http3 is given HTTP/3 jobs: it adds http3_prior_knowledge itself
+            // (the method exists only with reqwest's unstable http3 feature)
+            $crate::Http::H3 => builder,
         };
         if let Some(ca) = &job.tls_ca {
             builder = builder.tls_certs_only(reqwest::Certificate::from_pem_bundle(&std::fs::read(ca)?)?);

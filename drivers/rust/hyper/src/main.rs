@@ -101,6 +101,7 @@ impl AsyncDriver for Hyper {
         let connector = match job.http {
             Http::H1 => tls.enable_http1().wrap_connector(http), // no ALPN: HTTP/1.1
             Http::H2 | Http::H2c => tls.enable_http2().wrap_connector(http), // ALPN h2 only
+            Http::H3 => unreachable!("labdriver refuses HTTP/3 jobs for a driver without HTTP3"),
         };
         let mut builder = Client::builder(TokioExecutor::new());
         builder.http2_only(job.http != Http::H1);

@@ -80,6 +80,7 @@ impl BlockingDriver for Isahc {
             .version_negotiation(match job.http {
                 Http::H1 => VersionNegotiation::http11(),
                 Http::H2 | Http::H2c => VersionNegotiation::http2(), // prior knowledge, no fallback
+                Http::H3 => unreachable!("labdriver refuses HTTP/3 jobs for a driver without HTTP3"),
             })
             .timeout(job.timeout)
             .automatic_decompression(job.accept_gzip);
