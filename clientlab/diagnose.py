@@ -213,7 +213,8 @@ def http2_offered_not_used(cell: CellView) -> Finding | None:
     s = cell.server
     versions = s.get("versions") or {}
     tls_conns = (s.get("tls") or {}).get("full", 0) + (s.get("tls") or {}).get("resumed", 0)
-    if cell.client.get("concurrency", 1) <= 1 or tls_conns <= 1 or versions.get("HTTP/2.0"):
+    # only HTTP/1.1 requests: a client that spoke HTTP/2 or HTTP/3 used what it was offered
+    if cell.client.get("concurrency", 1) <= 1 or tls_conns <= 1 or set(versions) - {"HTTP/1.1"}:
         return None
     return Finding(
         "http2-not-used", "info", "HTTP/2 offered and not used",

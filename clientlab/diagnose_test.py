@@ -86,6 +86,12 @@ def test_http2_offered_and_not_used_by_parallel_http11(diagnosed):
     assert found[("python-aiohttp", "parallel-feeds")] == []
 
 
+def test_parallel_requests_over_http3_are_not_said_to_miss_http2(diagnosed):
+    over_h3 = shipped("parallel-feeds").with_client(http="3")
+    found = diagnosed([("python-niquests", over_h3)])
+    assert "http2-not-used" not in found[("python-niquests", over_h3.label)]
+
+
 @pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))
 def test_dns_lookup_per_request_seen_by_the_lab_dns(store, test_drivers):
     with NetLab(Profile(name="test", description="namespaces and lab DNS")) as lab:
