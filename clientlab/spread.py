@@ -119,15 +119,7 @@ class Spread:
 
 def run_ids(store: Store, refs: tuple[str, ...]) -> list[int]:
     """Run ids from numbers, 'last' and ranges such as 184-188."""
-    ids: list[int] = []
-    for ref in refs:
-        first, dash, last = ref.partition("-")
-        if dash and first.isdigit() and last.isdigit():
-            if int(last) < int(first):
-                raise LabInputError(f"'{ref}': a range goes from the lower run id to the higher")
-            ids += [store.resolve(str(i)) for i in range(int(first), int(last) + 1)]
-        else:
-            ids.append(store.resolve(ref))
+    ids = store.resolve_all(refs)
     if len(set(ids)) < 2:
         raise LabInputError("spread needs at least two different runs")
     return ids

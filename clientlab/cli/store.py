@@ -82,14 +82,5 @@ def push_cmd(run_refs: tuple[str, ...], to_url: str | None, from_url: str | None
 
 
 def _run_ids(store: Store, refs: tuple[str, ...]) -> list[int]:
-    """Run ids from numbers, 'last' and ranges such as 3-7."""
-    ids: list[int] = []
-    for ref in refs:
-        first, dash, last = ref.partition("-")
-        if dash and first.isdigit() and last.isdigit():
-            if int(last) < int(first):
-                raise LabInputError(f"'{ref}': a range goes from the lower run id to the higher")
-            ids += [store.resolve(str(i)) for i in range(int(first), int(last) + 1)]
-        else:
-            ids.append(store.resolve(ref))
-    return sorted(set(ids))
+    """Run ids from numbers, 'last' and ranges such as 3-7, each once."""
+    return sorted(set(store.resolve_all(refs)))

@@ -205,6 +205,19 @@ class Store:
             raise LabInputError(f"no run {ref} in {self.where}")
         return int(ref)
 
+    def resolve_all(self, refs: tuple[str, ...] | list[str]) -> list[int]:
+        """Run ids from numbers, 'last' and ranges such as 3-7, in the order given."""
+        ids: list[int] = []
+        for ref in refs:
+            first, dash, last = ref.partition("-")
+            if dash and first.isdigit() and last.isdigit():
+                if int(last) < int(first):
+                    raise LabInputError(f"'{ref}': a range goes from the lower run id to the higher")
+                ids += [self.resolve(str(i)) for i in range(int(first), int(last) + 1)]
+            else:
+                ids.append(self.resolve(ref))
+        return ids
+
     def run(self, run_id: int) -> dict[str, Any]:
         row = decoded("runs", self._one(sa.select(runs).where(runs.c.id == run_id)))
         if row["status"] == "running" and run_process_gone(row):

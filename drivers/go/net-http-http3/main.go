@@ -31,7 +31,7 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			return &client{job: job, hc: hc}, nil
+			return &client{labhttp.Caller{Job: job, HC: hc}}, nil
 		},
 	})
 }
@@ -77,30 +77,14 @@ func h3Refusal(job *lab.Job) string {
 	return ""
 }
 
-type client struct {
-	job *lab.Job
-	hc  *http.Client
-}
-
-func (c *client) Do(req *lab.Request) (lab.Response, error) {
-	hreq, err := labhttp.NewRequest(c.job, req)
-	if err != nil {
-		return lab.Response{}, err
-	}
-	resp, err := c.hc.Do(hreq)
-	if err != nil {
-		return lab.Response{}, err
-	}
-	defer resp.Body.Close()
-	return lab.Read(c.job, req, resp.StatusCode, labhttp.Label(resp), resp.Body)
-}
+type client struct{ labhttp.Caller }
 
 // Close ends the job's connections: an http3.Transport closes its QUIC connections (it has
 // no idle pool to drain), net/http's Transport its idle ones.
 func (c *client) Close() {
-	if t, ok := c.hc.Transport.(*http3.Transport); ok {
+	if t, ok := c.HC.Transport.(*http3.Transport); ok {
 		t.Close()
 		return
 	}
-	c.hc.CloseIdleConnections()
+	c.HC.CloseIdleConnections()
 }

@@ -2,7 +2,6 @@
 package main
 
 import (
-	"net/http"
 	"runtime"
 
 	lab "clientlab/labdriver"
@@ -21,27 +20,11 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			return &client{job: job, hc: hc}, nil
+			return &client{labhttp.Caller{Job: job, HC: hc}}, nil
 		},
 	})
 }
 
-type client struct {
-	job *lab.Job
-	hc  *http.Client
-}
+type client struct{ labhttp.Caller }
 
-func (c *client) Do(req *lab.Request) (lab.Response, error) {
-	hreq, err := labhttp.NewRequest(c.job, req)
-	if err != nil {
-		return lab.Response{}, err
-	}
-	resp, err := c.hc.Do(hreq)
-	if err != nil {
-		return lab.Response{}, err
-	}
-	defer resp.Body.Close()
-	return lab.Read(c.job, req, resp.StatusCode, labhttp.Label(resp), resp.Body)
-}
-
-func (c *client) Close() { c.hc.CloseIdleConnections() }
+func (c *client) Close() { c.HC.CloseIdleConnections() }

@@ -70,3 +70,23 @@ func NewRequest(job *lab.Job, req *lab.Request) (*http.Request, error) {
 	}
 	return hreq, nil
 }
+
+// Caller sends a job's requests on one http.Client as a net/http program does: each built by
+// NewRequest, each answer read through lab.Read. Drivers embed it and add their Close.
+type Caller struct {
+	Job *lab.Job
+	HC  *http.Client
+}
+
+func (c *Caller) Do(req *lab.Request) (lab.Response, error) {
+	hreq, err := NewRequest(c.Job, req)
+	if err != nil {
+		return lab.Response{}, err
+	}
+	resp, err := c.HC.Do(hreq)
+	if err != nil {
+		return lab.Response{}, err
+	}
+	defer resp.Body.Close()
+	return lab.Read(c.Job, req, resp.StatusCode, Label(resp), resp.Body)
+}
