@@ -59,3 +59,10 @@ def test_nasty_parameter_and_option_values_exit_2_with_a_message(lab, args):
     no_traceback(proc)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: ") and "\x1b[2J" not in proc.stderr
+
+
+def test_an_unknown_http_version_exits_2_naming_the_known_ones(lab):
+    proc = lab.run("run", *QUICK, "-s", "get-small", "--http", "2,4")
+    no_traceback(proc)
+    assert proc.returncode == 2
+    assert "'4': the versions are 1.1, 2, h2c, 3" in proc.stderr

@@ -140,6 +140,18 @@ def test_client_option_from_the_command_line_reaches_the_driver(lab_home, tmp_pa
     assert cell["params"]["client"]["options"] == {"tcp_nodelay": True}
 
 
+def test_several_http_versions_run_each_scenario_once_per_version_in_one_run(lab_home, tmp_path):
+    out = tmp_path / "run.json"
+    proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "get-small",
+                     "-p", "count=5", "--trials", "1", "--warmup", "0", "--http", "1.1,2", "--http", "1.1",
+                     "--json", str(out), home=lab_home)
+    assert proc.returncode == 0, proc.stderr
+    cells = {c["scenario"]: c for c in json.loads(out.read_text())["cells"]}
+    assert set(cells) == {"get-small[http=1.1]", "get-small[http=2]"}
+    assert cells["get-small[http=1.1]"]["status"] == "ok"
+    assert cells["get-small[http=2]"]["reason"] == "manifest does not claim http2"
+
+
 def test_bad_scenario_selection_is_a_clear_error(lab_home):
     proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "nope",
                      home=lab_home)

@@ -11,6 +11,7 @@ rule needs a server cap (a network profile's `max_conns`).
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -43,6 +44,7 @@ class CellView:
     sinks: list[str]        # "memory" / "file": where the scenario's bodies go
     figures: dict
     baseline_rss_kb: int    # the driver's smallest peak RSS in this run (its footprint without bodies)
+    over_http3: dict | None = None   # the run's cell of the same driver and work over HTTP/3, if any
 
     @property
     def server(self) -> dict:
@@ -66,10 +68,14 @@ def no_connection_reuse(cell: CellView) -> Finding | None:
         return None
     if (s.get("cap") or {}).get("idle_closed", 0) >= 0.5 * conns:
         return None  # the server closed them to make room: the connection-cap rule says why
+    if _quic(s):
+        cost = "a QUIC handshake"
+    else:
+        cost = f"a TCP connect{' and a TLS handshake' if s.get('tls', {}).get('full') else ''}"
     return Finding(
         "no-connection-reuse", "warn", "No connection reuse",
         f"{requests} requests came on {conns} connections although keep-alive was allowed: every request "
-        f"paid for a TCP connect{' and a TLS handshake' if s.get('tls', {}).get('full') else ''}.",
+        f"paid for {cost}.",
         "Keep one client (session, handle, agent) for all requests so that its connection pool is reused.",
     )
 
@@ -226,6 +232,74 @@ def http2_offered_not_used(cell: CellView) -> Finding | None:
 
 
 @rule
+def http3_offered_not_used(cell: CellView) -> Finding | None:
+    """Only where the run measured the same work over HTTP/3 too, and it was faster there beyond
+    both cells' noise: the lab's jobs name their version, so not upgrading by Alt-Svc is the
+    client doing as asked; the finding is that asking for HTTP/3 would have paid."""
+    s, h3 = cell.server, cell.over_http3
+    versions = set(s.get("versions") or {})
+    if h3 is None or not s.get("alt_svc") or not versions or versions - {"HTTP/1.1", "HTTP/2.0"}:
+        return None
+    mine, theirs = cell.figures, h3["figures"]
+    noise = max(0.05, (mine.get("precision") or 0) + (theirs.get("precision") or 0))
+    if theirs["throughput"] <= mine["throughput"] * (1 + noise):
+        return None
+    version = "HTTP/2" if "HTTP/2.0" in versions else "HTTP/1.1"
+    return Finding(
+        "http3-not-used", "info", "HTTP/3 offered and not used",
+        f"The server offered HTTP/3 (Alt-Svc: {s['alt_svc']}); this client speaks it, and in this run the same "
+        f"work over HTTP/3 measured {_rate(theirs)} against {_rate(mine)} over {version} "
+        f"({theirs['throughput'] / mine['throughput']:.2f}×).",
+        "Ask for HTTP/3 (with the client's HTTP/3 support, or by letting it follow Alt-Svc): on this network "
+        "it does the same work faster.",
+    )
+
+
+@rule
+def multiplexing_unused(cell: CellView) -> Finding | None:
+    s = cell.server
+    versions = set(s.get("versions") or {})
+    concurrency, requests = cell.client.get("concurrency", 1), s.get("requests", 0)
+    carrying = sum(1 for c in s.get("conns") or [] if c.get("requests"))
+    in_flight = min(concurrency, requests)
+    if not versions or versions - {"HTTP/2.0", "HTTP/3.0"} or in_flight < 4 or carrying < max(2, in_flight / 2):
+        return None
+    version, handshake = ("HTTP/3", "a QUIC handshake") if _quic(s) else ("HTTP/2", "a TCP connect and TLS handshake")
+    return Finding(
+        "multiplexing-unused", "info", f"Parallel {version} requests on a connection each",
+        f"Up to {concurrency} requests in flight came on {carrying} {version} connections: each paid {handshake} "
+        f"and started its own congestion window, where one connection carries them all as streams.",
+        f"Let the parallel requests share one {version} connection: wait for the pending connection instead of "
+        "opening another (e.g. CURLOPT_PIPEWAIT), or send one request first.",
+    )
+
+
+@rule
+def zero_rtt_unused(cell: CellView) -> Finding | None:
+    s = cell.server
+    tls, requests = s.get("tls") or {}, s.get("requests", 0)
+    resumed = tls.get("resumed", 0)
+    # 0-RTT is for idempotent requests: a cell that sent bodies is right not to use it
+    if not _quic(s) or resumed < 2 or tls.get("early_data", 0) or s.get("req_body_bytes", 0) or requests < resumed:
+        return None
+    return Finding(
+        "zero-rtt-unused", "info", "QUIC sessions resumed without 0-RTT",
+        f"{resumed} QUIC connections resumed a TLS session and none sent its request as 0-RTT data (the server "
+        "accepts it): each GET waited a round trip for the handshake first.",
+        "Where the client offers it, send idempotent requests as 0-RTT data on resumed connections (e.g. quic-go's "
+        "http3.MethodGet0RTT with a TLS session cache); better still, keep the connection.",
+    )
+
+
+def _quic(server: dict) -> bool:
+    return bool((server.get("versions") or {}).get("HTTP/3.0"))
+
+
+def _rate(figures: dict) -> str:
+    return f"{figures['throughput']:,.1f} {figures.get('unit', '')} (±{(figures.get('precision') or 0):.0%})"
+
+
+@rule
 def whole_body_in_memory(cell: CellView) -> Finding | None:
     s = cell.server
     requests = s.get("requests", 0)
@@ -287,10 +361,23 @@ def diagnose_run(cells: list[dict]) -> dict[int, list[Finding]]:
     for c in ok:
         rss = c["figures"].get("peak_rss_kb", 0)
         baselines[c["driver"]] = min(baselines.get(c["driver"], rss), rss)
+    over_http3 = {_same_work(c): c for c in ok if ((c.get("params") or {}).get("client") or {}).get("http") == "3"}
     out = {}
     for c in ok:
         params = c.get("params") or {}
         view = CellView(c["driver"], c["scenario"], dict(params.get("client") or {}), list(params.get("sinks") or []),
-                        c["figures"], baselines[c["driver"]])
+                        c["figures"], baselines[c["driver"]], over_http3.get(_same_work(c)))
         out[c["id"]] = diagnose(view)
     return out
+
+
+def _same_work(cell: dict) -> str:
+    """A cell's driver and work with its HTTP version left out (and a sweep value that is only
+    the version), so that the cells of one work over two versions share it."""
+    params = dict(cell.get("params") or {})
+    client = dict(params.get("client") or {})
+    if params.get("value") == client.get("http"):
+        params.pop("value", None)
+    client.pop("http", None)
+    params["client"] = client
+    return json.dumps([cell["driver"], cell["scenario"].split("[", 1)[0], params], sort_keys=True)

@@ -151,3 +151,44 @@ def test_one_body_in_memory_is_no_finding_where_the_scenario_asks_for_memory():
     assert whole_body_in_memory(cell) is None
     as_file = CellView("x-y", "download-file", {}, ["file"], cell.figures, cell.baseline_rss_kb)
     assert whole_body_in_memory(as_file) is not None
+
+
+def test_quic_sessions_resumed_without_0rtt(diagnosed):
+    # a QUIC connection per GET: libcurl resumes each TLS session and still waits out the handshake
+    fresh = shipped("get-small", count=30).with_client(http="3", keep_alive=False)
+    kept = shipped("get-small", count=30).with_client(http="3")
+    found = diagnosed([("python-curl-cffi", fresh), ("go-net-http-http3", kept)])
+    assert found[("python-curl-cffi", fresh.label)] == ["zero-rtt-unused"]
+    assert found[("go-net-http-http3", kept.label)] == []
+
+
+def _stored(driver: str, http: str, rate: float, precision: float = 0.02, **server) -> dict:
+    client = {"scheme": "https", "http": http, "concurrency": 20}
+    version = {"1.1": "HTTP/1.1", "2": "HTTP/2.0", "3": "HTTP/3.0"}[http]
+    return {"id": hash((driver, http)), "driver": driver, "scenario": f"parallel-feeds[http={http}]", "status": "ok",
+            "params": {"feeds": 100, "part": "lossy", "value": http, "client": client, "sinks": ["memory"]},
+            "figures": {"throughput": rate, "unit": "req/s", "precision": precision, "peak_rss_kb": 1000,
+                        "server": {"requests": 100, "connections": 1, "versions": {version: 100},
+                                   "conns": [{"requests": 100}], **server}}}
+
+
+@pytest.mark.parametrize("h3_rate,expected", [(300.0, ["http3-not-used"]), (210.0, []), (100.0, [])])
+def test_http3_offered_and_not_used_where_the_run_measured_it_faster(h3_rate, expected):
+    h2 = _stored("x-y", "2", 200.0, alt_svc='h3=":4433"')
+    found = diagnose_run([h2, _stored("x-y", "3", h3_rate)])
+    assert [f.rule for f in found[h2["id"]]] == expected   # 210 is within both cells' noise and 5 %
+
+
+def test_http3_not_used_needs_the_offer_and_the_same_work():
+    unoffered = _stored("x-y", "2", 200.0)
+    other_driver = _stored("x-z", "2", 200.0, alt_svc='h3=":4433"')
+    found = diagnose_run([unoffered, other_driver, _stored("x-y", "3", 400.0)])
+    assert found[unoffered["id"]] == [] and found[other_driver["id"]] == []
+
+
+@pytest.mark.parametrize("http,carrying,expected", [("3", 20, ["multiplexing-unused"]), ("2", 10, ["multiplexing-unused"]),
+                                                    ("3", 1, []), ("3", 3, []), ("1.1", 20, [])])
+def test_parallel_requests_on_a_connection_each_are_found_for_http2_and_http3(http, carrying, expected):
+    cell = _stored("x-y", http, 200.0)
+    cell["figures"]["server"].update(connections=carrying, conns=[{"requests": 100 // carrying}] * carrying)
+    assert [f.rule for f in diagnose_run([cell])[cell["id"]]] == expected

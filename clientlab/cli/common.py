@@ -60,6 +60,16 @@ def split_names(values: tuple[str, ...]) -> list[str] | None:
     return names or None
 
 
+HTTP_VERSIONS = ("1.1", "2", "h2c", "3")
+
+
+def known_http_versions(_ctx: click.Context, _param: click.Parameter, given: tuple[str, ...]) -> tuple[str, ...]:
+    """--http's check: every version named (comma-separated or repeated) is one the lab knows."""
+    if unknown := [v for v in split_names(given) or [] if v not in HTTP_VERSIONS]:
+        raise click.BadParameter(f"{', '.join(map(repr, unknown))}: the versions are {', '.join(HTTP_VERSIONS)}")
+    return given
+
+
 # -- input and machine guards: user scenario folders, the run lock, exit codes
 
 EXIT_FAILED, EXIT_USAGE, EXIT_LAB, EXIT_BUSY, EXIT_INTERRUPTED = 1, 2, 3, 75, 130

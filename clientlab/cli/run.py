@@ -27,6 +27,7 @@ from clientlab.cli.common import (
     driver_path_option,
     err,
     exit_if_cells_failed,
+    known_http_versions,
     load_drivers,
     main,
     no_wait_option,
@@ -71,9 +72,10 @@ if TYPE_CHECKING:
               help="Scenarios to run (comma-separated or repeated). Default: the default scenarios.")
 @click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
               help="Override a scenario parameter, e.g. -p count=500 or -p download-file.size=1GB.")
-@click.option("--http", type=click.Choice(["1.1", "2", "h2c", "3"]),
-              help="HTTP version for every scenario: 2 is over TLS (https), h2c is cleartext with prior knowledge, "
-                   "3 is over QUIC (https, the server's UDP port).")
+@click.option("--http", "http_versions", multiple=True, metavar="VERSION[,VERSION…]", callback=known_http_versions,
+              help="HTTP version for every scenario: 1.1, 2 (over TLS, https), h2c (cleartext, prior knowledge) "
+                   "or 3 (over QUIC: https, the server's UDP port). Several (--http 2,3): each scenario once per "
+                   "version, the cells taking turns in one run, so that versions compare like for like.")
 @click.option("--concurrency", type=click.IntRange(1), help="Requests in flight at once, for every scenario.")
 @click.option("--keep-alive/--no-keep-alive", default=None, help="Reuse connections, or one per request.")
 @click.option("-o", "--option", "client_options", multiple=True, metavar="NAME=VALUE",
@@ -134,7 +136,7 @@ if TYPE_CHECKING:
               help="With --on: the driver every job measures too; each cell is read as a ratio to it.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the run as JSON here (rewritten after every cell).")
-def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http, concurrency,
+def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http_versions, concurrency,
             keep_alive, client_options,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
             trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
@@ -154,7 +156,8 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
         run_on_hosts(click.get_current_context(), on_hosts, hosts_path, job_size, baseline)
         return
     chosen = _on_runtimes(_chosen_drivers(driver_paths, driver_names), runtime_specs)
-    files, scenarios = _chosen_scenarios(scenario_names, params, http, concurrency, keep_alive, client_options)
+    files, scenarios = _chosen_scenarios(scenario_names, params, http_versions, concurrency, keep_alive,
+                                         client_options)
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
                     target_precision=precision, max_seconds=max_cell_seconds)
     fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
@@ -195,10 +198,17 @@ def _chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...
     return chosen
 
 
-def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], http: str | None,
+def _http_versions(given: tuple[str, ...]) -> list[str | None]:
+    """The --http versions in the order given, each once; [None]: the scenarios' own."""
+    return list(dict.fromkeys(split_names(given) or [])) or [None]
+
+
+def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], http_versions: tuple[str, ...],
                       concurrency: int | None, keep_alive: bool | None,
                       client_options: tuple[str, ...]) -> tuple[list, list[scenario.Scenario]]:
-    """(the scenario files, the scenarios selected with the client settings given on the command line)."""
+    """(the scenario files, the scenarios selected with the client settings given on the command line,
+    each once per --http version)."""
+    versions = _http_versions(http_versions)
     files, problems = scenario.discover()
     for problem in problems:
         err.print(f"[red]invalid scenario, skipped:[/] {escape(problem)}", highlight=False)
@@ -207,7 +217,7 @@ def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], 
         raise LabInputError("no scenario selected")
     options_given = scenario.parse_options(list(client_options))
     changed = []
-    for s in scenarios:
+    for s, http in ((s, v) for s in scenarios for v in versions):
         try:
             changed.append(s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given))
         except LabInputError as exc:

@@ -10,7 +10,7 @@ from clientlab.errors import LabInputError
 from clientlab.experiment import findings, spec
 from clientlab.experiment.execute import run_experiment
 from clientlab.experiment.plan import plan
-from clientlab.experiment.verdict import CONFIRMED, NOT_HERE, PARTLY, REFUTED, judge
+from clientlab.experiment.verdict import CONFIRMED, NOT_HERE, PARTLY, REFUTED, judge, metric_value, show
 from clientlab.runner import RunOptions
 from clientlab.stats import StopRule
 
@@ -21,14 +21,15 @@ def test_every_shipped_experiment_names_known_drivers_and_scenarios():
     from clientlab.experiment.plan import drivers_of
 
     assert set(EXPERIMENTS) == {"clients-by-runtime", "php-clients", "multi-socket", "parallel-feeds", "perl-clients", "download-size",
-                                "clients-by-language"}
+                                "clients-by-language", "http-versions"}
     known = {d.id: d for d in manifest.discover()[0]}
     scenarios = {f.name for f in scenario.discover()[0]}
     for e in EXPERIMENTS.values():
         for part in e.parts:
-            assert drivers_of(part), f"{e.name}.{part.name}: no driver"
-            unknown = [d for d in drivers_of(part) if manifest.variant(known, d) is None]
-            assert not unknown, f"{e.name}.{part.name}: {unknown}"
+            for quick in (False, True):
+                assert drivers_of(part, quick), f"{e.name}.{part.name}: no driver"
+                unknown = [d for d in drivers_of(part, quick) if manifest.variant(known, d) is None]
+                assert not unknown, f"{e.name}.{part.name}: {unknown}"
             assert set(part.scenarios) <= scenarios, f"{e.name}.{part.name}"
 
 
@@ -87,7 +88,23 @@ def test_an_effect_within_the_cells_own_noise_is_no_effect():
     assert "noise ±10%" in judge(claim, cells(0.05), {}).evidence[0]
     each = _claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=1.5, each=True)
     verdict = judge(each, cells(0.05), {})
-    assert verdict.outcome == REFUTED and "x: 1.000 s against 1.080 s: 1.08× (within noise)" in verdict.evidence
+    assert verdict.outcome == REFUTED and "x: 1.000 s against 1.080 s: 1.08× (within the noise, ±10%)" in verdict.evidence
+
+
+def test_cpu_per_work_compares_cells_of_different_counts_against_their_cpu_noise():
+    def cell(part, cpu_s, requests, cpu_precision):
+        c = _cell("x", part, 1.0)
+        c["figures"].update(cpu_user_s=cpu_s, requests=requests, precision=0.5, cpu_precision=cpu_precision)
+        return c
+
+    # 2 s for 1,000 requests against 3 s for 500: 2 ms against 6 ms a request, whatever the wall times
+    claim = _claim(check="faster", metric="cpu_per_work", a={"part": "a"}, b={"part": "b"}, ratio=2, each=True)
+    verdict = judge(claim, [cell("a", 2.0, 1000, 0.02), cell("b", 3.0, 500, 0.02)], {})
+    assert verdict.outcome == CONFIRMED
+    assert "x: 2,000 µs CPU a request against 6,000 µs CPU a request: 3.00× (noise ±5%)" in verdict.evidence
+    mb = cell("a", 2.0, 1, 0.02)
+    mb["figures"].update(unit="MB/s", work_bytes=4e6)
+    assert show(metric_value(mb, "cpu_per_work"), "cpu_per_work", mb) == "500.00 ms CPU a MB"
 
 
 def test_times_add_up_over_a_drivers_scenarios_and_average_over_drivers():
@@ -156,7 +173,7 @@ def test_a_claim_about_every_client_holds_only_if_it_holds_for_each():
     cells += [_cell(d, "slow", 6.5 if d == "a" else 0.1) for d in "abcde"]
     verdict = judge(claim, cells, {})
     assert verdict.outcome == PARTLY
-    assert "a: 0.100 s against 6.500 s: 65.00×" in verdict.evidence
+    assert "a: 0.100 s against 6.500 s: 65.00× (noise ±5%)" in verdict.evidence
     assert "holds for 1 of 5 drivers (each needs 1.5×)" in verdict.evidence
     every = [_cell(d, "slow", 0.5) for d in "abcde"] + [_cell(d, "fast", 0.1) for d in "abcde"]
     assert judge(claim, every, {}).outcome == CONFIRMED

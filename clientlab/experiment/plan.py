@@ -66,7 +66,7 @@ def plan(experiment: Experiment, quick: bool) -> list[PlannedCell]:
         elif part.variants:
             steps = [(i, {}, v, "")
                      for i, v in enumerate(part.variants)]
-        drivers = drivers_of(part)
+        drivers = drivers_of(part, quick)
         names = part.quick_scenarios if quick and part.quick_scenarios is not None else part.scenarios
         for value, params, client, label in steps:
             for name in names:
@@ -75,14 +75,16 @@ def plan(experiment: Experiment, quick: bool) -> list[PlannedCell]:
     return cells
 
 
-def drivers_of(part: Part) -> list[str]:
-    """The part's driver ids, patterns ("go-*") expanded over every driver of the lab, and each
-    driver of a runtime the part names once per line (`node-fetch@node20`)."""
-    if not part.runtimes and not any(ch in d for d in part.drivers for ch in "*?["):
-        return list(part.drivers)
+def drivers_of(part: Part, quick: bool = False) -> list[str]:
+    """The part's driver ids (its quick form's in the quick form), patterns ("go-*") expanded over
+    every driver of the lab, and each driver of a runtime the part names once per line
+    (`node-fetch@node20`)."""
+    entries = part.quick_drivers if quick and part.quick_drivers is not None else part.drivers
+    if not part.runtimes and not any(ch in d for d in entries for ch in "*?["):
+        return list(entries)
     known = {d.id: d for d in manifest.discover()[0]}
     out: list[str] = []
-    for entry in part.drivers:
+    for entry in entries:
         matched = sorted(fnmatch.filter(known, entry)) if any(ch in entry for ch in "*?[") else [entry]
         out.extend(m for m in matched if m not in out)
     if part.runtimes:

@@ -21,7 +21,7 @@ class ClientChanges(TypedDict, total=False):
     __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)  # type: ignore[misc]
 
     scheme: Literal["http", "https"]
-    http: Literal["1.1", "2", "h2c"]
+    http: Literal["1.1", "2", "h2c", "3"]
     concurrency: int
     keep_alive: bool
     cookies: bool
@@ -53,6 +53,7 @@ class Part(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
     drivers: list[str] = Field(min_length=1)     # ids, or patterns such as "go-*" (every driver that matches)
+    quick_drivers: list[str] | None = None        # the drivers of the --quick form (default: all of them)
     scenarios: list[str] = Field(min_length=1)
     quick_scenarios: list[str] | None = None      # the scenarios of the --quick form (default: all of them)
     params: dict[str, int | str] = {}
@@ -113,7 +114,9 @@ class Claim(BaseModel):
 
     says: str                            # the claim in the article's words, with its numbers
     check: Literal["faster", "similar", "grows", "falls", "flat", "sweet_spot"]
-    metric: Literal["wall_s", "throughput", "peak_rss_kb", "cpu_s"] = "wall_s"
+    # cpu_per_work: CPU (user+sys) per request, or per MB in a cell measured in bytes: comparable
+    # between cells whose counts `trial_seconds` scaled apart, as cpu_s is not
+    metric: Literal["wall_s", "throughput", "peak_rss_kb", "cpu_s", "cpu_per_work"] = "wall_s"
     a: Select
     b: Select | None = None
     ratio: float = Field(default=1.2, ge=1)

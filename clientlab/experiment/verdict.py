@@ -16,7 +16,8 @@ from typing import Any
 from clientlab.experiment.spec import Claim, Experiment, Select
 from clientlab.units import format_bytes
 
-LOWER_IS_BETTER = {"wall_s": True, "cpu_s": True, "peak_rss_kb": True, "throughput": False}
+LOWER_IS_BETTER = {"wall_s": True, "cpu_s": True, "cpu_per_work": True, "peak_rss_kb": True, "throughput": False}
+CPU_METRICS = ("cpu_s", "cpu_per_work")
 
 CONFIRMED, PARTLY, REFUTED, NOT_HERE = "confirmed", "partly confirmed", "refuted", "not reproducible here"
 MIN_EFFECT = 0.05  # an effect smaller than this is not one, however precise the cells
@@ -33,9 +34,16 @@ def metric_value(cell: dict, metric: str) -> float:
     f = cell["figures"]
     if metric == "wall_s":
         return f["wall_s"]["median"]
-    if metric == "cpu_s":
-        return f["cpu_user_s"] + f["cpu_sys_s"]
+    if metric in CPU_METRICS:
+        cpu = f["cpu_user_s"] + f["cpu_sys_s"]
+        return cpu if metric == "cpu_s" else cpu / _work_units(f)
     return float(f[metric])
+
+
+def _work_units(figures: dict) -> float:
+    """What a cell's trial did, in its throughput's unit: requests, or MB for a cell in bytes."""
+    units = figures["work_bytes"] / 1e6 if figures.get("unit") == "MB/s" else figures["requests"]
+    return units or float("nan")
 
 
 def show(value: float, metric: str, cell: dict | None = None) -> str:
@@ -43,6 +51,10 @@ def show(value: float, metric: str, cell: dict | None = None) -> str:
         return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
     if metric == "cpu_s":
         return f"{value:.3f} s CPU"
+    if metric == "cpu_per_work":
+        if (cell or {}).get("figures", {}).get("unit") == "MB/s":
+            return f"{value * 1e3:,.2f} ms CPU a MB"
+        return f"{value * 1e6:,.0f} µs CPU a request"
     if metric == "peak_rss_kb":
         return f"{format_bytes(value * 1024)} peak RSS"
     unit = (cell or {}).get("figures", {}).get("unit", "")
@@ -94,7 +106,7 @@ def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verd
     if claim.check == "faster":
         va, vb = _aggregate(ok_a, m), _aggregate(ok_b, m)
         ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
-        noise = _noise(ok_a) + _noise(ok_b)
+        noise = _noise(ok_a, m) + _noise(ok_b, m)
         outcome = _outcome(ratio, claim.ratio, noise)
         evidence = [f"{show(va, m, ok_a[0])}{_per_driver(ok_a)} ({', '.join(_name(c) for c in ok_a)}) against "
                     f"{show(vb, m, ok_b[0])}{_per_driver(ok_b)} ({', '.join(_name(c) for c in ok_b)}): {ratio:.2f}× "
@@ -125,19 +137,22 @@ def _judge_each(claim: Claim, ok_a: list[dict], ok_b: list[dict], problems: list
         mine_b = [c for c in ok_b if c["driver"] == d]
         va, vb = _aggregate(mine_a, m), _aggregate(mine_b, m)
         ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
-        noise = _noise(mine_a) + _noise(mine_b)
+        noise = _noise(mine_a, m) + _noise(mine_b, m)
         outcomes.append(_outcome(ratio, claim.ratio, noise))
-        within = " (within noise)" if ratio < claim.ratio and outcomes[-1] == REFUTED and ratio > 1 else ""
-        evidence.append(f"{d}: {show(va, m, mine_a[0])} against {show(vb, m, mine_b[0])}: {ratio:.2f}×{within}")
+        within = "within the noise, " if ratio < claim.ratio and outcomes[-1] == REFUTED and ratio > 1 else "noise "
+        evidence.append(f"{d}: {show(va, m, mine_a[0])} against {show(vb, m, mine_b[0])}: {ratio:.2f}× "
+                        f"({within}±{max(MIN_EFFECT, noise):.0%})")
     held = sum(o == CONFIRMED for o in outcomes)
     evidence.append(f"holds for {held} of {len(drivers)} drivers (each needs {claim.ratio:g}×)")
     outcome = (CONFIRMED if held == len(drivers) else REFUTED if all(o == REFUTED for o in outcomes) else PARTLY)
     return Verdict(claim, outcome, evidence + problems)
 
 
-def _noise(cells: list[dict]) -> float:
-    """The widest relative half-width of a median's confidence interval among these cells."""
-    return max((c["figures"].get("precision") or 0.0 for c in cells), default=0.0)
+def _noise(cells: list[dict], metric: str) -> float:
+    """The widest relative half-width of a median's confidence interval among these cells: of
+    their CPU for a claim on CPU (where the run recorded it), else of their wall times."""
+    key = "cpu_precision" if metric in CPU_METRICS else "precision"
+    return max((c["figures"].get(key, c["figures"].get("precision")) or 0.0 for c in cells), default=0.0)
 
 
 def _outcome(ratio: float, wanted: float, noise: float) -> str:
@@ -181,7 +196,7 @@ def _judge_sweep(claim: Claim, cells: list[dict], order: list, problems: list[st
         if claim.check in ("grows", "falls"):
             change = (last / first if claim.check == "grows" else first / last) if min(first, last) > 0 else 0
             ok = change >= claim.ratio
-            partly = _outcome(change, claim.ratio, _noise([group[0], group[-1]]) * 2) == PARTLY
+            partly = _outcome(change, claim.ratio, _noise([group[0], group[-1]], m) * 2) == PARTLY
             detail = f"{claim.check} {change:.2f}× from first to last (the claim needs {claim.ratio:g}×)"
         elif claim.check == "flat":
             spread = max(values) / min(values) - 1 if min(values) > 0 else float("inf")
