@@ -260,7 +260,7 @@ def multiplexing_unused(cell: CellView) -> Finding | None:
     s = cell.server
     versions = set(s.get("versions") or {})
     concurrency, requests = cell.client.get("concurrency", 1), s.get("requests", 0)
-    carrying = sum(1 for c in s.get("conns") or [] if c.get("requests"))
+    carrying = s.get("carrying_connections", 0)
     in_flight = min(concurrency, requests)
     if not versions or versions - {"HTTP/2.0", "HTTP/3.0"} or in_flight < 4 or carrying < max(2, in_flight / 2):
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from clientlab import manifest
@@ -88,8 +90,10 @@ def test_http2_offered_and_not_used_by_parallel_http11(diagnosed):
 
 def test_parallel_requests_over_http3_are_not_said_to_miss_http2(diagnosed):
     over_h3 = shipped("parallel-feeds").with_client(http="3")
-    found = diagnosed([("python-niquests", over_h3)])
+    found = diagnosed([("python-niquests", over_h3), ("go-net-http-http3", over_h3)])
     assert "http2-not-used" not in found[("python-niquests", over_h3.label)]
+    # quic-go's transport multiplexes the 20 in flight on one connection
+    assert found[("go-net-http-http3", over_h3.label)] == []
 
 
 @pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))
@@ -153,6 +157,17 @@ def test_one_body_in_memory_is_no_finding_where_the_scenario_asks_for_memory():
     assert whole_body_in_memory(as_file) is not None
 
 
+def test_the_offer_of_http3_is_stored_with_a_tls_cell_and_not_a_plain_one(bench_server, store, test_drivers):
+    run_id = store.start_run({}, {})
+    runner = CellRunner(bench_server, store, run_id, RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1),
+                                                                placement="free"))
+    for sc in (shipped("get-small", count=5).with_client(scheme="https"), shipped("get-small", count=5)):
+        assert runner.run_cell(test_drivers["python-fake-reference"], sc).status == "ok"
+    offers = {c["scenario"]: c["figures"]["server"].get("alt_svc") for c in store.cells(run_id)}
+    assert offers["get-small"] is None
+    assert re.fullmatch(r'h3=":\d+"; ma=86400', offers["get-small[scheme=https]"])  # each trial's own port
+
+
 def test_quic_sessions_resumed_without_0rtt(diagnosed):
     # a QUIC connection per GET: libcurl resumes each TLS session and still waits out the handshake
     fresh = shipped("get-small", count=30).with_client(http="3", keep_alive=False)
@@ -169,7 +184,7 @@ def _stored(driver: str, http: str, rate: float, precision: float = 0.02, **serv
             "params": {"feeds": 100, "part": "lossy", "value": http, "client": client, "sinks": ["memory"]},
             "figures": {"throughput": rate, "unit": "req/s", "precision": precision, "peak_rss_kb": 1000,
                         "server": {"requests": 100, "connections": 1, "versions": {version: 100},
-                                   "conns": [{"requests": 100}], **server}}}
+                                   "carrying_connections": 1, **server}}}
 
 
 @pytest.mark.parametrize("h3_rate,expected", [(300.0, ["http3-not-used"]), (210.0, []), (100.0, [])])
@@ -190,5 +205,5 @@ def test_http3_not_used_needs_the_offer_and_the_same_work():
                                                     ("3", 1, []), ("3", 3, []), ("1.1", 20, [])])
 def test_parallel_requests_on_a_connection_each_are_found_for_http2_and_http3(http, carrying, expected):
     cell = _stored("x-y", http, 200.0)
-    cell["figures"]["server"].update(connections=carrying, conns=[{"requests": 100 // carrying}] * carrying)
+    cell["figures"]["server"].update(connections=carrying, carrying_connections=carrying)
     assert [f.rule for f in diagnose_run([cell])[cell["id"]]] == expected

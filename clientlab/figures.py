@@ -27,6 +27,7 @@ def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]
         "bytes_out": snapshot.get("bytes_out", 0),
         "requests_per_conn": {"min": min(per_conn), "median": stats.median(per_conn), "max": max(per_conn)}
         if per_conn else {},
+        "carrying_connections": sum(1 for n in per_conn if n),  # of those listed: they carried requests
         "statuses": dict(Counter(str(e.get("status")) for e in log)),
         "resp_body_bytes": sum(e.get("resp_body_bytes", 0) for e in log),
         "req_body_bytes": sum(e.get("req_body_bytes", 0) for e in log),
@@ -46,6 +47,8 @@ def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]
         "idle_connections": snapshot.get("idle_connections", 0),  # opened in the trial, carried no request
         "kept_open": snapshot.get("kept_open", 0),  # open before the trial and still open at its end
     }
+    if snapshot.get("alt_svc"):  # answers offered HTTP/3 (the TLS port's, when the server has it)
+        summary["alt_svc"] = snapshot["alt_svc"]
     if snapshot.get("cap"):  # the server's connection cap: who had to wait for a slot
         cap = snapshot["cap"]
         summary["cap"] = {"limit": cap["limit"], "peak_open": cap["peak_open"], "waited": cap["waited"],

@@ -60,6 +60,7 @@ func (c *h2conn) answerHot(id uint32, path string, regular int) bool {
 	c.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateText(now)})
 	if v := altSvc.Load(); v != nil && c.tls != nil {
 		c.enc.WriteField(hpack.HeaderField{Name: "alt-svc", Value: *v}) // as advertiseH3
+		t.offeredH3()
 	}
 	var flags byte = flagEndStream
 	if n > 0 {

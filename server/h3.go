@@ -8,10 +8,13 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -151,10 +154,42 @@ func (h *h3Side) serveConn(e *h3Endpoint, qc *quic.Conn) {
 	h.p.limit.fastIdle(tc, true)
 	go recordH3Handshake(qc, rec)
 	h.conns.Store(qc, &h3conn{tc: tc})
-	h.srv.ServeQUICConn(qc) // until the connection ends and its handlers have returned
+	h.serveStreams(qc) // until the connection ends and its handlers have returned
 	h.conns.Delete(qc)
 	rec.finishQUIC(qc)
 	tc.Close()
+}
+
+// serveStreams is http3's ServeQUICConn (without its graceful shutdown, which nothing here
+// asks for) with a read deadline on each request stream: a client that opens a stream and
+// sends no complete headers holds it (and a goroutine in http3) only for the stall limit, as
+// headerTimeout bounds a TCP connection's first request; the body's reads renew the deadline
+// (h3StallBody).
+func (h *h3Side) serveStreams(qc *quic.Conn) {
+	rc, err := h.srv.NewRawServerConn(qc)
+	if err != nil {
+		qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeInternalError), "")
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			str, err := qc.AcceptUniStream(context.Background())
+			if err != nil {
+				return
+			}
+			go rc.HandleUnidirectionalStream(str)
+		}
+	})
+	for {
+		str, err := qc.AcceptStream(context.Background())
+		if err != nil {
+			break // the connection ended
+		}
+		str.SetReadDeadline(time.Now().Add(time.Duration(stallLimit.Load()) * time.Millisecond))
+		wg.Go(func() { rc.HandleRequestStream(str) })
+	}
+	wg.Wait()
 }
 
 // recordH3Handshake counts the handshake once it is done: resumed or full, and whether the
@@ -182,6 +217,12 @@ type h3conn struct {
 // serve records every HTTP/3 request as serveHTTP does, and tells the cap when the connection
 // has none in flight (then it may close it, as net/http's StateIdle allows).
 func (h *h3Side) serve(w http.ResponseWriter, r *http.Request) {
+	if d, ok := w.(streamDeadlines); ok {
+		sw := &h3Stall{ResponseWriter: w, d: d, limit: time.Duration(stallLimit.Load()) * time.Millisecond}
+		r.Body = &h3StallBody{ReadCloser: r.Body, s: sw}
+		w = sw
+		defer sw.finish()
+	}
 	hc, _ := r.Context().Value(ctxKey{}).(*h3conn)
 	if hc == nil {
 		serveHTTP(w, r)
@@ -190,6 +231,85 @@ func (h *h3Side) serve(w http.ResponseWriter, r *http.Request) {
 	hc.busy(h.p.limit, 1)
 	defer hc.busy(h.p.limit, -1)
 	serveHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, hc.tc)))
+}
+
+// streamDeadlines: http3's ResponseWriter sets its stream's deadlines.
+type streamDeadlines interface {
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+// h3WriteStep: an answer goes to the stream in writes of at most this much, so that one large
+// write (a 1 MB document) to a slow but steady reader is not taken for a stall.
+const h3WriteStep = 64 << 10
+
+// h3Stall gives HTTP/3 streams the stall limit that TCP_USER_TIMEOUT gives TCP connections
+// (QUIC has none: a client that stops reading holds its stream and handler until the
+// connection idles out, or for ever if its QUIC stack keeps acknowledging). Every write, and
+// every read of the request body, must make progress within stallLimit; one that does not
+// fails, and http3 then resets the stream (its frame unfinished, or its flush failing). The
+// connection's other streams go on.
+type h3Stall struct {
+	http.ResponseWriter
+	d       streamDeadlines
+	limit   time.Duration
+	stalled bool // a write failed: the answer is given up
+}
+
+func (s *h3Stall) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *h3Stall) Write(p []byte) (int, error) {
+	n := 0
+	for {
+		s.d.SetWriteDeadline(time.Now().Add(s.limit))
+		m, err := s.ResponseWriter.Write(p[n:min(len(p), n+h3WriteStep)])
+		n += m
+		if err != nil {
+			s.stalled = true
+			return n, stallError(err, "took nothing of the answer", s.limit)
+		}
+		if n == len(p) {
+			return n, nil
+		}
+	}
+}
+
+// finish renews the deadline for what http3 sends once the handler has returned (a small
+// answer is only buffered before), unless the answer was given up: then its flush fails at
+// once and the stream is reset.
+func (s *h3Stall) finish() {
+	if !s.stalled {
+		s.d.SetWriteDeadline(time.Now().Add(s.limit))
+	}
+}
+
+// h3StallBody bounds the wait for each part of a request body (QUIC's idle timeout never comes
+// while the client's stack acknowledges). The handler gets the error and answers; the stream ends.
+type h3StallBody struct {
+	io.ReadCloser
+	s       *h3Stall
+	stalled error // once stalled, the rest (serveHTTP's drain) is not waited for again
+}
+
+func (b *h3StallBody) Read(p []byte) (int, error) {
+	if b.stalled != nil {
+		return 0, b.stalled
+	}
+	b.s.d.SetReadDeadline(time.Now().Add(b.s.limit))
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		b.stalled = stallError(err, "sent nothing of its request body", b.s.limit)
+		return n, b.stalled
+	}
+	return n, err
+}
+
+// stallError names a deadline's expiry for the log (quic-go's says only "deadline exceeded").
+func stallError(err error, what string, limit time.Duration) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("stalled: the client %s for %v: %w", what, limit, err)
+	}
+	return err
 }
 
 func (hc *h3conn) busy(limit *connLimit, delta int) {
@@ -242,6 +362,7 @@ func advertiseH3(h http.Header, r *http.Request) {
 	if r.TLS != nil && r.ProtoMajor < 3 {
 		if v := altSvc.Load(); v != nil {
 			h.Set("Alt-Svc", *v)
+			current.Load().offeredH3()
 		}
 	}
 }

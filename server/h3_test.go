@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -138,10 +140,15 @@ func TestHTTP3AnswersAndRecordsAsNetHTTP(t *testing.T) {
 	}
 }
 
-// The TLS port's answers (HTTP/1.1 and HTTP/2, hot path or not) advertise the HTTP/3 port;
-// the plain port's do not.
+// The TLS port's answers (HTTP/1.1 and HTTP/2, hot path or not) advertise the HTTP/3 port,
+// and the trial records the offer; the plain port's do not.
 func TestAltSvcOnTheTLSPortNamesTheH3Port(t *testing.T) {
 	want := fmt.Sprintf(`h3=":%s"; ma=86400`, h3URL[strings.LastIndex(h3URL, ":")+1:])
+	reset(t)
+	get(t, http.DefaultClient, plainURL+"/bytes/10")
+	if got := counters(t).AltSvc; got != "" {
+		t.Errorf("a trial on the plain port recorded Alt-Svc %q", got)
+	}
 	h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
 	defer h1.CloseIdleConnections()
@@ -156,6 +163,9 @@ func TestAltSvcOnTheTLSPortNamesTheH3Port(t *testing.T) {
 		if resp, _ := get(t, http.DefaultClient, plainURL+path); resp.Header.Get("Alt-Svc") != "" {
 			t.Errorf("plain %s: Alt-Svc %q", path, resp.Header.Get("Alt-Svc"))
 		}
+	}
+	if got := counters(t).AltSvc; got != want {
+		t.Errorf("the trial recorded Alt-Svc %q, want %q", got, want)
 	}
 }
 
@@ -210,5 +220,137 @@ func TestServeOnlyClosesQUICConnectionsFromOtherClients(t *testing.T) {
 		if served := err == nil && resp.StatusCode == 200; served != c.served {
 			t.Errorf("a client at %s: served %v (%v), want %v", c.local, served, err, c.served)
 		}
+	}
+}
+
+// -- the stall limit --------------------------------------------------------------------------------
+
+// A client that stops reading an answer loses that stream within the stall limit (reset, the
+// write failure logged as on TCP), not its connection: the next request on it is answered.
+func TestH3StallClientThatStopsReadingLosesTheStreamNotTheConnection(t *testing.T) {
+	reset(t)
+	withStallLimit(t, 300)
+	c, _ := h3Client(t, nil)
+	req, _ := http.NewRequest("GET", h3URL+"/json/60000000", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// it reads nothing: the stream's flow-control window fills and the server's write waits
+	waitFor(t, "the answer to a client that reads nothing to be given up", oneAnswerLogged)
+	if e := counters(t).Log[0]; e.Status != 200 || !strings.Contains(e.RespWriteError, "stalled") || e.RespBodyBytes >= 60_000_000 {
+		t.Fatalf("log entry %+v", e)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	var h3err *http3.Error
+	if !errors.As(err, &h3err) || !h3err.Remote || n >= 60_000_000 {
+		t.Fatalf("the stalled stream ended with %d bytes and %v, want a reset from the server", n, err)
+	}
+	h3Get(t, c, "GET", "/bytes/100000")
+	s := counters(t)
+	if s.Connections != 1 || len(s.Log) != 2 || s.Log[1].Conn != s.Log[0].Conn || s.Log[1].RespWriteError != "" {
+		t.Fatalf("the second request: %d connections, log %+v", s.Connections, s.Log)
+	}
+}
+
+// A client that stops sending its request body has the handler stop waiting for it within the
+// stall limit; the handler answers (here 400), and the connection goes on.
+func TestH3StallClientThatStopsSendingItsBodyIsNotWaitedFor(t *testing.T) {
+	reset(t)
+	withStallLimit(t, 300)
+	c, _ := h3Client(t, nil)
+	body, more := io.Pipe()
+	t.Cleanup(func() { more.Close() })
+	go more.Write([]byte("a=1&b=2&c=")) // then nothing, and no end
+	req, _ := http.NewRequest("POST", h3URL+"/echo", body)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(answer), "stalled") {
+		t.Fatalf("answer %d %q", resp.StatusCode, answer)
+	}
+	waitFor(t, "the request to be logged", oneAnswerLogged)
+	if e := counters(t).Log[0]; e.Status != 400 || e.ReqBodyBytes != 10 {
+		t.Fatalf("log entry %+v", e)
+	}
+	h3Get(t, c, "GET", "/bytes/100")
+	if s := counters(t); s.Connections != 1 || len(s.Log) != 2 || s.Log[1].Conn != s.Log[0].Conn {
+		t.Fatalf("the second request: %d connections, log %+v", s.Connections, s.Log)
+	}
+}
+
+// A slow reader that keeps taking the answer is never cut off, even while a single write of
+// the handler (a cached 1 MB document) lasts longer than the stall limit.
+func TestH3StallSlowReaderIsNotCutOff(t *testing.T) {
+	reset(t)
+	withStallLimit(t, 1500)
+	// a small window the client does not grow: the server's write advances 16 KB at a time
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableCompression: true,
+		QUICConfig: &quic.Config{InitialStreamReceiveWindow: 64 << 10, MaxStreamReceiveWindow: 64 << 10}}
+	t.Cleanup(func() { tr.Close() })
+	h3Get(t, &http.Client{Transport: tr}, "GET", "/json/1000000") // now cached: one write
+	reset(t)
+	resp, err := (&http.Client{Transport: tr}).Get(h3URL + "/json/1000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// 32 KB every 100 ms: about 3 s for the document, twice the stall limit; no wait is long
+	start := time.Now()
+	buf := make([]byte, 32<<10)
+	total := 0
+	for {
+		n, err := io.ReadFull(resp.Body, buf)
+		total += n
+		if err != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if total != 1_000_000 {
+		t.Fatalf("read %d bytes of a 1,000,000-byte body in %v", total, time.Since(start))
+	}
+	waitFor(t, "the answer to be logged", oneAnswerLogged)
+	if e := counters(t).Log[0]; e.RespWriteError != "" || time.Since(start) < 2*time.Second {
+		t.Fatalf("log entry %+v after %v", e, time.Since(start))
+	}
+}
+
+// A stream whose request headers do not all come is reset within the stall limit (headerTimeout's
+// part on TCP); the connection goes on.
+func TestH3StallClientThatSendsNoCompleteHeadersLosesTheStream(t *testing.T) {
+	reset(t)
+	withStallLimit(t, 300)
+	ctx := context.Background()
+	qc, err := quic.DialAddr(ctx, strings.TrimPrefix(h3URL, "https://"),
+		&tls.Config{RootCAs: roots, NextProtos: []string{http3.NextProtoH3}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { qc.CloseWithError(0, "") })
+	str, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	str.Write([]byte{0x01, 0x10}) // a HEADERS frame of 16 bytes, none of which follow
+	str.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = str.Read(make([]byte, 1))
+	var serr *quic.StreamError
+	if !errors.As(err, &serr) || !serr.Remote || serr.ErrorCode != quic.StreamErrorCode(http3.ErrCodeRequestIncomplete) {
+		t.Fatalf("the stream without headers ended with %v, want a reset from the server", err)
+	}
+	req, _ := http.NewRequest("GET", h3URL+"/bytes/100", nil)
+	resp, err := (&http3.Transport{}).NewClientConn(qc).RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the next request on the connection: %v", err)
+	}
+	resp.Body.Close()
+	if s := counters(t); s.Connections != 1 || s.Requests != 1 {
+		t.Fatalf("%d connections, %d requests", s.Connections, s.Requests)
 	}
 }

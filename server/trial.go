@@ -81,6 +81,8 @@ type trial struct {
 	capWaits        int64 // connections that waited for a free slot under the server's cap
 	capWaitNs       int64
 	capReaped       int64 // idle keep-alive connections the server closed to make room
+	// some answer of this trial carried Alt-Svc: the client was offered HTTP/3
+	altSvcOffered atomic.Bool
 	// requests being answered and not yet recorded: a client can read the last byte of a large
 	// answer (and the lab ask for the counters) before the goroutine that wrote it records it
 	answering atomic.Int64
@@ -110,6 +112,14 @@ func newTrial() *trial {
 }
 
 func (t *trial) since(at time.Time) int64 { return at.Sub(t.start).Nanoseconds() }
+
+// offeredH3 notes that an answer carried Alt-Svc (a load first: most answers find it noted,
+// and a store on every one would bounce the line between cores).
+func (t *trial) offeredH3() {
+	if !t.altSvcOffered.Load() {
+		t.altSvcOffered.Store(true)
+	}
+}
 
 var current atomic.Pointer[trial]
 
@@ -194,6 +204,7 @@ type snapshotJSON struct {
 	BytesIn     int64            `json:"bytes_in"`
 	BytesOut    int64            `json:"bytes_out"`
 	LogDropped  int64            `json:"log_dropped"`
+	AltSvc      string           `json:"alt_svc,omitempty"` // the Alt-Svc value answers carried, if any did
 	// connections accepted in this trial that carried no request (opened and left unused);
 	// connections that waited under the cap are not counted (they may have given up waiting)
 	IdleConns int `json:"idle_connections"`
@@ -232,6 +243,9 @@ func (t *trial) snapshot() snapshotJSON {
 		ConnsDropped: t.accepted - int64(len(t.conns)),
 		Conns:        make([]connJSON, 0, len(t.conns)),
 		Log:          make([]LogEntry, 0, t.logged), // [] rather than null when nothing arrived
+	}
+	if v := altSvc.Load(); v != nil && t.altSvcOffered.Load() {
+		s.AltSvc = *v
 	}
 	for _, chunk := range t.log {
 		s.Log = append(s.Log, chunk...)
