@@ -21,7 +21,7 @@ public final class Job {
 
     public final String scenario;
     public final boolean verify;
-    /** "1.1", "2" (HTTP/2 over TLS) or "h2c" (cleartext, prior knowledge) */
+    /** "1.1", "2" (HTTP/2 over TLS), "h2c" (cleartext, prior knowledge) or "3" (HTTP/3 over QUIC) */
     public final String http;
     /** PEM CA file to trust for https URLs, or null */
     public final String tlsCa;
@@ -104,6 +104,16 @@ public final class Job {
         return http.equals("h2c");
     }
 
+    /** HTTP/3 over QUIC: the https URLs name the server's UDP port. */
+    public boolean http3() {
+        return http.equals("3");
+    }
+
+    /** The version every response must have ("2", "3"), or null for HTTP/1.1 (1.0 answers count). */
+    String wanted() {
+        return http2() ? "2" : http3() ? "3" : null;
+    }
+
     public Duration timeout() {
         return Duration.ofMillis(Math.round(timeoutS * 1000));
     }
@@ -159,11 +169,11 @@ public final class Job {
 
     /**
      * Fail a response the client got in another HTTP version than the job's: a client that lets
-     * ALPN settle on HTTP/1.1 for an HTTP/2 job has not done the job's work. Call it as soon as
-     * the response's head is there, before the body is read.
+     * ALPN settle on HTTP/1.1 for an HTTP/2 job (or answers an HTTP/3 job over TCP) has not done
+     * the job's work. Call it as soon as the response's head is there, before the body is read.
      */
     public void checkVersion(Object version) throws IOException {
-        String wrong = Report.versionMismatch(http2(), Response.label(String.valueOf(version)));
+        String wrong = Report.versionMismatch(wanted(), Response.label(String.valueOf(version)));
         if (wrong != null) {
             throw new IOException(wrong);
         }
@@ -176,7 +186,7 @@ public final class Job {
      * sends no job needing one the manifest does not claim.
      */
     String refusal(Map<String, List<?>> honoured) {
-        if (!http.equals("1.1") && !http.equals("2") && !http.equals("h2c")) {
+        if (!http.equals("1.1") && !http.equals("2") && !http.equals("h2c") && !http3()) {
             return "http '" + http + "' is not known";
         }
         for (Request r : requests) {

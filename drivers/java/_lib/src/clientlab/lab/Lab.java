@@ -215,9 +215,9 @@ public final class Lab {
             return null;
         }
         String reason = job.refusal(driver.options());
-        if (reason == null && job.http2() && !job.keepAlive && !driver.http2WithoutKeepAlive()) {
+        if (reason == null && !job.keepAlive && (job.http3() || job.http2() && !driver.http2WithoutKeepAlive())) {
             reason = "this client closes a connection after a request only by Connection: close, "
-                    + "which HTTP/2 does not have";
+                    + "which HTTP/" + job.wanted() + " does not have";
         }
         if (reason == null) {
             reason = driver.refuse(job);

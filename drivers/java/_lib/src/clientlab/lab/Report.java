@@ -12,21 +12,22 @@ import java.util.concurrent.ExecutionException;
 /** Collects responses and errors (thread-safe) and writes them as the report message. */
 public final class Report implements Outcomes {
     private final boolean verify;
-    private final boolean http2;
+    /** the version every response must have, or null (see {@link Job#wanted}) */
+    private final String wanted;
     private final List<Object[]> responses;
     private final List<Object[]> errors = new ArrayList<>();
 
     Report(Job job) {
         this.verify = job.verify;
-        this.http2 = job.http2();
+        this.wanted = job.wanted();
         // room for every response now: the timed phase does not pay for the lab's bookkeeping
         this.responses = new ArrayList<>(Math.min(job.total(), 1 << 20));
     }
 
-    /** Record one response; an HTTP/2 job answered in another version is an error, not a response. */
+    /** Record one response; an HTTP/2 or HTTP/3 job answered in another version is an error, not a response. */
     @Override
     public synchronized void add(Request req, Response resp) {
-        String wrong = versionMismatch(http2, resp.http);
+        String wrong = versionMismatch(wanted, resp.http);
         if (wrong != null) {
             errors.add(new Object[] {req.r, wrong});
             return;
@@ -41,12 +42,14 @@ public final class Report implements Outcomes {
     }
 
     /**
-     * Why a response to an HTTP/2 job is an error (the client fell back to another version), or
-     * null. {@code http} is a {@link Response#label}.
+     * Why a response to an HTTP/2 or HTTP/3 job ({@code wanted}: "2", "3"; null for HTTP/1.1) is
+     * an error (the client fell back to another version), or null. {@code http} is a
+     * {@link Response#label}.
      */
-    static String versionMismatch(boolean http2, String http) {
-        return http2 && !http.equals("2")
-                ? "HTTP/2 was asked, the client fell back to HTTP/" + http + " (not counted as HTTP/2 work)" : null;
+    static String versionMismatch(String wanted, String http) {
+        return wanted != null && !http.equals(wanted)
+                ? "HTTP/" + wanted + " was asked, the client fell back to HTTP/" + http
+                        + " (not counted as HTTP/" + wanted + " work)" : null;
     }
 
     /** A failure as the report's message: the exception's class and text, at most 500 characters. */

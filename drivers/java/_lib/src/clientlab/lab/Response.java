@@ -2,6 +2,7 @@ package clientlab.lab;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -13,7 +14,7 @@ import java.util.Locale;
 public final class Response {
     public final int status;
     public final long bytes;
-    /** "1.0", "1.1" or "2" */
+    /** "1.0", "1.1", "2" or "3" */
     public final String http;
     /** hex SHA-256 of the decoded body, only when the job verifies */
     public final String sha256;
@@ -28,6 +29,22 @@ public final class Response {
     /** A response whose whole (decoded) body is in memory. */
     public static Response of(int status, Object http, byte[] body, boolean verify) {
         return new Response(status, body.length, String.valueOf(http), verify ? hex(digest().digest(body)) : null);
+    }
+
+    /**
+     * A response whose whole (decoded) body is in memory as buffers (a Netty ByteBuf's
+     * nioBuffers()): counted and, if verify, hashed in place; the buffers' positions stay.
+     */
+    public static Response of(int status, Object http, ByteBuffer[] body, boolean verify) {
+        MessageDigest d = verify ? digest() : null;
+        long size = 0;
+        for (ByteBuffer b : body) {
+            size += b.remaining();
+            if (d != null) {
+                d.update(b.duplicate());
+            }
+        }
+        return new Response(status, size, String.valueOf(http), d == null ? null : hex(d.digest()));
     }
 
     /** A response whose (decoded) body the library wrote to {@code file}; digest read back if verify. */
@@ -47,8 +64,9 @@ public final class Response {
     }
 
     /**
-     * Normalise a library's idea of the HTTP version to "1.0", "1.1" or "2": "HTTP/1.1" (Apache,
-     * Jetty), HTTP_1_1 / HTTP_2 (java.net.http), "http/1.1" / "h2" / "h2_prior_knowledge" (OkHttp).
+     * Normalise a library's idea of the HTTP version to "1.0", "1.1", "2" or "3": "HTTP/1.1" (Apache,
+     * Jetty; "HTTP/3.0" for Jetty's HTTP/3), HTTP_1_1 / HTTP_2 (java.net.http), "http/1.1" / "h2" /
+     * "h2_prior_knowledge" (OkHttp).
      */
     public static String label(String version) {
         String v = version.toUpperCase(Locale.ROOT);
@@ -62,6 +80,8 @@ public final class Response {
                 return "1.1";
             case "2": case "2.0": case "20": case "H2": case "H2.PRIOR.KNOWLEDGE":
                 return "2";
+            case "3": case "3.0": case "30": case "H3":
+                return "3";
             default:
                 return version;
         }

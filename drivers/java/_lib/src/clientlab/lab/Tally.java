@@ -8,19 +8,19 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@link Report}, so that the calibration pays for no report a plain program would not build.
  */
 final class Tally implements Outcomes {
-    private final boolean http2;
+    private final String wanted;
     private final AtomicInteger responses = new AtomicInteger();
     private final AtomicInteger errors = new AtomicInteger();
     private final AtomicReference<String> firstError = new AtomicReference<>();
 
     Tally(Job job) {
-        this.http2 = job.http2();
+        this.wanted = job.wanted();
     }
 
-    /** A response counts unless the report would call it an error (HTTP/2 asked, not used). */
+    /** A response counts unless the report would call it an error (HTTP/2 or 3 asked, not used). */
     @Override
     public void add(Request req, Response resp) {
-        String wrong = Report.versionMismatch(http2, resp.http);
+        String wrong = Report.versionMismatch(wanted, resp.http);
         if (wrong != null) {
             failed(wrong);
             return;
