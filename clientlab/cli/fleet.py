@@ -42,7 +42,7 @@ def _matrix(ctx: click.Context, baseline: str) -> tuple[list[str], list[str]]:
     p = ctx.params
     drivers = [d.id for d in _chosen_drivers(p["driver_paths"], p["driver_names"])]
     manifest.select(load_drivers(p["driver_paths"]), [baseline])   # a clear error naming an unknown baseline
-    _files, scenarios = _chosen_scenarios(p["scenario_names"], p["params"], p["http"], p["concurrency"],
+    _files, scenarios = _chosen_scenarios(p["scenario_names"], p["params"], p["http_versions"], p["concurrency"],
                                           p["keep_alive"], p["client_options"])
     return drivers, [s.label for s in scenarios]
 
