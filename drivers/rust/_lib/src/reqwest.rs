@@ -1,5 +1,5 @@
-//! What the two reqwest drivers share (rust-reqwest: `reqwest::blocking`, rust-reqwest-async:
-//! `reqwest` on tokio). The blocking and async builders have the same methods but no common
+//! What the reqwest drivers share (rust-reqwest: `reqwest::blocking`; rust-reqwest-async and
+//! rust-reqwest-http3: `reqwest` on tokio). The blocking and async builders have the same methods but no common
 //! trait, so these are macros, expanded in the driver crates (which depend on reqwest; this
 //! crate does not). Both return early with `?` on errors that convert into `labdriver::Error`.
 
@@ -65,6 +65,33 @@ macro_rules! reqwest_request {
             builder = builder.header(reqwest::header::CONTENT_TYPE, req.upload_type());
         }
         builder
+    }};
+}
+
+/// Send an async reqwest `RequestBuilder` for `&Request` and take its answer (inside an async fn
+/// returning `Result<Response, Error>`): a raw `body_file` body streamed from the file
+/// (tokio::fs; its length is known, so no chunked encoding), then the body into memory
+/// (`bytes()`), or chunk by chunk into the file (tokio::fs through a BufWriter).
+#[macro_export]
+macro_rules! reqwest_send_async {
+    ($builder:expr, $job:expr, $req:expr) => {{
+        let (job, req): (&$crate::Job, &$crate::Request) = ($job, $req);
+        let mut builder = $builder;
+        if let Some(path) = &req.body_file {
+            builder = builder.header(reqwest::header::CONTENT_LENGTH, req.body_size()?);
+            builder = builder.body(tokio::fs::File::open(path).await?);
+        }
+        let mut resp = builder.send().await?;
+        let (status, version) = (resp.status().as_u16(), resp.version());
+        if req.sink_path.is_some() {
+            let mut sink = $crate::AsyncFileSink::create(req, job.verify).await?;
+            while let Some(chunk) = resp.chunk().await? {
+                sink.write(&chunk).await?;
+            }
+            sink.finish(status, version).await
+        } else {
+            Ok($crate::Response::memory(status, version, &resp.bytes().await?, job.verify))
+        }
     }};
 }
 

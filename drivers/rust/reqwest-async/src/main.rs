@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use labdriver::parallel::{AsyncDriver, Parallel};
-use labdriver::{AsyncFileSink, Error, Job, Opt, Response, Versions};
+use labdriver::{Error, Job, Opt, Response, Versions};
 use reqwest::{Client, multipart::Form};
 
 struct ReqwestAsync;
@@ -25,26 +25,11 @@ impl AsyncDriver for ReqwestAsync {
         Ok(labdriver::reqwest_builder!(Client::builder(), job).build()?)
     }
 
-    /// One request of entry `r`: the body into memory (`bytes()`), or chunk by chunk into the file
-    /// (tokio::fs through a BufWriter).
+    /// One request of entry `r` (labdriver::reqwest_send_async: body file, memory or file sink).
     async fn request(client: Client, job: Arc<Job>, r: usize) -> Result<Response, Error> {
         let req = &job.requests[r];
-        let mut builder = labdriver::reqwest_request!(client, Form, req);
-        if let Some(path) = &req.body_file {
-            // streamed from the file (tokio::fs); the length is known, so no chunked encoding
-            builder = builder.header(reqwest::header::CONTENT_LENGTH, req.body_size()?);
-            builder = builder.body(tokio::fs::File::open(path).await?);
-        }
-        let mut resp = builder.send().await?;
-        let (status, version) = (resp.status().as_u16(), resp.version());
-        if req.sink_path.is_some() {
-            let mut sink = AsyncFileSink::create(req, job.verify).await?;
-            while let Some(chunk) = resp.chunk().await? {
-                sink.write(&chunk).await?;
-            }
-            return sink.finish(status, version).await;
-        }
-        Ok(Response::memory(status, version, &resp.bytes().await?, job.verify))
+        let builder = labdriver::reqwest_request!(client, Form, req);
+        labdriver::reqwest_send_async!(builder, &job, req)
     }
 }
 

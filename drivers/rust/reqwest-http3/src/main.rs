@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use labdriver::parallel::{AsyncDriver, Parallel};
-use labdriver::{AsyncFileSink, Error, Http, Job, Opt, Response, Versions};
+use labdriver::{Error, Http, Job, Opt, Response, Versions};
 use reqwest::{Client, Version, multipart::Form};
 
 struct ReqwestHttp3;
@@ -48,8 +48,7 @@ impl AsyncDriver for ReqwestHttp3 {
         Ok(if job.http == Http::H3 { builder.http3_prior_knowledge() } else { builder }.build()?)
     }
 
-    /// One request of entry `r`: the body into memory (`bytes()`), or chunk by chunk into the file
-    /// (tokio::fs through a BufWriter).
+    /// One request of entry `r` (labdriver::reqwest_send_async: body file, memory or file sink).
     async fn request(client: Client, job: Arc<Job>, r: usize) -> Result<Response, Error> {
         let req = &job.requests[r];
         let mut builder = labdriver::reqwest_request!(client, Form, req);
@@ -58,21 +57,7 @@ impl AsyncDriver for ReqwestHttp3 {
             // the request would go over TCP
             builder = builder.version(Version::HTTP_3);
         }
-        if let Some(path) = &req.body_file {
-            // streamed from the file (tokio::fs); the length is known, so no chunked encoding
-            builder = builder.header(reqwest::header::CONTENT_LENGTH, req.body_size()?);
-            builder = builder.body(tokio::fs::File::open(path).await?);
-        }
-        let mut resp = builder.send().await?;
-        let (status, version) = (resp.status().as_u16(), resp.version());
-        if req.sink_path.is_some() {
-            let mut sink = AsyncFileSink::create(req, job.verify).await?;
-            while let Some(chunk) = resp.chunk().await? {
-                sink.write(&chunk).await?;
-            }
-            return sink.finish(status, version).await;
-        }
-        Ok(Response::memory(status, version, &resp.bytes().await?, job.verify))
+        labdriver::reqwest_send_async!(builder, &job, req)
     }
 }
 
