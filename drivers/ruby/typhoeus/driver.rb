@@ -2,7 +2,8 @@
 
 # clientlab driver: Typhoeus (libcurl through Ethon/FFI). Requests one after another with
 # Typhoeus::Request#run (one pooled easy handle, its connection kept), or up to `concurrency`
-# in flight on a Typhoeus::Hydra (max_concurrency) for parallel jobs.
+# in flight on a Typhoeus::Hydra (max_concurrency) for parallel jobs (over HTTP/2 without
+# multiplexing: see open).
 
 require_relative "../_lib/labdriver"
 require "fileutils"
@@ -59,7 +60,15 @@ class TyphoeusDriver < LabDriver::Driver
     @hydra = nil
     return unless job.concurrency > 1
 
-    @hydra = Typhoeus::Hydra.new(max_concurrency: job.concurrency)
+    hydra_options = { max_concurrency: job.concurrency }
+    # HTTP/2: one stream per connection (CURLMOPT_PIPELINING = CURLPIPE_NOTHING, Ethon's
+    # Multi#pipelining=), a departure declared in driver.toml. libcurl 7.88.1 can lose the wake-up
+    # of a stream whose response another transfer read off the shared connection during a
+    # curl_multi_perform pass that also started new transfers: curl_multi_timeout then gives the
+    # whole request timeout although the response is buffered, and Ethon's Multi#perform sleeps
+    # in select() for all of it (no cap), so a multiplexed Hydra hangs on its last responses
+    hydra_options[:pipelining] = 0 if job.http != "1.1"
+    @hydra = Typhoeus::Hydra.new(hydra_options)
     limit = job.option("max_host_connections")
     # Typhoeus and Ethon have no setter for it: Ethon's own curl_multi_setopt binding
     Ethon::Curl.set_option(:max_host_connections, limit, @hydra.multi.handle, :multi) if limit
