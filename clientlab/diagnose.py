@@ -11,11 +11,11 @@ rule needs a server cap (a network profile's `max_conns`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from typing import Callable
 
 from clientlab.figures import FRESH_BODY, FRESH_SHARE, PAGE
+from clientlab.store.fingerprint import digest
 
 MIN_REQUESTS = 10          # below this, ratios of connections to requests say little
 BIG_BODY = 8_000_000       # bodies from this size on are worth watching in memory
@@ -380,4 +380,4 @@ def _same_work(cell: dict) -> str:
         params.pop("value", None)
     client.pop("http", None)
     params["client"] = client
-    return json.dumps([cell["driver"], cell["scenario"].split("[", 1)[0], params], sort_keys=True)
+    return digest([cell["driver"], cell["scenario"].split("[", 1)[0], params])

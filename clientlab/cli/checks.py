@@ -17,6 +17,7 @@ from clientlab.cli.common import (
     DEFAULT_RETRIES,
     DEFAULT_STOP,
     DEFAULT_TRIAL_S,
+    HTTP_VERSIONS,
     chosen_store,
     counts_given,
     driver_path_option,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
                    "get-small, get-json-335k).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="With --bare: also write every pair of lab trial and plain-loop round here.")
-@click.option("--http", type=click.Choice(["1.1", "2", "h2c", "3"]),
+@click.option("--http", type=click.Choice(HTTP_VERSIONS),
               help="HTTP version for every scenario, as for `clientlab run` (3: HTTP/3 over QUIC).")
 @server_host_option
 @hosts_option

@@ -64,10 +64,12 @@ HTTP_VERSIONS = ("1.1", "2", "h2c", "3")
 
 
 def known_http_versions(_ctx: click.Context, _param: click.Parameter, given: tuple[str, ...]) -> tuple[str, ...]:
-    """--http's check: every version named (comma-separated or repeated) is one the lab knows."""
-    if unknown := [v for v in split_names(given) or [] if v not in HTTP_VERSIONS]:
+    """--http's versions (comma-separated or repeated) in the order given, each once, every one a
+    version the lab knows."""
+    versions = tuple(dict.fromkeys(split_names(given) or []))
+    if unknown := [v for v in versions if v not in HTTP_VERSIONS]:
         raise click.BadParameter(f"{', '.join(map(repr, unknown))}: the versions are {', '.join(HTTP_VERSIONS)}")
-    return given
+    return versions
 
 
 # -- input and machine guards: user scenario folders, the run lock, exit codes

@@ -198,17 +198,12 @@ def _chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...
     return chosen
 
 
-def _http_versions(given: tuple[str, ...]) -> list[str | None]:
-    """The --http versions in the order given, each once; [None]: the scenarios' own."""
-    return list(dict.fromkeys(split_names(given) or [])) or [None]
-
-
 def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], http_versions: tuple[str, ...],
                       concurrency: int | None, keep_alive: bool | None,
                       client_options: tuple[str, ...]) -> tuple[list, list[scenario.Scenario]]:
     """(the scenario files, the scenarios selected with the client settings given on the command line,
     each once per --http version)."""
-    versions = _http_versions(http_versions)
+    versions: list[str | None] = list(http_versions) or [None]  # None: the scenarios' own
     files, problems = scenario.discover()
     for problem in problems:
         err.print(f"[red]invalid scenario, skipped:[/] {escape(problem)}", highlight=False)
