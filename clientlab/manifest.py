@@ -52,6 +52,9 @@ class Manifest(BaseModel):
     # JIT runtimes (Java, Node) reach steady state only after some work: at least this many
     # untimed warm-up trials run in the driver's process before the timed ones
     warmup: int = Field(default=1, ge=0, le=20)
+    # the library's own plain loop (`plain.<ext>` in the folder, no lab code): argv that starts it;
+    # the lab appends URL COUNT MODE WARMUP_S (docs/driver-protocol.md §9)
+    plain: list[Annotated[str, Field(min_length=1)]] | None = None
 
     @field_validator("build_inputs")
     @classmethod
@@ -120,6 +123,11 @@ class Driver:
     @property
     def argv(self) -> list[str]:
         return self.expand(self.manifest.run)
+
+    @property
+    def plain_argv(self) -> list[str] | None:
+        """The library's own plain loop (docs/driver-protocol.md §9), or None when it has none."""
+        return self.expand(self.manifest.plain) if self.manifest.plain else None
 
     def missing(self) -> str | None:
         """Why this driver cannot run now, or None when it is installed."""
