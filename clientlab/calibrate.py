@@ -58,17 +58,17 @@ class BareRound:
 
     wall_s: float
     requests: int
-    cpu_s: float
-    page_faults: int
-    wakeups: int
+    cpu_s: float | None          # None where the loop's own CPU could not be told apart (plainloop.py)
+    page_faults: int | None
+    wakeups: int | None
 
     @property
     def per_request_s(self) -> float:
         return self.wall_s / self.requests
 
     @property
-    def cpu_per_request_s(self) -> float:
-        return self.cpu_s / self.requests
+    def cpu_per_request_s(self) -> float | None:
+        return None if self.cpu_s is None else self.cpu_s / self.requests
 
 
 @dataclass
@@ -99,7 +99,7 @@ class Pair:
         n = self.bare.requests
         seen = {"page faults": (self.lab.page_faults, self.bare.page_faults),
                 "wake-ups": (self.lab.wakeups, self.bare.wakeups)}
-        return {what: (lab / n, bare / n) for what, (lab, bare) in seen.items() if lab is not None}
+        return {what: (lab / n, bare / n) for what, (lab, bare) in seen.items() if lab is not None and bare is not None}
 
     @property
     def alike(self) -> bool:
@@ -224,6 +224,7 @@ class Calibration:
     warmup_rounds: int = 0
     problem: str | None = None   # why the loop stopped (no bare mode, a failed round)
     lab: CellResult | None = None
+    reference: str = "bare"      # the loop beside the cell: the driver's own (bare) or the library's (plain)
 
     def _summary(self, values: list[float]) -> stats.Summary | None:
         return stats.summarize(values) if values else None
@@ -271,7 +272,8 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         """Every pair, for the run's record and --json."""
         return {
-            "driver": self.driver, "scenario": self.scenario, "warmup_rounds": self.warmup_rounds,
+            "driver": self.driver, "scenario": self.scenario, "reference": self.reference,
+            "warmup_rounds": self.warmup_rounds,
             "problem": self.problem, "differences": self.differences(),
             "pairs": [{"lab_s": p.lab_s, "lab_cpu_s": p.lab_cpu_s, "bare_s": p.bare.per_request_s,
                        "bare_cpu_s": p.bare.cpu_per_request_s, "requests": p.bare.requests,

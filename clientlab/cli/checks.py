@@ -57,15 +57,19 @@ if TYPE_CHECKING:
               help="Instead of nginx, check the lab against the same client in a plain loop: each cell's "
                    "timed trials beside the driver's calibration loop (default scenarios: "
                    "get-small, get-json-335k).")
+@click.option("--plain", is_flag=True,
+              help="Check each driver against its library's own plain loop (plain.<ext> in the driver's "
+                   "folder: the library's documented idiom, no lab code), a fresh process after each timed "
+                   "trial (default scenarios: get-small, get-json-335k).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="With --bare: also write every pair of lab trial and plain-loop round here.")
+              help="With --bare or --plain: also write every pair of lab trial and loop round here.")
 @click.option("--http", type=click.Choice(HTTP_VERSIONS),
               help="HTTP version for every scenario, as for `clientlab run` (3: HTTP/3 over QUIC).")
 @server_host_option
 @hosts_option
 @store_option
 def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries, bare,  # noqa: ANN001
-                   json_path, http, server_host_name, hosts_path) -> None:
+                   plain, json_path, http, server_host_name, hosts_path) -> None:
     """Is the bench server part of the answer? Each driver on static workloads against the bench
     server and against Debian's nginx (one worker, the same core), in one run, the two servers'
     trials of a scenario taking turns: each driver's
@@ -80,15 +84,23 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     loop timed by its own clock; lab ÷ bare is the cell's time per request over the loop's, trial
     by trial. It must be within 10 %.
 
-    With --bare --server-host NAME, the cells and their plain loops both reach the bench server
-    on that host, across the network. Against nginx, both servers run here.
+    With --plain: is the driver part of the answer? As --bare, but beside each cell runs its
+    library's own plain loop (plain.<ext> in the driver's folder, a few lines in the library's
+    documented idiom, no lab code; docs/driver-protocol.md §9), a fresh process after each timed
+    trial, as a user's program starts; a JIT runtime's loop warms up first, as the lab's
+    processes do. lab ÷ plain must be within 10 %.
+
+    With --bare or --plain and --server-host NAME, the cells and their loops both reach the bench
+    server on that host, across the network. Against nginx, both servers run here.
 
     Exit code 0 when every ratio agrees, 1 when one does not."""
     from clientlab import calibrate, crosscheck
 
-    if server_host_name and not bare:
+    if bare and plain:
+        raise LabInputError("--bare and --plain are two references for the same cells: choose one")
+    if server_host_name and not (bare or plain):
         raise LabInputError("crosscheck against nginx runs both servers on this machine: --server-host goes with "
-                            "--bare (the lab against a plain loop of the same client, both across the network)")
+                            "--bare or --plain (the lab against a loop of the same client, both across the network)")
     server_host = chosen_server_host(server_host_name, hosts_path)
 
     chosen = manifest.select(load_drivers(driver_paths), split_names(driver_names))
@@ -100,20 +112,28 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     if not drivers:
         raise LabInputError("no installed driver to check (see: clientlab drivers)")
     files, _ = scenario.discover()
-    names = split_names(scenario_names) or list(calibrate.SCENARIOS if bare else crosscheck.STATIC_SCENARIOS)
+    names = split_names(scenario_names) or list(calibrate.SCENARIOS if bare or plain else crosscheck.STATIC_SCENARIOS)
     scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
     if http:
         scenarios = [s.with_client(http=http) for s in scenarios]
     stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials)
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
     store = chosen_store()
-    if bare:
+    if plain:
+        no_loop = [d.id for d in drivers if d.plain_argv is None]
+        if no_loop and driver_names:
+            raise LabInputError(f"no plain loop (no `plain` in the manifest): {', '.join(no_loop)}")
+        drivers = [d for d in drivers if d.plain_argv is not None]
+        if not drivers:
+            raise LabInputError("no installed driver has a plain loop (a manifest's `plain`, "
+                                "docs/driver-protocol.md §9)")
+    if bare or plain:
         # the cells as `clientlab run` measures them (its trial budget, its interleaving, its
         # processes and JIT warm-up), with no time budget: the figures calibrated are the run's
         fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
         options = dataclasses.replace(options, trial_seconds=DEFAULT_TRIAL_S, fixed_counts=fixed,
                                       interleave=DEFAULT_INTERLEAVE, forks=DEFAULT_FORKS, jit_warm_s=JIT_WARM_S)
-        _calibrate(store, drivers, scenarios, options, json_path, server_host)
+        _calibrate(store, drivers, scenarios, options, json_path, server_host, "plain" if plain else "bare")
         return
     cells = len(drivers) * len(scenarios) * 2
     with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
@@ -127,16 +147,19 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
 
 
 def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions, json_path: Path | None,
-               server_host: tuple[Host, Path] | None) -> None:
-    """crosscheck --bare: the cells beside their calibration loops, a table, exit 1 past the target."""
-    from clientlab import calibrate
+               server_host: tuple[Host, Path] | None, reference: str) -> None:
+    """crosscheck --bare or --plain: the cells beside their loops, a table, exit 1 past the target."""
+    from clientlab import calibrate, plainloop
     from clientlab.output.calibration import calibration_table
 
+    module = plainloop if reference == "plain" else calibrate
     with stop_on_sigterm(), ProgressEvents(len(drivers) * len(scenarios), err, len(drivers)) as events:
-        run_id, cells = calibrate.run(store, drivers, scenarios, options, events, server_host)
+        run_id, cells = module.run(store, drivers, scenarios, options, events, server_host)
     where = f", server on host {server_host[0].name}" if server_host else ""
-    table, notes = calibration_table(cells, f"crosscheck --bare, run {run_id}, placement {options.placement}{where}: "
-                                            "the lab beside the same client in a plain loop")
+    beside = ("its library's own plain loop" if reference == "plain"
+              else "the same client in a plain loop of its own request path")
+    table, notes = calibration_table(cells, f"crosscheck --{reference}, run {run_id}, placement "
+                                            f"{options.placement}{where}: the lab beside {beside}")
     out.print(table)
     for note in notes:
         out.print(note)
@@ -144,7 +167,8 @@ def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions
         json_path.write_text(json.dumps([c.to_dict() for c in cells], indent=1))
     judged = [c for c in cells if c.within_target is not None]
     missed = [c for c in judged if not c.within_target]
-    out.print(f"{len(judged) - len(missed)} of {len(judged)} cells within {calibrate.TARGET:.0%} of the plain loop"
+    out.print(f"{len(judged) - len(missed)} of {len(judged)} cells within {calibrate.TARGET:.0%} of the "
+              f"{'library' if reference == 'plain' else 'driver'}'s plain loop"
               + (f"; not: {', '.join(f'{c.driver} × {c.scenario}' for c in missed)}" if missed else ""),
               highlight=False)
     if missed:

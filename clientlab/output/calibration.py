@@ -1,4 +1,5 @@
-"""The calibration table: each cell's figure beside the same client's plain loop (crosscheck --bare)."""
+"""The calibration table: each cell's figure beside a loop of the same client: the driver's own
+request path in a loop (crosscheck --bare) or the library's own plain loop (crosscheck --plain)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,20 @@ from rich.table import Table
 from clientlab.calibrate import TARGET, Calibration
 from clientlab.stats import Summary, median
 
-CAPTION = ("lab and bare: requests per second (median of the compared pairs, ± half the CI of the median); "
-           "lab ÷ bare: time per request, trial by trial (median and its CI); CPU µs: a request's, "
-           "lab/bare (the lab's from the cell's control group, the loop's from /proc in clock ticks). "
-           "A pair whose sides were in two modes of a large answer (docs/measurement.md) is left out "
-           "when three or more were in one, and the note says so")
+CAPTIONS = {
+    "bare": ("lab and bare: requests per second (median of the compared pairs, ± half the CI of the median); "
+             "lab ÷ bare: time per request, trial by trial (median and its CI); CPU µs: a request's, "
+             "lab/bare (the lab's from the cell's control group, the loop's from /proc in clock ticks). "
+             "A pair whose sides were in two modes of a large answer (docs/measurement.md) is left out "
+             "when three or more were in one, and the note says so"),
+    "plain": ("lab and plain: requests per second (median of the compared pairs, ± half the CI of the median); "
+              "plain: the library's own loop (plain.<ext> in the driver's folder), a fresh process each "
+              "round, timed by its own clock; lab ÷ plain: time per request, trial by trial (median and "
+              "its CI); CPU µs: a request's, lab/plain (the plain loop's from the kernel's account of its "
+              "process less its start-up; none for a JIT runtime, whose warm-up's cost varies). A pair "
+              "whose sides were in two modes of a large answer (docs/measurement.md) is left out when "
+              "three or more were in one, and the note says so"),
+}
 
 
 def rate(summary: Summary | None) -> str:
@@ -31,8 +41,8 @@ def cpu(cal: Calibration) -> str:
     if not cal.pairs:
         return "—"
     lab = median([p.lab_cpu_s for p in cal.compared]) * 1e6
-    bare = median([p.bare.cpu_per_request_s for p in cal.compared]) * 1e6
-    return f"{lab:,.0f}/{bare:,.0f}"
+    loop = [c for p in cal.compared if (c := p.bare.cpu_per_request_s) is not None]
+    return f"{lab:,.0f}/{median(loop) * 1e6:,.0f}" if loop else f"{lab:,.0f}/—"
 
 
 def verdict(cal: Calibration) -> str | None:
@@ -57,9 +67,10 @@ def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list
     """The table, a section per scenario, the ratio green within the target and red past it; and
     a note per cell that missed it, has no ratio, or had pairs left out (kept out of the table:
     it stays narrow)."""
-    table = Table(title=title, caption=CAPTION)
+    reference = cells[0].reference if cells else "bare"
+    table = Table(title=title, caption=CAPTIONS[reference])
     table.add_column("driver", no_wrap=True)
-    for column in ("lab req/s", "bare req/s", "lab ÷ bare", "CPU µs"):
+    for column in ("lab req/s", f"{reference} req/s", f"lab ÷ {reference}", "CPU µs"):
         table.add_column(column, justify="right")
     notes = []
     for i, c in enumerate(cells):
