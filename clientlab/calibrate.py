@@ -269,6 +269,16 @@ class Calibration:
                        + "; ".join(_differing(left_out) or ["modes of their own"]) + ")")
         return out + _differing(compared)
 
+    def to_figure(self) -> dict[str, Any]:
+        """What a cell keeps of its check with its figures (`plain` or `bare`): lab ÷ loop, its CI,
+        both sides' seconds a request, the pairs compared and left out, and why there is no ratio."""
+        ratio, lab, loop = self.ratio_summary, self.lab_summary, self.bare_summary
+        return {"reference": self.reference, "problem": self.problem,
+                "ratio": ratio.median if ratio else None,
+                "ci_low": ratio.ci_low if ratio else None, "ci_high": ratio.ci_high if ratio else None,
+                "lab_s": lab.median if lab else None, "loop_s": loop.median if loop else None,
+                "pairs": len(self.pairs), "compared": len(self.compared), "differences": self.differences()}
+
     def to_dict(self) -> dict[str, Any]:
         """Every pair, for the run's record and --json."""
         return {

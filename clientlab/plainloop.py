@@ -199,15 +199,24 @@ class PlainBeside:
         planned = plan(work, server.endpoint, self.scratch, verify=False, tag=f"{os.getpid()}-plain")
         job = planned.job
         count = sum(int(r.get("repeat", 1)) for r in job["requests"])
-        startup = loop.start_up(job, timeout_s)
+        # a JIT runtime's warm-up costs more or less from run to run: taking it off says nothing
+        jit = loop.warmup_s > 0
+        startup = None if jit else loop.start_up(job, timeout_s)
         server.reset()
         answer, usage = loop.round(job, count, timeout_s)
         seen = server.counters()
-        _check(answer, count, seen, warmed=loop.warmup_s > 0)
-        loop_usage = usage.minus(startup)
-        jit = loop.warmup_s > 0  # its warm-up's cost varies run to run: the subtraction says nothing
-        return BareRound(float(answer["seconds"]), count, None if jit else loop_usage.cpu_s,
-                         None if jit else loop_usage.page_faults, None if jit else loop_usage.wakeups)
+        _check(answer, count, seen, warmed=jit)
+        if startup is None:
+            return BareRound(float(answer["seconds"]), count, None, None, None)
+        own = usage.minus(startup)
+        return BareRound(float(answer["seconds"]), count, own.cpu_s, own.page_faults, own.wakeups)
+
+    def keep(self, store: Store, run_id: int) -> None:
+        """Each cell's check with its figures (`plain`), where the cell has figures."""
+        for cell in store.cells(run_id):
+            cal = self.cells.get((cell["driver"], cell["scenario"]))
+            if cal is not None and cell["status"] == "ok":
+                store.add_to_figures(cell["id"], plain=cal.to_figure())
 
 
 def _check(answer: dict[str, Any], count: int, seen: dict[str, Any], warmed: bool) -> None:
@@ -239,4 +248,5 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
                 beside.calibration(result.driver, result.scenario).lab = result
         finally:
             store.update_config(run_id, plain=[c.to_dict() for c in beside.cells.values()])
+            beside.keep(store, run_id)
     return run_id, [beside.calibration(d.id, s.label) for s in scenarios for d in drivers]

@@ -29,6 +29,10 @@ def test_each_timed_trial_is_paired_with_a_fresh_process_of_the_plain_loop(store
     assert cal.ratio_summary is not None
     stored = store.run(run_id)["config"]["plain"]
     assert stored[0]["reference"] == "plain" and len(stored[0]["pairs"]) == 3
+    # the cell keeps its ratio with its figures, for the report and the truth experiment's claims
+    (cell,) = store.cells(run_id)
+    kept = cell["figures"]["plain"]
+    assert kept["ratio"] == pytest.approx(cal.ratio_summary.median) and kept["compared"] == 3
 
 
 @pytest.mark.parametrize("behaviour, said", [

@@ -17,7 +17,7 @@ from clientlab.experiment.spec import Experiment, Part
 from clientlab.netlab import hosts
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
-from clientlab.runner import CellGroup, CellResult, Deadline, Events, LabRun, RunOptions, lab_run
+from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Deadline, Events, LabRun, RunOptions, lab_run
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -118,14 +118,22 @@ class _Networks:
         else:
             side = open_server_side(netprofile.get(net), lab.placement.server, check_rtt=self.check_links)
         with side as server, lab.runner(server) as runner:
+            if self.experiment.beside == "plain":
+                from clientlab.plainloop import PlainBeside
+
+                runner.beside = beside = PlainBeside(lab.placement.driver, lab.options.jit_warm_s or JIT_WARM_S)
             if (described := server.describe()) is not None:
                 self.described[net] = described
                 self.on_note(f"network '{net}' ({described['summary']}): measured RTT "
                              f"{described['measured_rtt_ms']:.2f} ms")
             lab.store.update_config(lab.run_id, networks=self.described)
             # one runner per network keeps JIT drivers warm from part to part
-            for _ in runner.run_in_turns(self._groups(cells), deadline):
-                pass  # each cell is stored as it ends
+            try:
+                for _ in runner.run_in_turns(self._groups(cells), deadline):
+                    pass  # each cell is stored as it ends
+            finally:
+                if self.experiment.beside == "plain":
+                    beside.keep(lab.store, lab.run_id)
 
     def _groups(self, cells: list[PlannedCell]) -> list[CellGroup]:
         """The cells of one workload and settings as a group (drivers not in this lab recorded so)."""

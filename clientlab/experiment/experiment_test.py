@@ -4,6 +4,7 @@ and each experiment's quick form run for real into its findings section."""
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from clientlab import manifest, scenario
 from clientlab.errors import LabInputError
@@ -276,3 +277,38 @@ def test_every_shipped_experiment_has_a_time_budget_for_both_forms():
     # the two forms of `experiment all` within the issue's 45 and 5 minutes, budgets alone
     assert sum(e.time_budget for e in EXPERIMENTS.values()) <= 45 * 60
     assert sum(e.quick_time_budget for e in EXPERIMENTS.values()) <= 5 * 60
+
+
+def _beside_plain(driver, ratio, low, high):
+    cell = _cell(driver, "p", 0.1)
+    cell["figures"]["plain"] = {"reference": "plain", "ratio": ratio, "ci_low": low, "ci_high": high,
+                                "compared": 5, "problem": None}
+    return cell
+
+
+def test_a_cell_matches_its_plain_loop_only_when_the_ratios_ci_lies_within_the_tolerance():
+    from clientlab.experiment.verdict import NOT_DECIDED
+
+    claim = _claim(check="matches_plain", a={"part": "p"}, tolerance=0.10)
+    within = [_beside_plain("x", 1.02, 0.97, 1.06), _beside_plain("y", 0.95, 0.92, 0.99)]
+    assert judge(claim, within, {}).outcome == CONFIRMED
+    # a CI that straddles 1.10 says nothing either way: the noise decides, not the lab
+    straddles = within + [_beside_plain("z", 1.08, 0.99, 1.20)]
+    verdict = judge(claim, straddles, {})
+    assert verdict.outcome == NOT_DECIDED
+    assert "z × get-small: lab ÷ plain 1.08 (CI 0.99–1.20, 5 pairs): not decided" in verdict.evidence
+    off = within + [_beside_plain("w", 0.60, 0.55, 0.66)]
+    assert judge(claim, off, {}).outcome == REFUTED
+    # a cell without a plain loop figure is said, not counted
+    bare = _cell("v", "p", 0.1)
+    verdict = judge(claim, within + [bare], {})
+    assert verdict.outcome == CONFIRMED and "v × get-small: no plain loop figure (none was run)" in verdict.evidence
+
+
+def test_a_matches_plain_claim_needs_the_experiment_to_run_its_plain_loops():
+    raw = {"name": "t", "title": "t", "seed": "none", "article": "a",
+           "parts": [{"name": "p", "drivers": ["c-libcurl"], "scenarios": ["get-small"]}],
+           "claims": [{"says": "s", "check": "matches_plain", "a": {"part": "p"}}]}
+    with pytest.raises(ValidationError, match='beside = "plain"'):
+        spec.Experiment.model_validate(raw)
+    assert spec.Experiment.model_validate({**raw, "beside": "plain"}).beside == "plain"

@@ -107,13 +107,16 @@ class Claim(BaseModel):
       grows/falls the metric rises/falls from the sweep's first value to its last by `ratio`
       flat        the metric stays within `tolerance` across the sweep
       sweet_spot  the best value of the sweep is neither its first nor its last
+      matches_plain  every selected cell within `tolerance` of its library's plain loop (lab ÷ plain;
+                  the experiment runs with beside = "plain"): confirmed where the ratio's CI lies
+                  inside 1 ± tolerance, refuted where it lies outside, else not decided
     With `each`, "faster" is judged per driver: confirmed only if every driver shows the effect.
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     says: str                            # the claim in the article's words, with its numbers
-    check: Literal["faster", "similar", "grows", "falls", "flat", "sweet_spot"]
+    check: Literal["faster", "similar", "grows", "falls", "flat", "sweet_spot", "matches_plain"]
     # cpu_per_work: CPU (user+sys) per request, or per MB in a cell measured in bytes: comparable
     # between cells whose counts `trial_seconds` scaled apart, as cpu_s is not
     metric: Literal["wall_s", "throughput", "peak_rss_kb", "cpu_s", "cpu_per_work"] = "wall_s"
@@ -158,6 +161,9 @@ class Experiment(BaseModel):
     # the time left by its number of cells. None: no budget (every cell runs its stop rule out).
     time_budget: float | None = Field(default=None, gt=0, le=86_400)
     quick_time_budget: float | None = Field(default=None, gt=0, le=86_400)
+    # "plain": each cell beside its library's own plain loop, a fresh process after each timed
+    # trial (crosscheck --plain), the ratio kept with the cell's figures for `matches_plain`
+    beside: Literal["plain"] | None = None
 
     def budget_for(self, quick: bool, given: float | None = None) -> float | None:
         """The time budget of a run of it: the one the user gave (0: no limit), else its own for
@@ -171,6 +177,9 @@ class Experiment(BaseModel):
         names = [p.name for p in self.parts]
         if len(set(names)) != len(names):
             raise ValueError(f"part names must be unique: {names}")
+        if any(c.check == "matches_plain" for c in self.claims) and self.beside != "plain":
+            raise ValueError("a 'matches_plain' claim reads each cell's plain loop: the experiment needs "
+                             "beside = \"plain\"")
         for i, claim in enumerate(self.claims):
             for side in (claim.a, claim.b):
                 if side is not None and side.part not in names:

@@ -20,6 +20,7 @@ LOWER_IS_BETTER = {"wall_s": True, "cpu_s": True, "cpu_per_work": True, "peak_rs
 CPU_METRICS = ("cpu_s", "cpu_per_work")
 
 CONFIRMED, PARTLY, REFUTED, NOT_HERE = "confirmed", "partly confirmed", "refuted", "not reproducible here"
+NOT_DECIDED = "not decided"  # the effect's CI straddles what the claim needs: the noise decides nothing
 MIN_EFFECT = 0.05  # an effect smaller than this is not one, however precise the cells
 
 
@@ -100,6 +101,8 @@ def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verd
     ok_b = [c for c in b if c["status"] == "ok"]
     if not ok_a or (claim.b and not ok_b):
         return Verdict(claim, NOT_HERE, problems)
+    if claim.check == "matches_plain":
+        return _judge_matches_plain(claim, ok_a, problems)
     m, lower = claim.metric, LOWER_IS_BETTER[claim.metric]
     if claim.check == "faster" and claim.each:
         return _judge_each(claim, ok_a, ok_b, problems)
@@ -145,6 +148,32 @@ def _judge_each(claim: Claim, ok_a: list[dict], ok_b: list[dict], problems: list
     held = sum(o == CONFIRMED for o in outcomes)
     evidence.append(f"holds for {held} of {len(drivers)} drivers (each needs {claim.ratio:g}×)")
     outcome = (CONFIRMED if held == len(drivers) else REFUTED if all(o == REFUTED for o in outcomes) else PARTLY)
+    return Verdict(claim, outcome, evidence + problems)
+
+
+def _judge_matches_plain(claim: Claim, ok_a: list[dict], problems: list[str]) -> Verdict:
+    """Each cell's lab ÷ plain (its time per request over its library's plain loop's, pair by
+    pair): within when its CI lies inside 1 ± tolerance, off when the CI lies outside it, and
+    undecided when the CI straddles a bound. Confirmed when every cell is within, refuted when
+    one is off, else not decided."""
+    low, high = 1 - claim.tolerance, 1 + claim.tolerance
+    outcomes, evidence = [], []
+    for c in ok_a:
+        plain = (c["figures"] or {}).get("plain") or {}
+        if plain.get("ratio") is None:
+            evidence.append(f"{_name(c)}: no plain loop figure ({plain.get('problem') or 'none was run'})")
+            continue
+        r, lo, hi = plain["ratio"], plain["ci_low"], plain["ci_high"]
+        outcomes.append(CONFIRMED if low <= lo and hi <= high else REFUTED if hi < low or lo > high
+                        else NOT_DECIDED)
+        evidence.append(f"{_name(c)}: lab ÷ plain {r:.2f} (CI {lo:.2f}–{hi:.2f}, {plain['compared']} pairs)"
+                        + ("" if outcomes[-1] == CONFIRMED else f": {outcomes[-1]}"))
+    if not outcomes:
+        return Verdict(claim, NOT_HERE, evidence + problems)
+    held = outcomes.count(CONFIRMED)
+    evidence.append(f"{held} of {len(outcomes)} cells within {claim.tolerance:.0%} of their plain loop; "
+                    f"{outcomes.count(REFUTED)} off, {outcomes.count(NOT_DECIDED)} within their noise")
+    outcome = (CONFIRMED if held == len(outcomes) else REFUTED if REFUTED in outcomes else NOT_DECIDED)
     return Verdict(claim, outcome, evidence + problems)
 
 

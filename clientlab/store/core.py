@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from clientlab.errors import LabError, LabInputError
+from clientlab.record import Cell, CellFigures, Finding, RunConfig
 from clientlab.store import engine as engines
 from clientlab.store import migrate
 from clientlab.store.fingerprint import cell_fingerprint, host_fingerprint
@@ -153,9 +154,11 @@ class Store:
             metric=metric, started_at=time.time(), departures=json.dumps(departures) if departures else None,
         )).inserted_primary_key[0])
 
-    def finish_cell(self, cell_id: int, status: str, reason: str | None, figures: dict | None,
+    def finish_cell(self, cell_id: int, status: str, reason: str | None, figures: CellFigures | dict | None,
                     versions: dict | None) -> None:
         """A cell's outcome, and its fingerprint (what it measured, with what, where)."""
+        if isinstance(figures, CellFigures):
+            figures = figures.to_json()
         cell = self._one(sa.select(cells.c.driver, cells.c.scenario, cells.c.params, runs.c.config,
                                    runs.c.host_fingerprint).join(runs).where(cells.c.id == cell_id))
         fingerprint = None
@@ -174,10 +177,15 @@ class Store:
 
     def set_findings(self, cell_id: int, findings: list[dict]) -> None:
         """Keep a cell's diagnosis with its figures (rewritten when a run is diagnosed again)."""
+        self.add_to_figures(cell_id, findings=findings)
+
+    def add_to_figures(self, cell_id: int, **items: object) -> None:
+        """Keep what was learnt of a cell after its figures (its diagnosis, its plain loop's ratio)
+        with them, each under its own key (rewritten when learnt again)."""
         with self.engine.begin() as conn:
             text = conn.execute(sa.select(cells.c.figures).where(cells.c.id == cell_id)).scalar()
             figures = json.loads(text) if text else {}
-            figures["findings"] = findings
+            figures.update(items)
             conn.execute(cells.update().where(cells.c.id == cell_id).values(figures=json.dumps(figures)))
 
     def add_trial(self, cell_id: int, trial: Trial) -> None:
@@ -231,6 +239,14 @@ class Store:
             cell["departures"] = cell["departures"] or []
             out.append(cell)
         return out
+
+    def cell_records(self, run_id: int) -> list[Cell]:
+        """The run's cells, typed (clientlab/record.py), in the order they were started."""
+        return [Cell.from_json(c) for c in self.cells(run_id)]
+
+    def run_config(self, run_id: int) -> RunConfig:
+        """The run's config, typed: what it ran and how, whichever command wrote it."""
+        return RunConfig.from_json(self.run(run_id)["config"])
 
     def trials(self, cell_id: int) -> list[dict[str, Any]]:
         out = []
