@@ -7,3 +7,7 @@ cd "$1"
 if ! mvn -B -q -o clean package >/dev/null 2>&1; then
     mvn -B -q clean package
 fi
+# the library's plain loop, compiled on its own against the run-time jars (no lab sources)
+if [ -f plain.java ]; then
+    javac --release 17 -d target/plain -cp "target/lib/*" plain.java
+fi
