@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -21,6 +22,8 @@ type settings struct {
 	RecordDigests *bool `json:"record_digests"`
 	MaxConns      *int  `json:"max_conns"`
 	DisableH2     *bool `json:"disable_h2"`
+	// Headers is the shape of every answer's head (shape.go): "nginx" (the default) or "minimal"
+	Headers *string `json:"headers"`
 }
 
 func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
@@ -38,6 +41,10 @@ func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
 			http.Error(w, "bad config: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		if s.Headers != nil && *s.Headers != shapeNginx && *s.Headers != shapeMinimal {
+			http.Error(w, `bad config: headers must be "nginx" or "minimal", not `+strconv.Quote(*s.Headers), http.StatusBadRequest)
+			return
+		}
 		if s.RecordDigests != nil {
 			recordDigests.Store(*s.RecordDigests)
 		}
@@ -46,6 +53,9 @@ func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
 		}
 		if s.DisableH2 != nil {
 			disableH2.Store(*s.DisableH2)
+		}
+		if s.Headers != nil {
+			minimalHeads.Store(*s.Headers == shapeMinimal)
 		}
 		reply(w, map[string]bool{"ok": true})
 	})

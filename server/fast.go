@@ -557,7 +557,7 @@ func (p *public) answerFast(tc *trackedConn, req *fastRequest, headerReads int, 
 		req.n = int64(len(doc))
 	}
 	outp := fastOut.Get().(*[]byte)
-	out := appendHead((*outp)[:0], 200, req.n, ctype, nil, "", req.close)
+	out := appendHead((*outp)[:0], 200, req.n, ctype, nil, "", req.close, true)
 	inline := req.kind == 'b' && req.n <= fastInline || doc != nil && len(doc) <= fastInline
 	var err error
 	if inline {
@@ -607,10 +607,52 @@ func (p *public) answerFast(tc *trackedConn, req *fastRequest, headerReads int, 
 // cookie_ok values shared by every hot-path log entry (LogEntry keeps a *bool; never written through)
 var cookieTrue, cookieFalse = true, false
 
-// appendHead appends a status line and headers as net/http writes them for our handlers: the
-// handler's headers sorted by name (Content-Length, Content-Type, Location, Set-Cookie), then Date,
-// then Connection: close when the request asked for it.
-func appendHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close bool) []byte {
+// appendHead appends a status line and headers. In nginx's shape (shape.go) they are nginx's, in
+// its order (ngx_http_header_filter): Server, Date, Content-Type, Content-Length, Last-Modified
+// (static), Location, Connection, then ETag and Accept-Ranges (static) and Set-Cookie; net/http's
+// path sends the same set sorted by name. In the minimal shape they are net/http's for our
+// handlers: the handler's headers sorted by name (Content-Length, Content-Type, Location,
+// Set-Cookie), then Date, then Connection: close when the request asked for it.
+func appendHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close, static bool) []byte {
+	if minimalHeads.Load() {
+		return appendMinimalHead(out, status, length, ctype, location, setCookie, close)
+	}
+	out = append(out, "HTTP/1.1 "...)
+	out = strconv.AppendInt(out, int64(status), 10)
+	out = append(out, ' ')
+	out = append(out, http.StatusText(status)...)
+	out = append(out, "\r\nServer: "+serverName+"\r\nDate: "...)
+	out = append(out, dateValue(time.Now())...)
+	out = append(out, "\r\nContent-Type: "...)
+	out = append(out, ctype...)
+	out = append(out, "\r\nContent-Length: "...)
+	out = strconv.AppendInt(out, length, 10)
+	if static {
+		out = append(out, "\r\nLast-Modified: "...)
+		out = append(out, lastModified...)
+	}
+	if location != nil {
+		out = append(out, "\r\nLocation: "...)
+		out = append(out, location...)
+	}
+	if close {
+		out = append(out, "\r\nConnection: close"...)
+	} else {
+		out = append(out, "\r\nConnection: keep-alive"...)
+	}
+	if static {
+		out = append(out, "\r\nETag: "...)
+		out = appendETag(out, length)
+		out = append(out, "\r\nAccept-Ranges: bytes"...)
+	}
+	if setCookie != "" {
+		out = append(out, "\r\nSet-Cookie: "...)
+		out = append(out, setCookie...)
+	}
+	return append(out, "\r\n\r\n"...)
+}
+
+func appendMinimalHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close bool) []byte {
 	out = append(out, "HTTP/1.1 "...)
 	out = strconv.AppendInt(out, int64(status), 10)
 	out = append(out, ' ')
@@ -641,7 +683,7 @@ func (p *public) answerSmall(tc *trackedConn, t *trial, e *LogEntry, req *fastRe
 	e.Status = status
 	e.RespBodyBytes = int64(len(body))
 	outp := fastOut.Get().(*[]byte)
-	out := appendHead((*outp)[:0], status, int64(len(body)), ctype, location, setCookie, req.close)
+	out := appendHead((*outp)[:0], status, int64(len(body)), ctype, location, setCookie, req.close, false)
 	out = append(out, body...)
 	p.recordFast(tc, t, e, headerReads)
 	_, err := tc.Write(out)

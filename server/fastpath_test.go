@@ -1,7 +1,8 @@
 package main
 
 // The hot path (fast.go, fastforms.go) against net/http: the same requests, on one connection,
-// once through each; the answers (bytes on the wire, Date and session tokens aside), the log
+// once through each; the answers (bytes on the wire, Date and session tokens aside; in nginx's
+// shape the header lines of each answer as a sorted set, since net/http sorts them), the log
 // entries (times and ids aside) and the connection's counters must be the same.
 
 import (
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -229,7 +231,20 @@ func (r *recorder) Read(p []byte) (int, error) {
 var (
 	dateLine  = regexp.MustCompile(`Date: [^\r]*\r\n`)
 	tokenText = regexp.MustCompile(`clientlab_session=[0-9a-f]{64}`)
+	// an answer's head: its status line, then its header lines up to the blank line
+	answerHead = regexp.MustCompile(`(?s)(HTTP/1\.1 \d{3} [^\r]*\r\n)(.*?\r\n)\r\n`)
 )
+
+// sortedHeads sorts the header lines of every answer on the wire: in nginx's shape the hot path
+// writes them in nginx's order and net/http sorted by name (shape_test.go checks each order).
+func sortedHeads(wire string) string {
+	return answerHead.ReplaceAllStringFunc(wire, func(head string) string {
+		m := answerHead.FindStringSubmatch(head)
+		lines := strings.SplitAfter(m[2], "\r\n")
+		sort.Strings(lines)
+		return m[1] + strings.Join(lines, "") + "\r\n"
+	})
+}
 
 type fastRun struct {
 	wire     string
@@ -294,6 +309,9 @@ func runFastCase(t *testing.T, c fastCase, fast bool) fastRun {
 	run := fastRun{handoffs: fastHandoffs.Load() - handoffs}
 	wire := dateLine.ReplaceAllString(rec.buf.String(), "Date: -\r\n")
 	run.wire = tokenText.ReplaceAllString(wire, "clientlab_session=TOKEN")
+	if !minimalHeads.Load() {
+		run.wire = sortedHeads(run.wire)
+	}
 	var s snapshotJSON
 	for deadline := time.Now().Add(2 * time.Second); ; {
 		s = counters(t)
@@ -319,6 +337,16 @@ func runFastCase(t *testing.T, c fastCase, fast bool) fastRun {
 }
 
 func TestHotPathAnswersAndRecordsAsNetHTTP(t *testing.T) {
+	for _, shape := range []string{shapeNginx, shapeMinimal} {
+		t.Run(shape, func(t *testing.T) {
+			configure(t, `{"headers": "`+shape+`"}`)
+			defer configure(t, `{"headers": "nginx"}`)
+			hotPathAnswersAsNetHTTP(t)
+		})
+	}
+}
+
+func hotPathAnswersAsNetHTTP(t *testing.T) {
 	for _, c := range fastCases() {
 		t.Run(c.name, func(t *testing.T) {
 			slow := runFastCase(t, c, false)

@@ -55,9 +55,20 @@ func (c *h2conn) answerHot(id uint32, path string, regular int) bool {
 		e.RespSHA256 = hex.EncodeToString(sum[:])
 	}
 	c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
-	c.enc.WriteField(hpack.HeaderField{Name: "content-length", Value: contentLengthText(n)})
-	c.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/octet-stream"})
-	c.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateText(now)})
+	if minimalHeads.Load() {
+		c.enc.WriteField(hpack.HeaderField{Name: "content-length", Value: contentLengthText(n)})
+		c.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/octet-stream"})
+		c.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateText(now)})
+	} else {
+		// nginx's HTTP/2 block for a file, in its order (shape.go)
+		c.enc.WriteField(hpack.HeaderField{Name: "server", Value: serverName})
+		c.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateText(now)})
+		c.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/octet-stream"})
+		c.enc.WriteField(hpack.HeaderField{Name: "content-length", Value: contentLengthText(n)})
+		c.enc.WriteField(hpack.HeaderField{Name: "last-modified", Value: lastModified})
+		c.enc.WriteField(hpack.HeaderField{Name: "etag", Value: etagText(n)})
+		c.enc.WriteField(hpack.HeaderField{Name: "accept-ranges", Value: "bytes"})
+	}
 	if v := altSvc.Load(); v != nil && c.tls != nil {
 		c.enc.WriteField(hpack.HeaderField{Name: "alt-svc", Value: *v}) // as advertiseH3
 		t.offeredH3()

@@ -343,16 +343,10 @@ func (w *h2writer) send(end bool) error {
 	if !s.answered {
 		s.answered = true
 		c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(w.status)})
-		for k, vs := range w.header {
-			name := strings.ToLower(k)
-			if name == "connection" || name == "transfer-encoding" || name == "keep-alive" {
-				continue
-			}
-			for _, v := range vs {
-				c.enc.WriteField(hpack.HeaderField{Name: name, Value: v})
-			}
+		writeH2Fields(c.enc, w.header)
+		if _, dated := w.header["Date"]; !dated {
+			c.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateText(time.Now())})
 		}
-		c.enc.WriteField(hpack.HeaderField{Name: "date", Value: string(dateValue(time.Now()))})
 		c.appendHeadersLocked(s.id, end && len(w.buf) == 0)
 		if end && len(w.buf) == 0 {
 			return c.flushLocked()

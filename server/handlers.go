@@ -81,6 +81,9 @@ type exchange struct {
 	r     *http.Request
 	query url.Values // parsed once; nil when the URL has no query
 	entry LogEntry
+	// static: the answer is a resource's (bytes, json, feeds), which nginx would serve as a file
+	// (Last-Modified, ETag, Accept-Ranges in nginx's shape)
+	static bool
 }
 
 // send answers with status and a body of n bytes (n < 0: unknown) produced by body.
@@ -98,6 +101,7 @@ func (x *exchange) send(status int, ctype string, n int64, body func(io.Writer) 
 	} else if n >= 0 {
 		h.Set("Content-Length", strconv.FormatInt(n, 10))
 	}
+	shapeHead(h, x.r, x.static && status == http.StatusOK, n, zw != nil)
 	x.w.WriteHeader(status)
 	x.entry.Status = status
 	bw := &bodyWriter{w: out}
@@ -237,6 +241,7 @@ func routeIn(x *exchange, path string, private bool) {
 			x.fail(http.StatusBadRequest, "size must be 0 ... 2 GiB")
 			return
 		}
+		x.static = true
 		x.send(http.StatusOK, "application/octet-stream", n, func(w io.Writer) error { return writeBytes(w, n) })
 	case "json":
 		n, err := strconv.Atoi(rest)
@@ -244,6 +249,7 @@ func routeIn(x *exchange, path string, private bool) {
 			x.fail(http.StatusBadRequest, "size must be 64 ... 64 MiB")
 			return
 		}
+		x.static = true
 		if doc := jsonDoc(n); doc != nil {
 			x.sendBytes(http.StatusOK, "application/json", doc)
 			return
@@ -255,6 +261,7 @@ func routeIn(x *exchange, path string, private bool) {
 			x.fail(http.StatusNotFound, "feeds are 0 ... 99999")
 			return
 		}
+		x.static = true
 		x.sendBytes(http.StatusOK, "application/atom+xml", feedDoc(i))
 	case "echo":
 		echo(x)
