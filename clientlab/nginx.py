@@ -101,6 +101,10 @@ http {{
         ssl_certificate {tls / "server.pem"}; ssl_certificate_key {tls / "server-key.pem"};
         root {root};
         location / {{ }}
+        # the files have no extension: their types as the bench server gives them, as a real
+        # nginx gives .json and .atom files theirs (mime.types)
+        location /json/ {{ default_type application/json; }}
+        location /feeds/ {{ default_type application/atom+xml; }}
     }}
 }}
 """)

@@ -156,6 +156,16 @@ class Client(BaseModel):
         return self
 
 
+class Server(BaseModel):
+    """What the bench server does besides serving the resources."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    # the shape of every answer's head: "nginx" (Debian 12's nginx's header set, order and sizes
+    # for the same resource) or "minimal" (Content-Length, Content-Type, Date); docs/bench-server.md
+    headers: Literal["nginx", "minimal"] = "nginx"
+
+
 class Scenario(BaseModel):
     """A validated, parameter-expanded scenario."""
 
@@ -168,6 +178,7 @@ class Scenario(BaseModel):
     timeout_s: float = Field(default=120, gt=0, le=86_400)
     params: dict[str, int | str] = {}
     client: Client = Client()
+    server: Server = Server()
     requests: list[Request] = Field(min_length=1)
 
     variant: str = ""  # set by with_client(): what the command line changed, shown in the cell's name
@@ -216,6 +227,17 @@ class Scenario(BaseModel):
             f"{k}={_show(v)}" for k, v in client["options"].items() if self.client.options.get(k) != v]
         variant = ",".join(p for p in [self.variant, *parts] if p)
         return self.model_copy(update={"client": new_client, "variant": variant})
+
+    def with_server(self, headers: str | None = None) -> "Scenario":
+        """A copy whose bench server answers with heads of this shape (None = keep), named for it."""
+        if headers is None or headers == self.server.headers:
+            return self
+        try:
+            server = Server(headers=headers)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            raise LabInputError(f"scenario {self.name}: {exc.errors()[0]['msg']}") from exc
+        variant = ",".join(p for p in [self.variant, f"headers={headers}"] if p)
+        return self.model_copy(update={"server": server, "variant": variant})
 
 
 def concurrency_problem(client: Client, requests: list[Request]) -> str | None:

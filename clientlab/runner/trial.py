@@ -64,7 +64,7 @@ class Trials:
         if cell.options.fresh_port:
             server.rebind()
         planned = plan(scenario, server.endpoint, self.scratch, verify=verify, tag=cell.tag)
-        server.configure(record_digests=verify)
+        server.configure(record_digests=verify, headers=scenario.server.headers)
         timeout = (cell.options.trial_timeout_s or scenario.timeout_s) if verify else timed_limit(cell, scenario)
         phase = timed_phase(cell.running.proc, server, planned.job, timeout, group=cell.running.group,
                             watch=server if verify else None,
