@@ -131,8 +131,8 @@ def rows_of(scenarios: list[Scenario], results: list[tuple[str, CellResult]]) ->
         mine = []
         for driver in dict.fromkeys([*bench, *other]):
             b, n = bench.get(driver), other.get(driver)
-            rate = lambda r: r.figures["throughput"] if r and r.status == "ok" and r.figures else None
-            unit = next((r.figures["unit"] for r in (b, n) if r and r.figures), "")
+            rate = lambda r: r.figures.throughput if r and r.status == "ok" and r.figures else None
+            unit = next((r.figures.unit for r in (b, n) if r and r.figures), "")
             why = next((f"{where}: {r.status}: {r.reason}" for where, r in (("bench server", b), ("nginx", n))
                         if r and r.status != "ok"), None)
             mine.append(Row(s.label, driver, rate(b), rate(n), unit, reason=why))

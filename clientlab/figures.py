@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from clientlab import stats
+from clientlab.record import CellFigures, Mode, ServerSummary, WallStats
 from clientlab.store import Trial
 
 STALL_GAP_NS = 30_000_000  # a pause of 30 ms or more inside one request's arrival (Nagle is ~40 ms)
@@ -92,7 +93,7 @@ def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
     return [fast, slow] if slow.median >= FAULT_MODES_APART * fast.median else None
 
 
-def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startup_s: float | None) -> dict:
+def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startup_s: float | None) -> CellFigures:
     """Throughput, CPU, memory and their statistics over the cell's timed trials."""
     timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s]
     walls = [t.wall_s for t in timed]
@@ -103,31 +104,31 @@ def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startu
     middle = min(timed, key=lambda t: abs(t.wall_s - summary.median))
     rate = (lambda wall: work_bytes / wall / 1e6) if metric == "bytes" else (lambda wall: logical_requests / wall)
     groups = _fault_modes(timed, logical_requests) or stats.modes(walls)
-    return {
-        "throughput": rate(summary.median),
-        "unit": unit,
-        "requests": logical_requests,
-        "work_bytes": work_bytes,
-        "wall_s": {
-            "median": summary.median, "mean": summary.mean, "stddev": summary.stddev, "mad": summary.mad,
-            "min": summary.minimum, "max": summary.maximum,
-            "ci_low": summary.ci_low, "ci_high": summary.ci_high, "ci_confidence": summary.ci_confidence,
-        },
-        "precision": summary.precision,
-        "relative_spread": summary.relative_spread,
-        "noisy": summary.noisy,
-        "outliers": summary.outliers,
+    return CellFigures(
+        throughput=rate(summary.median),
+        unit=unit,
+        requests=logical_requests,
+        work_bytes=work_bytes,
+        wall_s=WallStats(
+            median=summary.median, mean=summary.mean, stddev=summary.stddev, mad=summary.mad,
+            min=summary.minimum, max=summary.maximum,
+            ci_low=summary.ci_low, ci_high=summary.ci_high, ci_confidence=summary.ci_confidence,
+        ),
+        precision=summary.precision,
+        relative_spread=summary.relative_spread,
+        noisy=summary.noisy,
+        outliers=tuple(summary.outliers),
         # fastest mode first: its throughput and how many trials fell in it
-        "modes": [{"throughput": rate(m.median), "trials": m.trials} for m in groups] if groups else None,
-        "trials": summary.n,
-        "cpu_user_s": stats.median([t.user_s or 0.0 for t in timed]),
+        modes=tuple(Mode(rate(m.median), m.trials) for m in groups) if groups else None,
+        trials=summary.n,
+        cpu_user_s=stats.median([t.user_s or 0.0 for t in timed]),
         # the CPU's own repeatability: a claim on CPU is judged against it, not the wall time's
-        "cpu_precision": stats.summarize([(t.user_s or 0.0) + (t.sys_s or 0.0) for t in timed]).precision,
-        "cpu_sys_s": stats.median([t.sys_s or 0.0 for t in timed]),
-        "page_faults": (stats.median([float(t.page_faults) for t in timed if t.page_faults is not None])
-                        if any(t.page_faults is not None for t in timed) else None),
-        "peak_rss_kb": int(stats.median([float(t.peak_rss_kb or 0) for t in timed])),
-        "setup_s": stats.median([t.setup_s or 0.0 for t in timed]),
-        "startup_s": startup_s,
-        "server": middle.server,
-    }
+        cpu_precision=stats.summarize([(t.user_s or 0.0) + (t.sys_s or 0.0) for t in timed]).precision,
+        cpu_sys_s=stats.median([t.sys_s or 0.0 for t in timed]),
+        page_faults=(stats.median([float(t.page_faults) for t in timed if t.page_faults is not None])
+                     if any(t.page_faults is not None for t in timed) else None),
+        peak_rss_kb=int(stats.median([float(t.peak_rss_kb or 0) for t in timed])),
+        setup_s=stats.median([t.setup_s or 0.0 for t in timed]),
+        startup_s=startup_s,
+        server=ServerSummary.from_json(middle.server) if middle.server is not None else None,
+    )

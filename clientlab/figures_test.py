@@ -18,13 +18,21 @@ def test_trials_in_two_allocator_states_that_cost_differently_are_two_modes():
     # bodies mapped anew (82 faults a request, a page per 4 KB) take 2.5 times as long as on the heap
     trials = [_trial(0.10, 0.0), _trial(0.11, 0.0), _trial(0.25, 82.0), _trial(0.26, 82.0), _trial(0.10, 0.0)]
     figures = cell_figures(trials, "requests", REQUESTS, None)
-    assert figures["modes"] is not None
-    fast, slow = figures["modes"]
-    assert (fast["trials"], slow["trials"]) == (3, 2)
-    assert round(fast["throughput"]) == 10_000 and round(slow["throughput"]) == 3_922
+    assert figures.modes is not None
+    fast, slow = figures.modes
+    assert (fast.trials, slow.trials) == (3, 2)
+    assert round(fast.throughput) == 10_000 and round(slow.throughput) == 3_922
 
 
 def test_two_allocator_states_at_the_same_cost_are_one_figure_not_two_modes():
     # the faults tell the processes apart, the times do not: one figure
     trials = [_trial(0.100, 0.0), _trial(0.102, 0.0), _trial(0.101, 60.0), _trial(0.099, 60.0), _trial(0.100, 60.0)]
-    assert cell_figures(trials, "requests", REQUESTS, None)["modes"] is None
+    assert cell_figures(trials, "requests", REQUESTS, None).modes is None
+
+
+def test_the_figures_are_stored_under_the_keys_and_in_the_order_stores_always_had():
+    trials = [_trial(0.10, 0.0), _trial(0.11, 0.0), _trial(0.12, 0.0)]
+    assert list(cell_figures(trials, "requests", REQUESTS, 0.2).to_json()) == [
+        "throughput", "unit", "requests", "work_bytes", "wall_s", "precision", "relative_spread", "noisy",
+        "outliers", "modes", "trials", "cpu_user_s", "cpu_precision", "cpu_sys_s", "page_faults", "peak_rss_kb",
+        "setup_s", "startup_s", "server"]

@@ -330,11 +330,11 @@ def against_nginx(seconds: int, h1_connections: tuple[int, ...] = H1_CONNECTIONS
 def _driver_row(r: CellResult) -> dict:
     """A cell's rate, and its driver's and the bench server's CPU per request."""
     row = {"driver": r.driver, "scenario": r.scenario, "status": r.status, "reason": r.reason,
-           "requests_per_s": r.figures["throughput"] if r.figures else None}
-    if r.figures and r.figures.get("requests"):
-        n = r.figures["requests"]
-        row["driver_cpu_us_per_request"] = (r.figures["cpu_user_s"] + r.figures["cpu_sys_s"]) / n * 1e6
-        server_cpu = (r.figures.get("server") or {}).get("cpu_s")
+           "requests_per_s": r.figures.throughput if r.figures else None}
+    if r.figures and r.figures.requests:
+        n = r.figures.requests
+        row["driver_cpu_us_per_request"] = r.figures.cpu_us_per_request
+        server_cpu = r.figures.server_seen.cpu_s
         row["server_cpu_us_per_request"] = server_cpu / n * 1e6 if server_cpu is not None else None
     return row
 
@@ -451,9 +451,9 @@ def _placement_figures(run_id: int, result: CellResult) -> dict:
     if result.status != "ok":
         return {"status": result.status, "reason": result.reason}
     f = result.figures
-    return {"run": run_id, "us_per_request": f["wall_s"]["median"] / f["requests"] * 1e6,
-            "relative_spread": f["relative_spread"], "precision": f["precision"],
-            "max_over_min": f["wall_s"]["max"] / f["wall_s"]["min"], "disturbed": f.get("disturbed_trials", 0)}
+    return {"run": run_id, "us_per_request": f.wall_s.median / f.requests * 1e6,
+            "relative_spread": f.relative_spread, "precision": f.precision,
+            "max_over_min": f.wall_s.max / f.wall_s.min, "disturbed": f.disturbed_trials or 0}
 
 
 def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:

@@ -56,7 +56,7 @@ class ProgressEvents:
         status = result.status if result.status != "failed" else "[bold red]FAILED[/]"
         figure = ""
         if result.figures:
-            figure = f"{result.figures['throughput']:,.1f} {result.figures['unit']}"
+            figure = f"{result.figures.throughput:,.1f} {result.figures.unit}"
         self.progress.console.print(f"  {result.driver} × {result.scenario}: {status} {figure}"
                                     f"{' — ' + (result.reason or '').splitlines()[0] if result.reason else ''}",
                                     highlight=False)

@@ -112,11 +112,11 @@ def test_case(cell, case: Case):
     for kind, n in case.counts.items():
         assert kinds.count(kind) == n, kinds
     for name, value in case.figures.items():
-        assert result.figures[name] == value, name
+        assert getattr(result.figures, name) == value, name
     for start in case.notes:
-        assert any(note.startswith(start) for note in result.figures["notes"]), result.figures["notes"]
+        assert any(note.startswith(start) for note in result.figures.notes), result.figures.notes
     if case.status == "ok":
         assert all(t["ok"] for t in trials if t["kind"] != "disturbed")
-        assert result.figures["throughput"] > 0 and result.figures["wall_s"]["median"] > 0
+        assert result.figures.throughput > 0 and result.figures.wall_s.median > 0
     if case.last is not None:
         assert kinds[-1] == case.last

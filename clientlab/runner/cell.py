@@ -11,6 +11,7 @@ from clientlab import cgroup, figures, hostprobe, stats
 from clientlab.manifest import Driver
 from clientlab.noise import Noise
 from clientlab.protocol import DriverProcess
+from clientlab.record import CellFigures
 from clientlab.runner.options import RunOptions
 from clientlab.scenario import Scenario
 from clientlab.store import Trial
@@ -27,7 +28,7 @@ class CellResult:
     scenario: str
     status: str                   # ok / failed / unsupported / not-installed
     reason: str | None = None
-    figures: dict | None = None
+    figures: CellFigures | None = None
     versions: dict | None = None
 
 
@@ -144,7 +145,7 @@ class Cell:
         """A JIT runtime's cell: its warm-up (the run's or the manifest's) is more than one trial."""
         return self.options.warmup > 0 and max(self.options.warmup, self.driver.manifest.warmup) > 1
 
-    def finish(self, status: str, reason: str | None = None, figs: dict | None = None) -> CellResult:
+    def finish(self, status: str, reason: str | None = None, figs: CellFigures | None = None) -> CellResult:
         self.result = CellResult(self.driver.id, self.scenario.label, status, reason, figs, self.versions)
         return self.result
 
@@ -152,7 +153,7 @@ class Cell:
         return self.finish("ok", None, measured(self))
 
 
-def measured(cell: Cell) -> dict:
+def measured(cell: Cell) -> CellFigures:
     """A measured cell's figures, with what the lab noted on the way."""
     log = cell.log
     assert cell.work is not None
@@ -167,16 +168,15 @@ def measured(cell: Cell) -> dict:
         log.notes.append(f"{log.slow_skips} turn(s) let pass: the host was in a slow phase on the "
                          f"driver's core right before (over {hostprobe.SLOW_LIMIT:g}× after the wait)")
     group = cell.running.group if cell.running is not None else None
-    figs.update({
-        "elapsed_s": time.monotonic() - cell.started,
-        "scenario_requests": cell.scenario.total_requests,
-        "disturbed_trials": sum(1 for t in log.trials if t.kind == "disturbed"),
-        "disturbed_kept": len(kept),
-        "slow_host_skips": log.slow_skips,
-        "processes": log.processes,
-        "budget_stopped": log.budget_stopped,
-        "measured_by": f"cgroup v{group.version}" if group is not None else "proc",
-        "kept_warm": cell.kept_warm,
-        "notes": log.notes,
-    })
-    return figs
+    return figs.with_(
+        elapsed_s=time.monotonic() - cell.started,
+        scenario_requests=cell.scenario.total_requests,
+        disturbed_trials=sum(1 for t in log.trials if t.kind == "disturbed"),
+        disturbed_kept=len(kept),
+        slow_host_skips=log.slow_skips,
+        processes=log.processes,
+        budget_stopped=log.budget_stopped,
+        measured_by=f"cgroup v{group.version}" if group is not None else "proc",
+        kept_warm=cell.kept_warm,
+        notes=tuple(log.notes),
+    )

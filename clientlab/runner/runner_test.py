@@ -35,15 +35,15 @@ def over_the_run(store, driver, *, warmup: int, trials: int, min_trials: int | N
 
 def test_a_cells_figures_carry_the_drivers_memory_and_versions(cell):
     result, _ = cell(REF, shipped("get-small", count=20))
-    assert result.figures["peak_rss_kb"] > 1000  # a Python interpreter is megabytes
+    assert result.figures.peak_rss_kb > 1000  # a Python interpreter is megabytes
     assert result.versions["http.client"] == "stdlib"
 
 
 def test_cpu_of_the_timed_phase_is_measured(cell):
     # /proc counts CPU in clock ticks (10 ms): give the driver enough work to register
     result, _ = cell(REF, shipped("get-small", count=1500))
-    assert result.figures["cpu_user_s"] > 0.02
-    assert result.figures["cpu_user_s"] + result.figures["cpu_sys_s"] <= result.figures["wall_s"]["max"] * 1.5
+    assert result.figures.cpu_user_s > 0.02
+    assert result.figures.cpu_user_s + result.figures.cpu_sys_s <= result.figures.wall_s.max * 1.5
 
 
 def test_keep_alive_requests_share_one_connection(cell):
@@ -63,7 +63,7 @@ def test_keep_alive_off_opens_a_connection_per_request(cell):
 
 def test_sequential_scenario_records_cycle_time_distribution(cell):
     result, _ = cell(REF, shipped("get-small", count=30))
-    cycle = result.figures["server"]["cycle_ms"]
+    cycle = result.figures.server.cycle_ms
     assert 0 < cycle["p50"] <= cycle["p90"] <= cycle["max"]
 
 
@@ -96,11 +96,11 @@ def test_failed_driver_does_not_stop_the_others(bench_server, store, test_driver
 def test_a_trial_budget_scales_the_count_and_the_figures_say_so(cell):
     result, trials = cell(REF, shipped("get-small"), trial_seconds=0.05)
     assert result.status == "ok", result.reason
-    n = result.figures["requests"]
-    assert 1 <= n < 2000 and result.figures["scenario_requests"] == 2000
+    n = result.figures.requests
+    assert 1 <= n < 2000 and result.figures.scenario_requests == 2000
     assert trials[0]["kind"] == "verify" and trials[0]["work_requests"] <= 100
     assert all(t["work_requests"] == n for t in trials if t["kind"] == "timed")
-    assert any("scaled to fit a 0.05 s trial" in note for note in result.figures["notes"])
+    assert any("scaled to fit a 0.05 s trial" in note for note in result.figures.notes)
 
 
 def test_a_count_the_user_set_is_timed_whole_but_verified_on_a_hundred_requests(cell):
@@ -133,8 +133,8 @@ def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_s
                          [shipped("get-small", count=5), shipped("post-form", count=5)], options)
     assert [r.status for r in results] == ["ok"] * 4
     for result in results:
-        assert result.figures["budget_stopped"] is True
-        assert "stopped after 2 timed trials: the run's time budget (0.001 s) was spent" in result.figures["notes"]
+        assert result.figures.budget_stopped is True
+        assert "stopped after 2 timed trials: the run's time budget (0.001 s) was spent" in result.figures.notes
     for c in store.cells(run_id):
         assert [t["kind"] for t in store.trials(c["id"])].count("timed") == 2
 
@@ -149,7 +149,7 @@ def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_serv
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10), placement="free", host_probe=False,
                          retries=3, run_budget_s=0.001)
     [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
-    assert result.status == "ok" and result.figures["disturbed_kept"] == 2
+    assert result.status == "ok" and result.figures.disturbed_kept == 2
     [c] = store.cells(run_id)
     assert [t["kind"] for t in store.trials(c["id"])] == ["verify", "timed", "timed"]
 
@@ -162,7 +162,7 @@ def test_without_a_time_budget_the_stop_rule_alone_ends_a_cell(bench_server, sto
                          placement="free", host_probe=False)
     [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
     assert [t["kind"] for t in store.trials(store.cells(run_id)[0]["id"])].count("timed") == 4
-    assert result.figures["budget_stopped"] is False
+    assert result.figures.budget_stopped is False
 
 
 def test_an_interrupted_run_keeps_the_cells_that_have_their_minimum_of_trials(bench_server, store, test_drivers,
@@ -209,7 +209,7 @@ def test_a_disturbed_trial_is_run_again_and_kept_apart(cell, monkeypatch):
     assert [t["kind"] for t in trials] == ["verify", "disturbed", "disturbed", "timed", "timed"]
     assert trials[1]["problems"][0].startswith("disturbed, run again: other processes used")
     assert all(t["noise"] is not None and "steal_s" in t["noise"] for t in trials)
-    assert result.figures["disturbed_trials"] == 2 and result.figures["disturbed_kept"] == 2
+    assert result.figures.disturbed_trials == 2 and result.figures.disturbed_kept == 2
 
 
 def test_a_timed_trial_limit_follows_the_verification_pass():
@@ -295,7 +295,7 @@ def test_a_jit_drivers_process_serves_every_scenario_of_the_run_and_is_stopped_a
         second = runner.run_cell(test_drivers[REF], shipped("get-json-335k", count=5))
         assert runner.pool.kept[REF].proc is kept  # the same process, verified again for the new scenario
     assert (first.status, second.status) == ("ok", "ok"), (first.reason, second.reason)
-    assert (first.figures["kept_warm"], second.figures["kept_warm"]) == (False, True)
+    assert (first.figures.kept_warm, second.figures.kept_warm) == (False, True)
     assert [t["kind"] for t in store.trials(store.cells(run_id)[1]["id"])][0] == "verify"
     assert kept.proc.poll() is not None  # close() stopped it
 
@@ -322,7 +322,7 @@ def test_a_jit_drivers_cells_share_one_process_when_interleaved_over_the_run(ben
         shared = runner.pool.shared[REF].proc
         assert shared.proc.poll() is None  # still there for the run's later cells
     assert (first.status, second.status) == ("ok", "ok"), (first.reason, second.reason)
-    assert (first.figures["kept_warm"], second.figures["kept_warm"]) == (False, True)
+    assert (first.figures.kept_warm, second.figures.kept_warm) == (False, True)
     assert shared.proc.poll() is not None  # close() stopped it
 
 
@@ -373,7 +373,7 @@ def test_later_cells_of_a_shared_jit_process_warm_up_for_at_most_the_shared_limi
         first, second = runner.run_groups(groups)
     warmups = [[t["kind"] for t in store.trials(c["id"])].count("warmup") for c in store.cells(run_id)]
     assert warmups == [5, 2]  # the fresh process until its cap; the shared one its manifest's warm-ups only
-    assert (first.figures["kept_warm"], second.figures["kept_warm"]) == (False, True)
+    assert (first.figures.kept_warm, second.figures.kept_warm) == (False, True)
 
 
 def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(bench_server, store, test_drivers):
@@ -391,7 +391,7 @@ def test_a_shared_jit_process_settles_its_cells_in_turn_before_the_timed_trials(
     assert kinds[:6] == [("get-small", "warmup")] * 3 + [("post-form", "warmup")] * 3, kinds
     assert kinds[6:12] == [("get-small", "warmup"), ("post-form", "warmup")] * 3, kinds
     assert kinds[12:] == [("get-small", "timed"), ("post-form", "timed")]
-    assert all(any(n.startswith("not steady after 6 warm-up trials") for n in r.figures["notes"]) for r in results)
+    assert all(any(n.startswith("not steady after 6 warm-up trials") for n in r.figures.notes) for r in results)
 
 
 def test_warm_ups_on_a_plateau_are_not_settled_while_still_falling_from_the_ones_before():
@@ -431,14 +431,14 @@ def test_a_turn_that_meets_a_slow_phase_after_the_wait_is_let_pass_not_run_and_t
     result, kinds = _probed_cell(bench_server, store, test_drivers[REF], _HostReadings(1.6, 1.0, 1.7), retries=3)
     assert result.status == "ok", result.reason
     assert kinds == ["verify", "timed", "timed"]  # no trial ran in a slow phase
-    assert result.figures["slow_host_skips"] == 2 and result.figures["disturbed_kept"] == 0
-    assert any(n.startswith("2 turn(s) let pass: the host was in a slow phase") for n in result.figures["notes"])
+    assert result.figures.slow_host_skips == 2 and result.figures.disturbed_kept == 0
+    assert any(n.startswith("2 turn(s) let pass: the host was in a slow phase") for n in result.figures.notes)
 
 
 def test_with_no_retries_left_a_turn_in_a_slow_phase_is_run_and_kept_flagged(bench_server, store, test_drivers):
     result, kinds = _probed_cell(bench_server, store, test_drivers[REF], _HostReadings(1.6), retries=0)
     assert kinds == ["verify", "timed", "timed"]
-    assert result.figures["slow_host_skips"] == 0 and result.figures["disturbed_kept"] == 1
+    assert result.figures.slow_host_skips == 0 and result.figures.disturbed_kept == 1
 
 
 def _pids_of_timed_trials(monkeypatch):
@@ -461,7 +461,7 @@ def _pids_of_timed_trials(monkeypatch):
 def test_two_forks_of_four_trials_take_two_trials_each(cell, monkeypatch):
     pids = _pids_of_timed_trials(monkeypatch)
     result, _ = cell(REF, shipped("get-small", count=10), trials=4, warmup=0, forks=2)
-    assert pids[0] == pids[1] != pids[2] == pids[3] and result.figures["processes"] == 2
+    assert pids[0] == pids[1] != pids[2] == pids[3] and result.figures.processes == 2
 
 
 def test_a_shared_jit_process_warms_up_for_its_minimum_of_work_however_few_cells_share_it(bench_server, store,

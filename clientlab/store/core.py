@@ -175,9 +175,9 @@ class Store:
             config = json.loads(conn.execute(sa.select(runs.c.config).where(runs.c.id == run_id)).scalar_one())
             conn.execute(runs.update().where(runs.c.id == run_id).values(config=json.dumps({**config, **items})))
 
-    def set_findings(self, cell_id: int, findings: list[dict]) -> None:
+    def set_findings(self, cell_id: int, findings: list[Finding] | list[dict]) -> None:
         """Keep a cell's diagnosis with its figures (rewritten when a run is diagnosed again)."""
-        self.add_to_figures(cell_id, findings=findings)
+        self.add_to_figures(cell_id, findings=[f.to_json() if isinstance(f, Finding) else f for f in findings])
 
     def add_to_figures(self, cell_id: int, **items: object) -> None:
         """Keep what was learnt of a cell after its figures (its diagnosis, its plain loop's ratio)

@@ -15,6 +15,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from clientlab.errors import LabError
+from clientlab.record import Finding, RunConfig
 from clientlab.store import Store, legacy, migrate, schema
 from clientlab.store.core import upgrade_store
 from clientlab.store.testruns import MACHINE
@@ -101,3 +102,16 @@ def test_a_team_store_that_is_behind_is_upgraded_only_by_store_migrate(pg_url):
         Store(pg_url)
     assert upgrade_store(pg_url)[1] == "0001" and upgrade_store(pg_url)[1] == schema.HEAD
     assert len(Store(pg_url).run(1)["uid"]) == 32
+
+
+def test_an_old_stores_cells_and_config_read_as_typed_records(tmp_path):
+    _old_store(tmp_path / "old.sqlite")
+    store = Store(tmp_path / "old.sqlite")
+    cell = store.cell_records(1)[0]
+    assert cell.measured and (cell.figures.throughput, cell.figures.modes, cell.departures) == (7.5, None, ())
+    assert cell.to_json() == store.cells(1)[0]
+    assert store.run_config(1).net_profile == "loopback" and store.run_config(2) == RunConfig()
+    store.set_findings(cell.id, [Finding("r", "warn", "t", "e", "f")])
+    assert store.cell_records(1)[0].figures.findings == (Finding("r", "warn", "t", "e", "f"),)
+    assert store.cells(1)[0]["figures"] == {"throughput": 7.5, "findings": [
+        {"rule": "r", "severity": "warn", "title": "t", "evidence": "e", "fix": "f"}]}

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from clientlab.errors import LabInputError
+from clientlab.record import CellFigures, RunConfig
 from clientlab.store import KILLED_CELL, Store, Trial
 from clientlab.store.schema import runs
 from clientlab.store.testruns import CONFIG, MACHINE, finished_run
@@ -120,3 +121,16 @@ def test_another_process_reading_a_new_sqlite_store_sees_every_later_write(tmp_p
         store.start_run(MACHINE, CONFIG)
         seen.append(int(subprocess.run(read, check=True, capture_output=True, text=True).stdout))
     assert seen == [1, 2, 3]
+
+
+def test_typed_figures_are_stored_as_their_json_and_read_back_typed(store_url):
+    store = Store(store_url)
+    run_id = finished_run(store, cells=1)
+    cell_id = store.start_cell(run_id, "driver-9", "get-small", {"count": 5}, "requests")
+    figures = CellFigures(throughput=50.0, unit="req/s", requests=5, notes=("n",))
+    store.finish_cell(cell_id, "ok", None, figures, {"lib": "9"})
+    stored = store.cells(run_id)[-1]
+    assert stored["figures"] == figures.to_json() and stored["figures"]["notes"] == ["n"]
+    record = store.cell_records(run_id)[-1]
+    assert (record.id, record.run_id, record.figures, record.versions) == (cell_id, run_id, figures, {"lib": "9"})
+    assert store.run_config(run_id) == RunConfig.from_json(CONFIG) and store.run_config(run_id).net_profile == "loopback"
