@@ -30,6 +30,7 @@ from clientlab.job import plan
 from clientlab.manifest import Driver
 from clientlab.measure import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
 from clientlab.protocol import DriverFault, DriverProcess
+from clientlab.record import PlainCheck
 from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
@@ -273,11 +274,13 @@ class Calibration:
         """What a cell keeps of its check with its figures (`plain` or `bare`): lab ÷ loop, its CI,
         both sides' seconds a request, the pairs compared and left out, and why there is no ratio."""
         ratio, lab, loop = self.ratio_summary, self.lab_summary, self.bare_summary
-        return {"reference": self.reference, "problem": self.problem,
-                "ratio": ratio.median if ratio else None,
-                "ci_low": ratio.ci_low if ratio else None, "ci_high": ratio.ci_high if ratio else None,
-                "lab_s": lab.median if lab else None, "loop_s": loop.median if loop else None,
-                "pairs": len(self.pairs), "compared": len(self.compared), "differences": self.differences()}
+        return PlainCheck(reference=self.reference, problem=self.problem,
+                          ratio=ratio.median if ratio else None,
+                          ratio_ci_low=ratio.ci_low if ratio else None, ratio_ci_high=ratio.ci_high if ratio else None,
+                          lab_s_per_request=lab.median if lab else None,
+                          plain_s_per_request=loop.median if loop else None,
+                          pairs=len(self.pairs), compared=len(self.compared),
+                          differences=tuple(self.differences())).to_json()
 
     def to_dict(self) -> dict[str, Any]:
         """Every pair, for the run's record and --json."""

@@ -197,15 +197,22 @@ class Layers(Record):
 class PlainCheck(Record):
     """The cell against the library's plain loop (docs/driver-protocol.md §9): lab ÷ plain, the
     median of the pairs' ratios of time per request and its confidence interval, both sides'
-    seconds a request, how many pairs, and the run that measured it."""
+    seconds a request, how many pairs (and how many were compared: pairs whose sides were in two
+    modes of a large answer are left out when enough were in one), what the sides did
+    differently, and why there is no ratio (`problem`: no plain loop, a loop that failed or lied).
+    `reference` is "plain", or "bare" for the driver's own request path in a loop (§5)."""
 
+    reference: str = key("plain")
+    problem: str | None = key()
     ratio: float | None = key()
     ratio_ci_low: float | None = key()
     ratio_ci_high: float | None = key()
     lab_s_per_request: float | None = key()
     plain_s_per_request: float | None = key()
     pairs: int = key(0)
-    run_id: int | None = key()
+    compared: int = key(0)
+    differences: tuple[str, ...] = key((), load=tuple)
+    run_id: int | None = key(omit_default=True)
 
 
 @dataclass(frozen=True, slots=True)

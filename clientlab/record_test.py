@@ -85,7 +85,8 @@ def test_every_record_built_here_reads_back_equal():
         cpu_user_s=0.2, cpu_sys_s=0.1, server=ServerSummary(requests=5, versions={"HTTP/3.0": 5}),
         notes=("n",), findings=(Finding("r", "warn", "t", "e", "f"),),
         layers=Layers("perf", 900, 0.02, (LayerShare("library", 12.5, 0.4), LayerShare("kernel", 20.0, 0.6))),
-        plain=PlainCheck(1.04, 1.01, 1.08, 1e-4, 0.96e-4, 10, 42),
+        plain=PlainCheck(ratio=1.04, ratio_ci_low=1.01, ratio_ci_high=1.08, lab_s_per_request=1e-4,
+                         plain_s_per_request=0.96e-4, pairs=10, compared=10, run_id=42),
         behaviours=(BehaviourOutcome("redirect-cross-host", "ok"),))
     records = [figures, Cell(id=1, run_id=2, driver="d", scenario="s", params={"count": 5}, status="ok",
                              metric="bytes", figures=figures, departures=("why",)),

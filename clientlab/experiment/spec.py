@@ -164,6 +164,9 @@ class Experiment(BaseModel):
     # "plain": each cell beside its library's own plain loop, a fresh process after each timed
     # trial (crosscheck --plain), the ratio kept with the cell's figures for `matches_plain`
     beside: Literal["plain"] | None = None
+    # false: a check of the lab itself, run by name, not by `experiment all` (whose findings are
+    # the articles' and the users' questions, within its 45 minutes)
+    in_all: bool = True
 
     def budget_for(self, quick: bool, given: float | None = None) -> float | None:
         """The time budget of a run of it: the one the user gave (0: no limit), else its own for
@@ -214,7 +217,7 @@ def get(names: list[str], folder: Path | None = None) -> list[Experiment]:
     """The named experiments (or all that validate); a named one that does not validate is an error."""
     known, broken = scan(folder)
     if names == ["all"]:
-        return list(known.values())
+        return [e for e in known.values() if e.in_all]
     for n in names:
         if n in broken:
             raise LabInputError(broken[n])

@@ -163,7 +163,7 @@ def _judge_matches_plain(claim: Claim, ok_a: list[dict], problems: list[str]) ->
         if plain.get("ratio") is None:
             evidence.append(f"{_name(c)}: no plain loop figure ({plain.get('problem') or 'none was run'})")
             continue
-        r, lo, hi = plain["ratio"], plain["ci_low"], plain["ci_high"]
+        r, lo, hi = plain["ratio"], plain["ratio_ci_low"], plain["ratio_ci_high"]
         outcomes.append(CONFIRMED if low <= lo and hi <= high else REFUTED if hi < low or lo > high
                         else NOT_DECIDED)
         evidence.append(f"{_name(c)}: lab ÷ plain {r:.2f} (CI {lo:.2f}–{hi:.2f}, {plain['compared']} pairs)"
