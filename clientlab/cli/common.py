@@ -189,10 +189,17 @@ def entry() -> None:
 
 
 def diagnose_and_store(store: Store, run_id: int) -> None:
+    """The diagnosis's findings of every measured cell, kept with its figures: the rules on what
+    the server saw, and the CPU gaps to the fastest client of each language (clientlab/profile)."""
     from clientlab.diagnose import diagnose_run
+    from clientlab.profile.causes import cpu_findings
 
-    for cell_id, findings in diagnose_run(store.cells(run_id)).items():
-        store.set_findings(cell_id, [f.to_dict() for f in findings])
+    cells = store.cells(run_id)
+    found = {cell_id: [f.to_dict() for f in findings] for cell_id, findings in diagnose_run(cells).items()}
+    for cell_id, findings in cpu_findings(store, cells).items():
+        found.setdefault(cell_id, []).extend(findings)
+    for cell_id, findings in found.items():
+        store.set_findings(cell_id, findings)
 
 
 def network_line(net: dict | str | None) -> str:

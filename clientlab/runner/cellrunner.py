@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from clientlab import hostprobe, limits, paths
 from clientlab.job import plan, required_capabilities
@@ -29,6 +29,13 @@ if TYPE_CHECKING:
     from clientlab.serverside import ServerSide
 
 
+class Profiler(Protocol):
+    """Work on a cell that finished measured, before its process is released: its profiled
+    trials (clientlab/profile/profiled.py), which add the CPU's layers to its figures."""
+
+    def profile(self, cell: Cell, trials: Trials) -> None: ...
+
+
 class CellRunner:
     """Runs cells against one server side, writing to one store. Use it as a context manager (or
     call close()): its pool keeps warm JIT driver processes from one scenario to the next."""
@@ -45,6 +52,10 @@ class CellRunner:
         self.warming = Warming(self.trials, self.pool)
         self.turns = TimedTurns(self.trials, self.warming, self.pool)
         self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)
+        self.profiler: Profiler | None = None  # profiles each measured cell (run --profile, profile)
+        if options.profile:
+            from clientlab.profile import CellProfiler
+            self.profiler = CellProfiler(store)
 
     def __enter__(self) -> CellRunner:
         return self
@@ -123,6 +134,9 @@ class CellRunner:
         except DriverFault as exc:
             self.trials.record(cell, Trial(kind="fault", idx=len(cell.log.trials), ok=False, problems=[str(exc)]))
             cell.finish("failed", str(exc))
+        if cell.result is not None and cell.result.status == "ok" and self.profiler is not None:
+            # extra trials on the same process, after the timed ones: never in the figures
+            self.profiler.profile(cell, self.trials)
         if cell.result is not None:
             self._close(cell, keep=cell.result.status == "ok")
             self.store.finish_cell(cell.cell_id, cell.result.status, cell.result.reason,

@@ -47,6 +47,7 @@ class RunOptions:
     warmup_policy: WarmupPolicy = DEFAULT_WARMUP  # when a JIT process is warm
     stall_s: float = STALL_S      # verification: a driver the server hears nothing from this long hangs
     verify_requests: int = 100    # verification makes about this many requests at most (or one per transfer in flight)
+    profile: bool = False         # each measured cell also gets profiled trials (clientlab/profile)
 
     def __post_init__(self) -> None:
         if self.interleave not in INTERLEAVES:

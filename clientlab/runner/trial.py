@@ -12,13 +12,14 @@ What makes trials comparable (docs/measurement.md):
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from clientlab import cgroup, figures, hostprobe
 from clientlab.errors import LabError
 from clientlab.job import plan
-from clientlab.measure import TreeMeter, Usage
+from clientlab.measure import TreeMeter, Usage, process_tree
 from clientlab.noise import Noise, NoiseMeter
 from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.runner.cell import Cell, Events
@@ -30,6 +31,7 @@ from clientlab.store import Store, Trial
 from clientlab.verify import check_trial, check_verification
 
 if TYPE_CHECKING:
+    from clientlab.profile.samplers import Sampler
     from clientlab.serverside import ServerSide
 
 REPORT_TIMEOUT_S = 120.0
@@ -55,8 +57,10 @@ class Trials:
                  scratch: str):
         self.store, self.events, self.pool, self.probe, self.scratch = store, events, pool, probe, scratch
 
-    def run(self, cell: Cell, scenario: Scenario, kind: str, idx: int) -> Trial:
-        """One trial of `scenario` (verify, warmup or timed) on the cell's process; not stored."""
+    def run(self, cell: Cell, scenario: Scenario, kind: str, idx: int,
+            samplers: Sequence[Sampler] = ()) -> Trial:
+        """One trial of `scenario` (verify, warmup, timed or profiled) on the cell's process; not
+        stored. `samplers` (profiled trials: clientlab/profile) watch its timed phase."""
         assert cell.running is not None
         self.pool.check_alive(cell)
         verify = kind == "verify"
@@ -68,7 +72,7 @@ class Trials:
         timeout = (cell.options.trial_timeout_s or scenario.timeout_s) if verify else timed_limit(cell, scenario)
         phase = timed_phase(cell.running.proc, server, planned.job, timeout, group=cell.running.group,
                             watch=server if verify else None,
-                            server_cpu=True, stall_s=cell.options.stall_s)
+                            server_cpu=True, stall_s=cell.options.stall_s, samplers=samplers)
         problems = (check_verification if verify else check_trial)(planned, phase.report, phase.snapshot)
         summary = figures.server_summary(phase.snapshot, sequential=planned.job["concurrency"] == 1)
         if phase.server_cpu_s is not None:
@@ -172,8 +176,10 @@ def _wait_done(proc: DriverProcess, timeout_s: float, watch: ServerSide | None, 
 
 def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: float,
                 group: cgroup.Group | None = None, watch: ServerSide | None = None,
-                server_cpu: bool = False, stall_s: float = STALL_S) -> Phase:
-    """job → ready → (reset counters, start meters) go → done (stop meters, read counters) → report."""
+                server_cpu: bool = False, stall_s: float = STALL_S, samplers: Sequence[Sampler] = ()) -> Phase:
+    """job → ready → (start samplers, reset counters, start meters) go → done (stop meters, stop
+    samplers, read counters) → report. Samplers start on the idle driver's process tree before
+    the meters, and stop after them: their own start and stop are not in the trial's figures."""
     t_job = time.perf_counter()
     proc.send({"type": "job", "job": job})
     answer = proc.receive({"ready"}, HELLO_TIMEOUT_S)
@@ -184,6 +190,8 @@ def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: f
     setup_s = time.perf_counter() - t_job
     if not server.alive():
         raise LabError(f"the bench server is gone: {server.exit_reason()}")
+    for sampler in samplers:
+        sampler.start(process_tree(proc.pid))
     server.reset()
     server_cpu0 = server.cpu_ns() if server_cpu else None
     noise = NoiseMeter()
@@ -195,6 +203,8 @@ def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: f
         done = _wait_done(proc, timeout_s, watch, stall_s)
     finally:
         usage = meter.stop(time.perf_counter())  # also stops the sampler when the driver failed
+        for sampler in samplers:
+            sampler.stop()
     disturbance = noise.stop()
     server_cpu1 = server.cpu_ns() if server_cpu0 is not None else None
     server_cpu_s = (server_cpu1 - server_cpu0) / 1e9 if server_cpu0 is not None and server_cpu1 is not None else None

@@ -5,8 +5,9 @@
           host), `uid` (the same in every store the run is copied to) and the host's fingerprint;
 - cells:  one driver × scenario — status (ok / failed / unsupported / not-installed), reason, the
           figures, the driver's versions, the verification outcome, and its fingerprint once finished;
-- trials: one trial of a cell — kind (verify / warmup / timed), wall, CPU, peak RSS, set-up time,
-          the server's counters summary, and problems found.
+- trials: one trial of a cell — kind (verify / warmup / timed / profiled / disturbed / fault),
+          wall, CPU, peak RSS, set-up time, the server's counters summary, and problems found;
+- profiles: a profiler's folded stacks of a cell's profiled trials (clientlab/profile).
 
 Documents (machine, config, params, figures, ...) are JSON text. Times are seconds since the
 epoch. Migrations (clientlab/store/migrations) must end at exactly these tables: a test compares.
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0002"  # the newest migration; opening a store at it needs no Alembic at all
-REVISIONS = ("0001", "0002")
+HEAD = "0003"  # the newest migration; opening a store at it needs no Alembic at all
+REVISIONS = ("0001", "0002", "0003")
 
 metadata = sa.MetaData()
 
@@ -84,11 +85,24 @@ trials = sa.Table(
     sqlite_autoincrement=True,
 )
 
+profiles = sa.Table(
+    "profiles", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("cell_id", sa.Integer, sa.ForeignKey("cells.id"), nullable=False),
+    sa.Column("profiler", sa.Text, nullable=False),
+    sa.Column("samples", sa.BigInteger, nullable=False),
+    sa.Column("folded", sa.Text, nullable=False),   # folded stacks, one `stack count` a line
+    sa.Column("meta", sa.Text),                     # its trials, requests, CPU, wall times, blind spots
+    sa.Index("profiles_cell", "cell_id"),
+    sqlite_autoincrement=True,
+)
+
 # the columns holding JSON text, per table
 JSON_COLUMNS = {
     "runs": ("machine", "config"),
     "cells": ("params", "figures", "versions", "departures"),
     "trials": ("server", "problems", "noise"),
+    "profiles": ("meta",),
 }
 
 # Alembic's own bookkeeping table, as Alembic makes it: a new store is stamped without loading Alembic

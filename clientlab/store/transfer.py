@@ -2,7 +2,7 @@
 a distributed matrix's workers).
 
 A document holds the run row (its `uid`, machine, config, status, times, the process that ran it,
-fingerprints), its cells and each cell's trials, all as stored; ids are the source store's and are
+fingerprints), its cells and each cell's trials and CPU profiles (folded stacks), all as stored; ids are the source store's and are
 not kept on import. Importing is idempotent on `uid` and one transaction: a run is there whole or
 not at all, and several processes importing the same run store it once.
 """
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from clientlab.errors import LabInputError
 from clientlab.store.core import Store, decoded
 from clientlab.store.process import run_process_gone
-from clientlab.store.schema import JSON_COLUMNS, cells, runs, trials
+from clientlab.store.schema import JSON_COLUMNS, cells, profiles, runs, trials
 
 FORMAT = "clientlab-run/1"
 FINISHED = ("complete", "interrupted", "failed", "killed")
@@ -35,11 +35,17 @@ def run_document(store: Store, run_id: int) -> dict[str, Any]:
         cell_rows = conn.execute(sa.select(cells).where(cells.c.run_id == run_id).order_by(cells.c.id)).mappings().all()
         trial_rows = conn.execute(sa.select(trials).join(cells).where(cells.c.run_id == run_id)
                                   .order_by(trials.c.id)).mappings().all()
+        profile_rows = conn.execute(sa.select(profiles).join(cells).where(cells.c.run_id == run_id)
+                                    .order_by(profiles.c.id)).mappings().all()
     by_cell: dict[int, list[dict[str, Any]]] = {}
     for trial in trial_rows:
         by_cell.setdefault(trial["cell_id"], []).append(decoded("trials", trial))
+    profiled: dict[int, list[dict[str, Any]]] = {}
+    for profile in profile_rows:
+        profiled.setdefault(profile["cell_id"], []).append(decoded("profiles", profile))
     return {"format": FORMAT, "run": decoded("runs", row),
-            "cells": [{**decoded("cells", c), "trials": by_cell.get(c["id"], [])} for c in cell_rows]}
+            "cells": [{**decoded("cells", c), "trials": by_cell.get(c["id"], []),
+                       **({"profiles": profiled[c["id"]]} if c["id"] in profiled else {})} for c in cell_rows]}
 
 
 def import_run(store: Store, doc: dict[str, Any]) -> tuple[int, bool]:
@@ -55,10 +61,15 @@ def import_run(store: Store, doc: dict[str, Any]) -> tuple[int, bool]:
             if doc["cells"]:  # a statement a table, not a round trip a row: a team store may be far away
                 cell_ids = conn.execute(cells.insert().returning(cells.c.id, sort_by_parameter_order=True),
                                         [{**_row("cells", c, cells), "run_id": run_id} for c in doc["cells"]]).scalars()
+                ids = cell_ids.all()
                 rows = [{**_row("trials", t, trials), "cell_id": cell_id}
-                        for cell, cell_id in zip(doc["cells"], cell_ids.all(), strict=True) for t in cell.get("trials", [])]
+                        for cell, cell_id in zip(doc["cells"], ids, strict=True) for t in cell.get("trials", [])]
                 if rows:
                     conn.execute(trials.insert(), rows)
+                kept = [{**_row("profiles", p, profiles), "cell_id": cell_id}
+                        for cell, cell_id in zip(doc["cells"], ids, strict=True) for p in cell.get("profiles", [])]
+                if kept:
+                    conn.execute(profiles.insert(), kept)
     except sa.exc.IntegrityError:
         existing = run_id_of(store, run["uid"])  # another process stored it meanwhile
         if existing is None:

@@ -3,6 +3,7 @@ plus deliberate faults for the lab's own tests.
 
     fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
                            | spin | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
+                           | planted (a busy function on every request: the profile must name it)
                            | idle-conn | fresh-body | no-bare
 
 keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
@@ -60,6 +61,8 @@ class Client:
         return conn
 
     def request(self, entry: dict) -> tuple[int, bytes | None, int]:
+        if MODE == "planted":
+            planted_slow_path()
         method, url = entry["method"], entry["url"]
         for _ in range(20):
             status, body, size, location = self._once(method, url, entry)
@@ -157,6 +160,15 @@ class Client:
 
 
 KEPT: list[Client] = []  # keep-conns: the one client, never closed
+
+
+def planted_slow_path() -> int:
+    """A deliberate busy function on every request (mode `planted`): the CPU profile's
+    differential must find it and name it."""
+    x = 0
+    for i in range(int(os.environ.get("FAKE_PLANTED_LOOPS", "20000"))):
+        x ^= i * 7
+    return x
 
 
 def do_job(job: dict) -> tuple[list, list]:

@@ -1,0 +1,173 @@
+"""The diagnosis's answer for CPU: a cell that costs ≥ 2× the CPU a request of the fastest client
+of its language on the same scenario in the same run gets a finding that names the code paths
+accounting for the difference (differential.py), in µs a request, and the known cause where a
+path is one (rules/causes.toml). A cell with no profile still gets the finding, with the
+command that profiles it."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clientlab.profile import folded as fold
+from clientlab.profile.differential import Path as CodePath
+from clientlab.profile.differential import Weighted, paths, weighted
+from clientlab.profile.rules import Rules
+
+if TYPE_CHECKING:
+    from clientlab.store import Store
+
+GAP = 2.0   # a cell this many times the CPU a request of its language's fastest gets a finding
+CAUSES = Path(__file__).parent / "rules" / "causes.toml"
+
+
+@dataclass(frozen=True)
+class Cause:
+    id: str
+    what: str
+    fix: str
+    frames: re.Pattern[str] | None = None
+    layer: str | None = None
+    min_share: float = 0.0
+
+
+@lru_cache(maxsize=1)
+def causes() -> tuple[Cause, ...]:
+    with open(CAUSES, "rb") as f:
+        raw = tomllib.load(f).get("cause", [])
+    return tuple(Cause(c["id"], c["what"], c["fix"], re.compile(c["frames"]) if c.get("frames") else None,
+                       c.get("layer"), float(c.get("min_share", 0.0))) for c in raw)
+
+
+def cause_of(path: CodePath) -> Cause | None:
+    for c in causes():
+        if c.frames is not None and any(c.frames.search(f) for f in path.frames):
+            return c
+    return None
+
+
+def language_of(driver: str) -> str:
+    """A driver id is `<language>-<library>[-variant]` (docs/driver-protocol.md §1)."""
+    return driver.split("-", 1)[0]
+
+
+def cpu_us(cell: dict) -> float | None:
+    f = cell.get("figures") or {}
+    requests = f.get("requests")
+    if not requests or f.get("cpu_user_s") is None:
+        return None
+    return ((f.get("cpu_user_s") or 0.0) + (f.get("cpu_sys_s") or 0.0)) / requests * 1e6
+
+
+def profile_of(store: Store, cell: dict, rules: Rules) -> tuple[Weighted | None, dict[str, fold.Folded]]:
+    """The cell's primary profile weighted to µs a request, and every profiler's stacks."""
+    from clientlab.store.profiles import cell_profiles
+
+    rows = cell_profiles(store, cell["id"])
+    if not rows:
+        return None, {}
+    profiles = {r["profiler"]: fold.from_text(r["folded"]) for r in rows}
+    meta = rows[0].get("meta") or {}
+    layers = (cell.get("figures") or {}).get("layers") or {}
+    if not meta.get("requests"):
+        return None, profiles
+    per_request = meta["cpu_s"] / meta["requests"] * 1e6
+    kernel = sum(s["share"] for s in layers.get("shares", []) if s["layer"] == "kernel")
+    if "perf" in profiles and len(profiles) > 1:
+        # the kernel side as perf saw it (page faults included): the language profiler has none
+        perf = profiles["perf"]
+        n = fold.total(perf)
+        kernel = sum(c for s, c in perf.items() if fold.frames_of(s) and fold.frames_of(s)[-1].endswith("(kernel)")) / n if n else kernel
+    return weighted(profiles, per_request, kernel, rules), profiles
+
+
+def cpu_findings(store: Store, cells: list[dict]) -> dict[int, list[dict[str, Any]]]:
+    """The CPU findings of a run's cells, by cell id (as the diagnosis's findings are stored)."""
+    ok = [c for c in cells if c["status"] == "ok" and cpu_us(c) is not None]
+    fastest: dict[tuple[str, str], dict] = {}
+    for c in ok:
+        key = (c["scenario"], language_of(c["driver"]))
+        if key not in fastest or cpu_us(c) < cpu_us(fastest[key]):
+            fastest[key] = c
+    out: dict[int, list[dict[str, Any]]] = {}
+    for c in ok:
+        best = fastest[(c["scenario"], language_of(c["driver"]))]
+        if best is c or cpu_us(c) < GAP * cpu_us(best):
+            continue
+        out[c["id"]] = [finding(store, c, best)]
+    return out
+
+
+def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:
+    s_us, f_us = cpu_us(slow), cpu_us(fast)
+    assert s_us is not None and f_us is not None
+    title = (f"CPU a request {s_us / f_us:.1f}× the fastest {language_of(slow['driver'])} client's "
+             f"({fast['driver']}: {s_us:.0f} against {f_us:.0f} µs)")
+    rules = Rules.load(language_of(slow["driver"]), _folder(store, slow))
+    ws, profiles = profile_of(store, slow, rules)
+    wf, _ = profile_of(store, fast, Rules.load(language_of(fast["driver"]), _folder(store, fast)))
+    layers = layers_line(slow)
+    if ws is None or wf is None:
+        missing = " and ".join(d for d, w in ((slow["driver"], ws), (fast["driver"], wf)) if w is None)
+        evidence = (f"{layers}; " if layers else "") + f"no profile of {missing} on {slow['scenario']} in this run"
+        return {"rule": "cpu-gap", "severity": "warn", "title": title, "evidence": evidence,
+                "fix": f"profile both: clientlab profile -d {slow['driver']},{fast['driver']} -s {slow['scenario']}",
+                "paths": []}
+    found = paths(ws, wf, rules)
+    named = [(p, cause_of(p)) for p in found]
+    gc = _gc_cause(slow)
+    parts = [f"{' → '.join(_short(f) for f in p.frames)}: +{p.us:.0f} µs" + (f" ({c.id})" if c else "")
+             for p, c in named[:4]]
+    evidence = (f"{layers}. " if layers else "") + (
+        "Paths that make the difference, extra µs a request: " + "; ".join(parts) if parts
+        else "no single code path holds the difference: it is spread over the library")
+    known = [c for _, c in named if c is not None]
+    if gc is not None:
+        known.append(gc)
+    seen: set[str] = set()
+    known = [c for c in known if not (c.id in seen or seen.add(c.id))]
+    fix = " ".join(f"{c.what[0].upper()}{c.what[1:]}: {c.fix}." for c in known) or (
+        f"Compare the two flame graphs (clientlab report) for what {slow['driver']} does on each request "
+        f"that {fast['driver']} does not.")
+    return {"rule": "cpu-gap", "severity": "warn", "title": title, "evidence": evidence, "fix": fix,
+            "paths": [{"frames": list(p.frames), "us_per_request": p.us, "slow_us": p.slow_us,
+                       "fast_us": p.fast_us, "layer": p.layer, "cause": c.id if c else None} for p, c in named],
+            "against": fast["driver"]}
+
+
+def _gc_cause(cell: dict) -> Cause | None:
+    layers = (cell.get("figures") or {}).get("layers") or {}
+    for c in causes():
+        if c.layer is None:
+            continue
+        share = sum(s["share"] for s in layers.get("shares", []) if s["layer"] == c.layer)
+        if share >= c.min_share and c.layer == "runtime":
+            return c
+    return None
+
+
+def layers_line(cell: dict) -> str:
+    """'where the CPU went: library 310 µs, kernel 90 µs, …' from a cell's layers."""
+    layers = (cell.get("figures") or {}).get("layers")
+    if not layers:
+        return ""
+    shares = sorted((s for s in layers["shares"] if s["us_per_request"] >= 0.5), key=lambda s: -s["us_per_request"])
+    return "where the CPU went: " + ", ".join(f"{s['layer']} {s['us_per_request']:.0f} µs" for s in shares)
+
+
+def _short(frame: str) -> str:
+    symbol, _, module = frame.rpartition(" (")
+    module = module.rstrip(")")
+    return f"{symbol} ({module.rsplit('/', 1)[-1]})" if module else frame
+
+
+def _folder(store: Store, cell: dict) -> str | None:
+    """The driver's folder as its profile recorded it (its harness frames are named by it)."""
+    from clientlab.store.profiles import cell_profiles
+
+    rows = cell_profiles(store, cell["id"])
+    return (rows[0].get("meta") or {}).get("folder") if rows else None

@@ -1,0 +1,150 @@
+"""Folded stacks: the one format every profiler's output is turned into (Brendan Gregg's
+`stackcollapse-*`), and everything after it reads: layers, differential graphs, flame graphs.
+
+A profile is a mapping from a stack (frames root first, joined by ";") to its sample count. A
+frame is `symbol (module)`: the module a file of the language (`requests/sessions.py`) or a
+shared object (`libssl.so.3`), `kernel` for the kernel's own frames. Line numbers are dropped, so
+that two profiles of one code path fold to the same stacks; paths are shortened (below the lab's
+checkout, below site-packages, `<stdlib>/` for the runtime's own library)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from clientlab.paths import ROOT
+
+Folded = dict[str, int]
+
+_LINE = re.compile(r":\d+\)$")
+_SITE = re.compile(r"^.*/(?:site|dist)-packages/")
+_STDLIB = re.compile(r"^.*/lib/python3\.\d+/")
+_PERF_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)$")
+
+
+def short_module(path: str) -> str:
+    """A module's path as profiles show it: relative to the checkout, below site-packages, or
+    `<stdlib>/...`; a shared object by its file name; the kernel as `kernel`."""
+    if path.startswith("[kernel") or path in ("[vdso]", "[unknown]"):
+        return "kernel" if path.startswith("[kernel") else path.strip("[]")
+    if path.startswith("/"):
+        path = os.path.normpath(path)
+    root = str(ROOT) + "/"
+    if path.startswith(root):
+        path = path[len(root):]
+        return _SITE.sub("", path) if "-packages/" in path else path
+    if "-packages/" in path:
+        return _SITE.sub("", path)
+    if _STDLIB.match(path):
+        return "<stdlib>/" + _STDLIB.sub("", path)
+    if path.startswith("/"):
+        return path.rsplit("/", 1)[-1]
+    return path
+
+
+def frame(symbol: str, module: str) -> str:
+    return f"{symbol.replace(';', ':')} ({short_module(module)})"
+
+
+def _pyspy_frame(text: str) -> str:
+    """`func (path:line)` or `func (libfoo.so)` or `0x7f.. (libfoo.so)` → `symbol (module)`."""
+    text = _LINE.sub(")", text.strip())
+    symbol, sep, rest = text.rpartition(" (")
+    if not sep:
+        return text
+    if symbol.startswith("0x"):
+        symbol = "?"
+    return frame(symbol, rest[:-1])
+
+
+def parse_pyspy(text: str) -> Folded:
+    """py-spy's `--format raw` output (folded stacks, root first, a count per line)."""
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = [_pyspy_frame(f) for f in stack.split(";") if f]
+        # py-spy writes the process and thread first when asked; those are not frames
+        frames = [f for f in frames if not f.startswith(("process ", "thread "))]
+        out[";".join(frames)] += int(count)
+    return dict(out)
+
+
+def parse_perf_script(text: str) -> Folded:
+    """`perf script -F comm,tid,ip,sym,dso` output (one block a sample, leaf first) → folded stacks,
+    root first, the process's command name as the root frame (as stackcollapse-perf.pl does)."""
+    out: Counter[str] = Counter()
+    comm: str | None = None
+    frames: list[str] = []
+
+    def flush() -> None:
+        if comm is not None:
+            out[";".join([f"{comm} (process)", *reversed(frames)])] += 1
+
+    for line in text.splitlines():
+        if not line.strip():
+            flush()
+            comm, frames = None, []
+            continue
+        if not line[0].isspace():
+            flush()
+            comm, frames = line.split()[0] if line.split() else "?", []
+            continue
+        m = _PERF_FRAME.match(line)
+        if m:
+            sym = m["sym"]
+            sym = re.sub(r"\+0x[0-9a-f]+$", "", sym)
+            frames.append(frame("?" if sym == "[unknown]" else sym, m["dso"]))
+    flush()
+    return dict(out)
+
+
+def total(folded: Folded) -> int:
+    return sum(folded.values())
+
+
+def to_text(folded: Folded) -> str:
+    """The stored form: one `stack count` a line, heaviest first."""
+    return "".join(f"{stack} {n}\n" for stack, n in sorted(folded.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def from_text(text: str) -> Folded:
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            out[stack] += int(count)
+    return dict(out)
+
+
+def frames_of(stack: str) -> list[str]:
+    return stack.split(";") if stack else []
+
+
+def merge(profiles: Iterable[Folded]) -> Folded:
+    out: Counter[str] = Counter()
+    for p in profiles:
+        out.update(p)
+    return dict(out)
+
+
+def inclusive(folded: Folded) -> Counter[str]:
+    """Samples under each frame (counted once a stack, however deep it recurses)."""
+    out: Counter[str] = Counter()
+    for stack, n in folded.items():
+        for f in set(frames_of(stack)):
+            out[f] += n
+    return out
+
+
+def self_counts(folded: Folded) -> Counter[str]:
+    """Samples with each frame as the leaf."""
+    out: Counter[str] = Counter()
+    for stack, n in folded.items():
+        fr = frames_of(stack)
+        if fr:
+            out[fr[-1]] += n
+    return out

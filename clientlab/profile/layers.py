@@ -1,0 +1,67 @@
+"""Where a profiled trial's CPU went, in layers: each sample in one layer (rules.py), the shares
+turned into µs a request with the CPU the lab measured for the trial (the cell's cgroup)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from clientlab.profile.folded import Folded, frames_of, total
+from clientlab.profile.model import LAYERS, Layers, LayerShare
+from clientlab.profile.rules import Rules, split_frame
+
+HARNESS_SHOWN = 0.05   # the harness's share is shown for every cell where it is over this
+UNATTRIBUTED_TARGET = 0.10
+
+
+def _kernel_mode(stack: str) -> bool:
+    fr = frames_of(stack)
+    return bool(fr) and split_frame(fr[-1])[1] == "kernel"
+
+
+def counts(profiles: dict[str, Folded], rules: Rules) -> tuple[str, int, dict[str, float]]:
+    """(the profilers' name, samples, share of each layer) from one trial's profiles. perf alone:
+    its samples. perf beside a language's profiler (py-spy): the kernel's part of the CPU from perf
+    (the samples whose leaf is in the kernel: that profiler sees no kernel frames), the rest split
+    as the language's profiler saw it (it names the interpreted code)."""
+    perf = profiles.get("perf")
+    own = {name: f for name, f in profiles.items() if name != "perf" and total(f)}
+    if perf is None and not own:
+        return "none", 0, {}
+    if not own:
+        assert perf is not None
+        n = total(perf)
+        c = rules.classify(perf)
+        return "perf", n, {layer: c[layer] / n for layer in LAYERS} if n else {}
+    name, lang = next(iter(own.items()))
+    lang_counts = rules.classify(lang)
+    if perf is not None and total(perf):
+        # its samples in (or waiting in) a system call: the kernel's part comes from perf
+        lang_counts["kernel"] = 0
+    n_lang = sum(lang_counts.values())
+    if not n_lang:
+        return "perf", total(perf or {}), {layer: c / total(perf) for layer, c in rules.classify(perf).items()} if perf else {}
+    if perf is None or not total(perf):
+        return name, n_lang, {layer: lang_counts[layer] / n_lang for layer in LAYERS}
+    n_perf = total(perf)
+    kernel_side: Counter[str] = Counter()
+    for stack, n in perf.items():
+        if _kernel_mode(stack):
+            kernel_side[rules.layer_of(stack)] += n
+    k = sum(kernel_side.values()) / n_perf
+    shares = {layer: kernel_side[layer] / n_perf + (1 - k) * lang_counts[layer] / n_lang for layer in LAYERS}
+    return f"perf+{name}", n_perf + n_lang, shares
+
+
+def user_side(folded: Folded, rules: Rules) -> Folded:
+    """A language profiler's samples without those in (or waiting in) a system call."""
+    return {stack: n for stack, n in folded.items() if rules.layer_of(stack) != "kernel"}
+
+
+def layers(profiles: dict[str, Folded], rules: Rules, cpu_s: float, requests: int,
+           overhead: float | None) -> Layers:
+    """The Layers of a profiled trial (or several, merged): `cpu_s` their CPU, `requests` theirs."""
+    name, samples, shares = counts(profiles, rules)
+    per_request_us = cpu_s / requests * 1e6 if requests else 0.0
+    return Layers(name, samples, overhead,
+                  tuple(LayerShare(layer, round(per_request_us * shares.get(layer, 0.0), 3),
+                                   round(shares.get(layer, 0.0), 5)) for layer in LAYERS))

@@ -1,0 +1,103 @@
+"""The profiled trials of a cell: extra trials of the cell, after its timed ones, on the same
+process and at the same count, with the samplers attached; stored with their own kind
+(`profiled`), never in the figures. The cell's figures gain `layers` (model.Layers) and
+`profile` (the profilers, their overhead and blind spots); the folded stacks go to the store's
+`profiles` table."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from clientlab import stats
+from clientlab.protocol import DriverFault
+from clientlab.store.profiles import add_profile
+from clientlab.profile import folded as fold
+from clientlab.profile.layers import layers
+from clientlab.profile.rules import Rules
+from clientlab.profile.samplers import ProfilerFailed, Sampler, for_language
+
+if TYPE_CHECKING:
+    from clientlab.runner.cell import Cell
+    from clientlab.runner.trial import Trials
+    from clientlab.store import Store
+
+KIND = "profiled"
+MIN_PROFILED_S = 1.5   # profiled trials until they sampled this much wall time…
+MAX_TRIALS = 5         # …or this many
+
+
+class CellProfiler:
+    """The runner's `profiler` hook: profiles each cell that finished measured."""
+
+    def __init__(self, store: Store, min_seconds: float = MIN_PROFILED_S, max_trials: int = MAX_TRIALS):
+        self.store, self.min_seconds, self.max_trials = store, min_seconds, max_trials
+
+    def profile(self, cell: Cell, trials: Trials) -> None:
+        result = cell.result
+        if result is None or result.status != "ok" or cell.running is None or cell.work is None:
+            return
+        try:
+            added = self._profiled(cell, trials)
+        except (ProfilerFailed, DriverFault) as exc:
+            result.figures = _with_note(result.figures, f"no profile: {str(exc).splitlines()[0]}")
+            return
+        result.figures = _with(result.figures, added)
+
+    def _profiled(self, cell: Cell, trials: Trials) -> dict:
+        language = cell.driver.manifest.language
+        profiles: dict[str, fold.Folded] = {}
+        walls: list[float] = []
+        cpu_s, requests = 0.0, 0
+        blind: dict[str, str] = {}
+        while len(walls) < self.max_trials and sum(walls) < self.min_seconds:
+            samplers: list[Sampler] = for_language(language)
+            try:
+                trial = trials.run(cell, cell.work, KIND, cell.log.take_idx(), samplers=samplers)
+                trials.record(cell, trial)
+                if not trial.ok:
+                    raise ProfilerFailed(f"the profiled trial failed: {'; '.join(trial.problems or [])}")
+                for s in samplers:
+                    profiles[s.name] = fold.merge([profiles.get(s.name, {}), s.folded()])
+                    blind[s.name] = s.blind_spots
+            finally:
+                for s in samplers:
+                    s.close()
+            walls.append(trial.wall_s or 0.0)
+            cpu_s += (trial.user_s or 0.0) + (trial.sys_s or 0.0)
+            requests += cell.work.total_requests
+        timed = [w for w in cell.log.timed_walls if w]
+        overhead = stats.median(walls) / stats.median(timed) - 1 if timed and walls else None
+        timed_cpu = [(t.user_s or 0.0) + (t.sys_s or 0.0) for t in cell.log.trials if t.kind == "timed" and t.ok]
+        # what sampling cost the driver's own CPU (py-spy --native stops it at every sample)
+        cpu_overhead = (cpu_s / requests) / (stats.median(timed_cpu) / cell.work.total_requests) - 1 \
+            if timed_cpu and requests and stats.median(timed_cpu) else None
+        rules = Rules.load(language, cell.driver.folder)
+        found = layers(profiles, rules, cpu_s, requests, round(overhead, 4) if overhead is not None else None)
+        for name, f in profiles.items():
+            add_profile(self.store, cell.cell_id, name, fold.to_text(f), fold.total(f),
+                                   {"trials": len(walls), "requests": requests, "cpu_s": cpu_s,
+                                    "walls": walls, "blind_spots": blind.get(name),
+                                    "language": language, "folder": str(cell.driver.folder)})
+        return {"layers": found,
+                "profile": {"profilers": sorted(profiles), "trials": len(walls), "requests": requests,
+                            "cpu_s": cpu_s, "wall_s": walls, "overhead": found.overhead,
+                            "cpu_overhead": round(cpu_overhead, 4) if cpu_overhead is not None else None,
+                            "blind_spots": blind}}
+
+
+def _with(figs: Any, added: dict) -> Any:
+    """The cell's figures with its `layers` and `profile`: a dict, or the typed record
+    (clientlab/record.py: `layers` a field of its own, `profile` kept among its other keys)."""
+    if figs is None or isinstance(figs, dict):
+        return {**(figs or {}), **added, "layers": added["layers"].to_json()}
+    extra = {**figs.extra, **{k: v for k, v in added.items() if k != "layers"}}
+    return dataclasses.replace(figs, layers=added["layers"], extra=extra)
+
+
+def _with_note(figs: Any, note: str) -> Any:
+    if figs is None or isinstance(figs, dict):
+        figs = dict(figs or {})
+        figs["notes"] = [*(figs.get("notes") or []), note]
+        return figs
+    return figs.with_(notes=(*(figs.notes or ()), note))

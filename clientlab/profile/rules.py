@@ -1,0 +1,109 @@
+"""Layer rules as data (rules/<language>.toml, then rules/common.toml), and the classifier that
+puts each sample of a folded profile in one layer (the order of reading: rules/common.toml)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from clientlab.paths import ROOT
+from clientlab.profile.folded import Folded, frames_of
+from clientlab.profile.model import LAYERS
+
+RULES_DIR = Path(__file__).parent / "rules"
+_FRAME = re.compile(r"^(?P<symbol>.*) \((?P<module>[^()]*)\)$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    layer: str
+    module: re.Pattern[str] | None
+    symbol: re.Pattern[str] | None
+    defer: bool
+    anywhere: bool
+
+    def matches(self, symbol: str, module: str) -> bool:
+        return ((self.module is None or self.module.search(module) is not None)
+                and (self.symbol is None or self.symbol.search(symbol) is not None))
+
+
+def split_frame(f: str) -> tuple[str, str]:
+    m = _FRAME.match(f)
+    return (m["symbol"], m["module"]) if m else (f, "")
+
+
+class Rules:
+    """The rules for one driver: its language's file, then the common one."""
+
+    def __init__(self, rules: list[Rule]):
+        self.rules = rules
+        self.anywhere = [r for r in rules if r.anywhere]
+        self.each = [r for r in rules if not r.anywhere]
+        self._cache: dict[str, Rule | None] = {}
+
+    @classmethod
+    def load(cls, language: str, driver_folder: Path | str | None = None) -> Rules:
+        """`language`'s rules with `{lib}` and `{driver}` filled in for `driver_folder`."""
+        lib = f"drivers/{language}/_lib"
+        folder = Path(driver_folder) if driver_folder else None
+        driver = (str(folder.resolve().relative_to(ROOT)) if folder and folder.resolve().is_relative_to(ROOT)
+                  else str(folder) if folder else "\x00no-driver")
+        return cls([_compiled(r, lib, driver) for r in _raw(language)])
+
+    def _rule_for(self, f: str) -> Rule | None:
+        if f not in self._cache:
+            symbol, module = split_frame(f)
+            self._cache[f] = next((r for r in self.each if r.matches(symbol, module)), None)
+        return self._cache[f]
+
+    def layer_of(self, stack: str) -> str:
+        """The one layer a sample with this stack goes to."""
+        frames = frames_of(stack)
+        for f in reversed(frames):
+            symbol, module = split_frame(f)
+            for r in self.anywhere:
+                if r.matches(symbol, module):
+                    return r.layer
+        deferred: str | None = None
+        for f in reversed(frames):
+            rule = self._rule_for(f)
+            if rule is None:
+                continue
+            if not rule.defer:
+                return rule.layer
+            deferred = deferred or rule.layer
+        return deferred or "unattributed"
+
+    def classify(self, folded: Folded) -> Counter[str]:
+        """Samples per layer (every layer of LAYERS present, 0 where none)."""
+        out: Counter[str] = Counter({layer: 0 for layer in LAYERS})
+        for stack, n in folded.items():
+            out[self.layer_of(stack)] += n
+        return out
+
+
+@lru_cache(maxsize=None)
+def _raw(language: str) -> tuple[dict, ...]:
+    out: list[dict] = []
+    for name in (language, "common"):
+        path = RULES_DIR / f"{name}.toml"
+        if path.exists():
+            with open(path, "rb") as f:
+                out += tomllib.load(f).get("rule", [])
+    for r in out:
+        if r.get("layer") not in LAYERS:
+            raise ValueError(f"layer rules: unknown layer {r.get('layer')!r} (one of {', '.join(LAYERS)})")
+    return tuple(out)
+
+
+def _compiled(r: dict, lib: str, driver: str) -> Rule:
+    def pattern(key: str) -> re.Pattern[str] | None:
+        text = r.get(key)
+        if text is None:
+            return None
+        return re.compile(text.replace("{lib}", re.escape(lib)).replace("{driver}", re.escape(driver)))
+    return Rule(r["layer"], pattern("module"), pattern("symbol"), bool(r.get("defer")), bool(r.get("anywhere")))
