@@ -60,17 +60,15 @@ func (c *h2conn) answerHot(id uint32, path string, regular int) bool {
 		c.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/octet-stream"})
 		c.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateText(now)})
 	} else {
-		// nginx's HTTP/2 block for a file, in its order (shape.go)
-		c.enc.WriteField(hpack.HeaderField{Name: "server", Value: serverName})
-		c.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateText(now)})
-		c.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/octet-stream"})
-		c.enc.WriteField(hpack.HeaderField{Name: "content-length", Value: contentLengthText(n)})
-		c.enc.WriteField(hpack.HeaderField{Name: "last-modified", Value: lastModified})
-		c.enc.WriteField(hpack.HeaderField{Name: "etag", Value: etagText(n)})
-		c.enc.WriteField(hpack.HeaderField{Name: "accept-ranges", Value: "bytes"})
+		// nginx's HTTP/2 block for a file, in its order, every field whole (shape.go)
+		c.encBuf.Write(appendH2Static(c.encBuf.AvailableBuffer(), n, now))
 	}
 	if v := altSvc.Load(); v != nil && c.tls != nil {
-		c.enc.WriteField(hpack.HeaderField{Name: "alt-svc", Value: *v}) // as advertiseH3
+		if minimalHeads.Load() {
+			c.enc.WriteField(hpack.HeaderField{Name: "alt-svc", Value: *v}) // as advertiseH3
+		} else {
+			c.encBuf.Write(appendH2AltSvc(c.encBuf.AvailableBuffer(), *v))
+		}
 		t.offeredH3()
 	}
 	var flags byte = flagEndStream

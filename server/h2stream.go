@@ -343,9 +343,22 @@ func (w *h2writer) send(end bool) error {
 	if !s.answered {
 		s.answered = true
 		c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(w.status)})
-		writeH2Fields(c.enc, w.header)
-		if _, dated := w.header["Date"]; !dated {
+		if minimalHeads.Load() {
+			for k, vs := range w.header {
+				name := strings.ToLower(k)
+				if name == "connection" || name == "transfer-encoding" || name == "keep-alive" {
+					continue
+				}
+				for _, v := range vs {
+					c.enc.WriteField(hpack.HeaderField{Name: name, Value: v})
+				}
+			}
 			c.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateText(time.Now())})
+		} else {
+			if _, dated := w.header["Date"]; !dated {
+				w.header["Date"] = []string{dateText(time.Now())}
+			}
+			c.encBuf.Write(appendH2Fields(nil, w.header)) // nginx's fields and order (shape.go)
 		}
 		c.appendHeadersLocked(s.id, end && len(w.buf) == 0)
 		if end && len(w.buf) == 0 {

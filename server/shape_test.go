@@ -172,26 +172,39 @@ func TestNetHTTPAnswersCarryNginxHeadersSortedByName(t *testing.T) {
 	}
 }
 
-// h2Head sends GET path on a new h2c connection and returns the answer's header fields, in order.
-func h2Head(t *testing.T, path string) []hpack.HeaderField {
+// h2Heads sends GET path on a new h2c connection twice, one after the other, and returns each
+// answer's header fields, in order, and the size of its header block.
+func h2Heads(t *testing.T, path string) ([2][]hpack.HeaderField, [2]int) {
 	r := dialRawH2(t)
 	defer r.c.Close()
-	r.get(1, path)
-	for {
-		typ, flags, id, payload := r.frame()
-		switch {
-		case typ == frameSettings && flags&flagAck == 0:
-			r.write(appendFrameHeader(nil, 0, frameSettings, flagAck, 0))
-		case typ == frameHeaders && id == 1:
-			fields, err := r.dec.DecodeFull(payload)
-			if err != nil {
-				t.Fatal(err)
+	var fields [2][]hpack.HeaderField
+	var sizes [2]int
+	for i, id := range []uint32{1, 3} {
+		r.get(id, path)
+	frames:
+		for {
+			typ, flags, sid, payload := r.frame()
+			switch {
+			case typ == frameSettings && flags&flagAck == 0:
+				r.write(appendFrameHeader(nil, 0, frameSettings, flagAck, 0))
+			case typ == frameHeaders && sid == id:
+				f, err := r.dec.DecodeFull(payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fields[i], sizes[i] = f, len(payload)
+				break frames
+			case typ == frameRSTStream || typ == frameGoAway:
+				t.Fatalf("frame %d on stream %d: %x", typ, sid, payload)
 			}
-			return fields
-		case typ == frameRSTStream || typ == frameGoAway:
-			t.Fatalf("frame %d on stream %d: %x", typ, id, payload)
 		}
 	}
+	return fields, sizes
+}
+
+func h2Head(t *testing.T, path string) []hpack.HeaderField {
+	fields, _ := h2Heads(t, path)
+	return fields[0]
 }
 
 func fieldNames(fields []hpack.HeaderField) string {
@@ -215,6 +228,23 @@ func TestHTTP2AnswersInNginxOrder(t *testing.T) {
 	}
 	if got, want := fieldNames(h2Head(t, "/redirect/1?to=/bytes/1")), ":status server date content-type content-length location"; got != want {
 		t.Errorf("redirect: fields %s, want %s", got, want)
+	}
+}
+
+// nginx sends every answer's fields whole (for /bytes/1024 117 or 118 bytes, as the date's
+// Huffman code runs; for /json/335114 116); the bench server too, at most 5 bytes longer
+// (shape.go).
+func TestHTTP2AnswersCarryTheirWholeBlockEveryTime(t *testing.T) {
+	for path, nginx := range map[string]int{"/bytes/1024": 117, "/json/335114": 116} {
+		_, sizes := h2Heads(t, path)
+		if sizes[0] != sizes[1] || sizes[0] < nginx-1 || sizes[0] > nginx+1+5 {
+			t.Errorf("%s: header blocks of %d and %d bytes, nginx's are %d±1 each", path, sizes[0], sizes[1], nginx)
+		}
+	}
+	configure(t, `{"headers": "minimal"}`)
+	defer configure(t, `{"headers": "nginx"}`)
+	if _, sizes := h2Heads(t, "/bytes/1024"); sizes[1] >= sizes[0] {
+		t.Errorf("minimal: header blocks of %d and %d bytes: the second should refer to the first's fields", sizes[0], sizes[1])
 	}
 }
 
