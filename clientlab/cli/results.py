@@ -29,8 +29,10 @@ from clientlab.output.diagnosis import print_findings
               help="Also show every trial of this cell and what the server saw (repeatable; * matches all).")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
               help="table (drivers × scenarios), long (one line per cell), json; auto: the table when it fits.")
+@click.option("--profile", "profiles", is_flag=True,
+              help="The CPU profile of each --cell (every profiled cell without --cell): layers and top paths, as text.")
 @store_option
-def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str) -> None:
+def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str, profiles: bool = False) -> None:
     """Show a stored run's table (RUN: a run id or 'last')."""
     from fnmatch import fnmatch
 
@@ -38,6 +40,17 @@ def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str) -> None:
 
     store = chosen_store()
     run_id = store.resolve(run_ref)
+    if profiles:
+        from clientlab.profile.text import render
+
+        every = store.cells(run_id)
+        chosen = [c for p in cells or ("*:*",) for c in every
+                  if fnmatch(c["driver"], p.partition(":")[0]) and fnmatch(c["scenario"], p.partition(":")[2] or "*")]
+        chosen = [c for c in chosen if cells or (c.get("figures") or {}).get("layers")]
+        if not chosen:
+            raise LabInputError(f"no {'cell matches ' + ', '.join(cells) if cells else 'profiled cell'} in run {run_id}")
+        click.echo("\n\n".join(render(store, c) for c in dict((c["id"], c) for c in chosen).values()))
+        return
     print_run(store, run_id, fmt)
     for pattern in cells:
         driver, _, name = pattern.partition(":")

@@ -336,3 +336,30 @@ def _network_profile(name: str, scenarios: list) -> Profile:
 def _lab_version() -> str:
     from clientlab import __version__
     return __version__
+
+
+def _profile(**kwargs) -> None:
+    """Verify, time and profile the chosen cells (the options of `run`), then print where each
+    cell's CPU went: its layers and top paths (docs/profiles.md).
+
+    Each measured cell gets extra trials after its timed ones, with a sampling profiler attached
+    to the driver's process tree (perf for every language, py-spy for Python); they are stored
+    as `profiled` trials and never enter the figures. The profilers install on first use."""
+    from clientlab.profile.text import render
+
+    ctx = click.get_current_context()
+    try:
+        ctx.invoke(run_cmd, **kwargs, profile_cells=True, on_hosts=None, job_size=None, baseline="c-libcurl")
+    finally:
+        store = chosen_store()
+        run_id = store.resolve("last")
+        if store.run(run_id)["config"].get("profile"):
+            views = [render(store, c) for c in store.cells(run_id) if c["status"] == "ok"]
+            if views:
+                click.echo("\n" + "\n\n".join(views))
+
+
+profile_cmd = click.Command(
+    "profile", callback=_profile, help=_profile.__doc__, epilog=EXIT_CODES,
+    params=[p for p in run_cmd.params if p.name not in ("profile_cells", "on_hosts", "job_size", "baseline")])
+main.add_command(profile_cmd)

@@ -23,6 +23,7 @@ class Report:
     findings: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)  # driver -> (column, finding)
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
     departures: dict[str, list[str]] = field(default_factory=dict)  # driver -> its declared departures
+    flames: list = field(default_factory=list)   # profiled cells' flame graphs (clientlab/profile/flame.py)
 
     @property
     def net(self) -> Any:
@@ -78,4 +79,7 @@ def gather(store: Store, run_id: int) -> Report:
             report.versions.setdefault(c["driver"], {}).update(c["versions"])
         if c["departures"]:
             report.departures[c["driver"]] = c["departures"]
+    from clientlab.profile.flame import run_flames
+
+    report.flames = run_flames(store, cells)
     return report

@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from clientlab.output import cellfigures as cf
+from clientlab.profile import flame
 from clientlab.output.cellfigures import DEPARTED
 from clientlab.report import charts as charting
 from clientlab.report.data import Report
@@ -201,6 +202,10 @@ def render(report: Report) -> tuple[str, int]:
 <h2>Summary</h2>{_summary(report)}
 <h2>Charts</h2>{_charts(charts)}
 <h2>Why: findings per driver</h2>{_findings(report)}
+<h2>CPU profiles</h2><p class="caption">Each profiled cell's CPU in µs a request (the language's own profiler
+where the lab has one, its frames in user space; else perf), coloured by layer; a slow cell's differential
+graph against its language's fastest client, red where it spends more. Click a frame to zoom, again to
+zoom out.</p>{flame.section(report.flames)}
 <h2>Machine</h2>{_pairs(run['machine'], 'machine')}
 {network}
 <h2>Client versions and departures</h2>{_versions(report)}
