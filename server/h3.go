@@ -30,6 +30,9 @@ const h3MaxStreams = h2MaxStreams
 // altSvc is the Alt-Svc value the TLS port's answers carry (`h3=":PORT"`), nil without HTTP/3.
 var altSvc atomic.Pointer[string]
 
+// qlogDir is where every QUIC connection's qlog trace goes (--qlog-dir, qlog.go); "": none.
+var qlogDir string
+
 // h3Side serves HTTP/3: one http3.Server for every connection of every UDP endpoint.
 type h3Side struct {
 	p     *public
@@ -48,6 +51,9 @@ func newH3Side(p *public) *h3Side {
 		MaxIdleTimeout:     idleTimeout, // as a keep-alive TCP connection may idle
 		MaxIncomingStreams: h3MaxStreams,
 	}}
+	if qlogDir != "" {
+		h.quic.Tracer = qlogTracer(qlogDir)
+	}
 	h.srv = &http3.Server{
 		Handler:        http.HandlerFunc(h.serve),
 		MaxHeaderBytes: http.DefaultMaxHeaderBytes,

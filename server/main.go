@@ -40,6 +40,8 @@ func main() {
 		"write a CPU profile (pprof) to this file from start to exit (env CLIENTLAB_SERVER_CPUPROFILE)")
 	memProfile := flag.String("memprofile", os.Getenv("CLIENTLAB_SERVER_MEMPROFILE"),
 		"write a heap profile (pprof, allocations included) to this file at exit (env CLIENTLAB_SERVER_MEMPROFILE)")
+	flag.StringVar(&qlogDir, "qlog-dir", os.Getenv("CLIENTLAB_SERVER_QLOGDIR"),
+		"write a qlog trace of every HTTP/3 connection into this directory, for diagnosis (env CLIENTLAB_SERVER_QLOGDIR; costs CPU)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: clientlab-server [flags] < SECRET-LINE\n\n"+
 			"The first line on stdin is the control port's secret (%d-%d printable ASCII characters), which\n"+
@@ -78,6 +80,11 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if qlogDir != "" {
+		if err := prepareQlogDir(qlogDir); err != nil {
+			log.Fatal(err)
+		}
+	}
 	var certs *tls.Config
 	if *certFile != "" {
 		certs = tlsConfig(*certFile, *keyFile)
@@ -107,6 +114,7 @@ func main() {
 	case <-signals:
 	case <-done:
 	}
+	flushQlogs()
 }
 
 // startProfiles starts the CPU profile (when asked) and returns what writes the profiles at exit.
