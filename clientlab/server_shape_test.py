@@ -3,6 +3,7 @@ minimal one with `[server] headers = "minimal"` (docs/scenarios.md, docs/bench-s
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,16 @@ def test_each_trial_gets_the_head_its_scenario_asks_for(cell):
         assert result.status == "ok", result.reason
         for t in trials:
             assert t["server"]["bytes_out"] == 20 * (head + 1024), (sc.label, t["kind"], t["server"]["bytes_out"])
+
+
+def test_run_asks_every_scenario_for_the_minimal_shape_and_names_its_cells(lab_home, tmp_path):
+    from clientlab.cli_test import TESTDRIVERS, clientlab
+
+    out = tmp_path / "run.json"
+    proc = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "get-small",
+                     "-p", "count=5", "--trials", "1", "--warmup", "0", "--server-headers", "minimal",
+                     "--json", str(out), home=lab_home)
+    assert proc.returncode == 0, proc.stderr
+    [cell] = json.loads(out.read_text())["cells"]
+    assert cell["scenario"] == "get-small[headers=minimal]" and cell["status"] == "ok"
+    assert [t["server"]["bytes_out"] for t in cell["trials"]] == [5 * (MINIMAL_HEAD + 1024)] * 2

@@ -26,7 +26,8 @@ from clientlab.errors import LabInputError
 if TYPE_CHECKING:
     from clientlab.experiment.spec import Experiment
 
-NOT_WITH_ON = {"json_path": "--json", "server_host_name": "--server-host", "runtime_specs": "--runtimes"}
+NOT_WITH_ON = {"json_path": "--json", "server_host_name": "--server-host", "runtime_specs": "--runtimes",
+               "server_headers": "--server-headers"}
 
 
 def _refuse_what_a_fleet_run_cannot_do(ctx: click.Context) -> None:

@@ -81,6 +81,10 @@ if TYPE_CHECKING:
 @click.option("-o", "--option", "client_options", multiple=True, metavar="NAME=VALUE",
               help="A driver option for every scenario, e.g. -o tcp_nodelay=false -o max_host_connections=6 "
                    "-o share=dns,tls (docs/driver-protocol.md). Drivers that cannot honour it answer unsupported.")
+@click.option("--server-headers", type=click.Choice(["nginx", "minimal"]),
+              help="The bench server's answers' heads for every scenario: nginx (Debian's nginx's headers for "
+                   "the same resource, the default) or minimal (Content-Length, Content-Type, Date); the cells "
+                   "say so in their names (docs/bench-server.md).")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
 @click.option("--min-trials", default=DEFAULT_STOP.min_trials, show_default=True, type=click.IntRange(1))
 @click.option("--max-trials", default=DEFAULT_STOP.max_trials, show_default=True, type=click.IntRange(1))
@@ -140,7 +144,7 @@ if TYPE_CHECKING:
               help="Also profile every measured cell (extra trials with a sampling profiler, never in the "
                    "figures): where its CPU went, in layers (docs/profiles.md).")
 def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names, params, http_versions, concurrency,
-            keep_alive, client_options,
+            keep_alive, client_options, server_headers,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
             trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
             server_host_name, hosts_path, runtime_specs, json_path, on_hosts, job_size, baseline,
@@ -161,7 +165,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
         return
     chosen = _on_runtimes(_chosen_drivers(driver_paths, driver_names), runtime_specs)
     files, scenarios = _chosen_scenarios(scenario_names, params, http_versions, concurrency, keep_alive,
-                                         client_options)
+                                         client_options, server_headers)
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
                     target_precision=precision, max_seconds=max_cell_seconds)
     fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
@@ -206,7 +210,8 @@ def _chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...
 
 def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], http_versions: tuple[str, ...],
                       concurrency: int | None, keep_alive: bool | None,
-                      client_options: tuple[str, ...]) -> tuple[list, list[scenario.Scenario]]:
+                      client_options: tuple[str, ...],
+                      server_headers: str | None = None) -> tuple[list, list[scenario.Scenario]]:
     """(the scenario files, the scenarios selected with the client settings given on the command line,
     each once per --http version)."""
     versions: list[str | None] = list(http_versions) or [None]  # None: the scenarios' own
@@ -220,7 +225,8 @@ def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], 
     changed = []
     for s, http in ((s, v) for s in scenarios for v in versions):
         try:
-            changed.append(s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given))
+            changed.append(s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given)
+                           .with_server(headers=server_headers))
         except LabInputError as exc:
             if scenario_names:  # asked for by name: the user must hear that it cannot be run so
                 raise
@@ -235,7 +241,8 @@ def _run_config(chosen: list[manifest.Driver], scenarios: list[scenario.Scenario
     """What the run stores about itself: what it ran, and how."""
     return {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
             "params": {s.label: s.params for s in scenarios},
-            "client": {s.label: s.client.model_dump() for s in scenarios}, "warmup": options.warmup,
+            "client": {s.label: s.client.model_dump() for s in scenarios},
+            "server": {s.label: s.server.model_dump() for s in scenarios}, "warmup": options.warmup,
             "fresh_process": options.fresh_process, "stop": vars(options.stop),
             "net": {"profile": profile_name, "asked": net_name}, "lab_version": _lab_version(),
             "placement": Placement.of(options.placement).name, "trial_seconds": options.trial_seconds,
