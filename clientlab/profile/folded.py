@@ -21,6 +21,7 @@ Folded = dict[str, int]
 _LINE = re.compile(r":\d+\)$")
 _SITE = re.compile(r"^.*/(?:site|dist)-packages/")
 _STDLIB = re.compile(r"^.*/lib/python3\.\d+/")
+_SHARED = re.compile(r"\.so(\.[\d.]+)?$")
 _PERF_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)$")
 
 
@@ -29,6 +30,8 @@ def short_module(path: str) -> str:
     `<stdlib>/...`; a shared object by its file name; the kernel as `kernel`."""
     if path.startswith("[kernel") or path in ("[vdso]", "[unknown]"):
         return "kernel" if path.startswith("[kernel") else path.strip("[]")
+    if path.startswith("/") and _SHARED.search(path):
+        return path.rsplit("/", 1)[-1]
     if path.startswith("/"):
         path = os.path.normpath(path)
     root = str(ROOT) + "/"

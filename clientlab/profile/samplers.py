@@ -60,10 +60,11 @@ class Perf:
     name = "perf"
     blind_spots = ("interpreted and JIT-compiled frames appear as the runtime's own functions or as "
                    "unnamed addresses; processes started during the trial are not followed; DWARF "
-                   "unwinding stops at 16 KB of stack")
+                   "unwinding stops at 16 KB of stack (Go: frame pointers); stripped libraries "
+                   "(libcurl) show as '?' in their module")
 
-    def __init__(self, hz: int = PERF_HZ):
-        self.hz = hz
+    def __init__(self, hz: int = PERF_HZ, call_graph: str = "dwarf,16384"):
+        self.hz, self.call_graph = hz, call_graph
         self.dir = Path(tempfile.mkdtemp(prefix="clientlab-perf-"))
         self.proc: subprocess.Popen | None = None
         self._ctl: int | None = None
@@ -79,7 +80,7 @@ class Perf:
         with open(err, "w") as stderr:
             self.proc = subprocess.Popen(
                 [binary, "record", "--no-buildid-cache", "-e", "cpu-clock",
-                 "-F", str(self.hz), "--call-graph", "dwarf,16384", "-D", "-1",
+                 "-F", str(self.hz), "--call-graph", self.call_graph, "-D", "-1",
                  "--control", f"fifo:{ctl},{ack}", "-o", str(self.dir / "perf.data"),
                  "-p", ",".join(str(p) for p in pids)],
                 stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
@@ -194,7 +195,8 @@ class PySpy:
 def for_language(language: str) -> list[Sampler]:
     """The samplers a driver of `language` gets: perf always (the native layers and the kernel of
     every language), and the language's own profiler where the lab has one."""
-    samplers: list[Sampler] = [Perf()]
+    # Go keeps frame pointers, and perf's DWARF unwinder loses Go's stacks after one frame
+    samplers: list[Sampler] = [Perf(call_graph="fp" if language == "go" else "dwarf,16384")]
     if language == "python":
         samplers.append(PySpy())
     return samplers

@@ -1,0 +1,148 @@
+"""Folding, layer rules, the differential and the known causes, on stacks written out here."""
+
+from __future__ import annotations
+
+import pytest
+
+from clientlab.profile import folded as fold
+from clientlab.profile.causes import cause_of
+from clientlab.profile.differential import Path, Weighted, paths
+from clientlab.profile.layers import layers
+from clientlab.profile.model import LAYERS
+from clientlab.profile.rules import RULES_DIR, Rules, _raw
+
+PERF_SCRIPT = """\
+python3 4242/4242
+\t          16e0ba __memset_avx512_unaligned_erms+0x1a (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t            66ca zlib_compress (/usr/lib/python3.11/lib-dynload/zlib.cpython-311-x86_64-linux-gnu.so)
+\t          101b56 _PyEval_EvalFrameDefault (/usr/lib/libpython3.11.so.1.0)
+
+python3 4242/4242
+\t        ffffffff81e0 tcp_sendmsg ([kernel.kallsyms])
+\t        ffffffff81e1 __sys_sendto ([kernel.kallsyms])
+\t           1234 __libc_send (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t          101b56 _PyEval_EvalFrameDefault (/usr/lib/libpython3.11.so.1.0)
+
+python3 4242/4243
+\t           10b19 [unknown] (/usr/lib/x86_64-linux-gnu/libz.so.1.2.13)
+\t          101b56 _PyEval_EvalFrameDefault (/usr/lib/libpython3.11.so.1.0)
+"""
+
+
+def test_perf_script_folds_root_first_with_the_process_as_root():
+    f = fold.parse_perf_script(PERF_SCRIPT)
+    assert f == {
+        "python3 (process);_PyEval_EvalFrameDefault (libpython3.11.so.1.0);zlib_compress "
+        "(zlib.cpython-311-x86_64-linux-gnu.so);__memset_avx512_unaligned_erms (libc.so.6)": 1,
+        "python3 (process);_PyEval_EvalFrameDefault (libpython3.11.so.1.0);__libc_send (libc.so.6);"
+        "__sys_sendto (kernel);tcp_sendmsg (kernel)": 1,
+        "python3 (process);_PyEval_EvalFrameDefault (libpython3.11.so.1.0);? (libz.so.1.2.13)": 1,
+    }
+
+
+def test_py_spy_frames_lose_their_line_numbers_and_long_paths():
+    text = ("<module> (/work/x/.venv/lib/python3.11/site-packages/requests/api.py:12);"
+            "get (/root/.pyenv/versions/3.11.7/lib/python3.11/http/client.py:900);"
+            "0x7f15 (libcrypto.so.3) 3\n"
+            "<module> (/work/x/.venv/lib/python3.11/site-packages/requests/api.py:14);"
+            "get (/root/.pyenv/versions/3.11.7/lib/python3.11/http/client.py:901);"
+            "0x7f16 (libcrypto.so.3) 2\n")
+    assert fold.parse_pyspy(text) == {
+        "<module> (requests/api.py);get (<stdlib>/http/client.py);? (libcrypto.so.3)": 5}
+
+
+def test_folded_text_round_trips():
+    f = {"a (m);b (m)": 3, "a (m)": 1}
+    assert fold.from_text(fold.to_text(f)) == f
+
+
+@pytest.mark.parametrize("language", ["python", "c", "cli", "go", "rust", "node", "java", "ruby", "perl", "php"])
+def test_every_languages_rules_load_and_name_known_layers(language):
+    rules = Rules.load(language)
+    assert rules.rules and all(r.layer in LAYERS for r in rules.rules)
+
+
+def test_a_rule_naming_an_unknown_layer_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "klingon.toml").write_text('[[rule]]\nlayer = "warp"\nmodule = "x"\n')
+    (tmp_path / "common.toml").write_text((RULES_DIR / "common.toml").read_text())
+    monkeypatch.setattr("clientlab.profile.rules.RULES_DIR", tmp_path)
+    _raw.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="unknown layer 'warp'"):
+            Rules.load("klingon")
+    finally:
+        _raw.cache_clear()
+
+
+def test_each_sample_goes_to_the_layer_of_its_leaf_or_of_the_code_that_called_the_runtime():
+    rules = Rules.load("python", "drivers/python/requests")
+    harness = "main (drivers/python/_lib/labdriver.py)"
+    lib = "send (requests/sessions.py)"
+    assert rules.layer_of(f"{harness};{lib};PyDict_GetItem (libpython3.11.so.1.0)") == "library"
+    assert rules.layer_of(f"{harness};{lib};? (libssl.so.3)") == "tls"
+    assert rules.layer_of(f"{harness};{lib};deflate (libz.so.1.2.13)") == "compression"
+    assert rules.layer_of(f"{harness};{lib};_PyObject_Malloc (libpython3.11.so.1.0)") == "memory"
+    assert rules.layer_of(f"{harness};{lib};gc_collect_main (libpython3.11.so.1.0);visit (x.c)") == "runtime"
+    assert rules.layer_of(f"{harness};report (drivers/python/_lib/labdriver.py)") == "harness"
+    assert rules.layer_of(f"{harness};{lib};send (libc.so.6)") == "kernel"
+    assert rules.layer_of(f"{lib};asm_exc_page_fault (kernel);clear_page_erms (kernel)") == "memory"
+    assert rules.layer_of("x (nothing-known)") == "unattributed"
+
+
+def test_layer_attribution_adds_up_to_the_whole():
+    rules = Rules.load("python", "drivers/python/requests")
+    perf = fold.parse_perf_script(PERF_SCRIPT)
+    spy = {"main (drivers/python/_lib/labdriver.py);send (requests/sessions.py)": 7,
+           "main (drivers/python/_lib/labdriver.py);loop (drivers/python/_lib/labdriver.py)": 2,
+           "main (drivers/python/_lib/labdriver.py);send (requests/sessions.py);recv (libc.so.6)": 5,
+           "main (drivers/python/_lib/labdriver.py);zz (unknown-thing)": 1}
+    for profiles in ({"perf": perf}, {"py-spy": spy}, {"perf": perf, "py-spy": spy}):
+        got = layers(profiles, rules, cpu_s=0.3, requests=1000, overhead=0.1)
+        assert [s.layer for s in got.shares] == list(LAYERS)
+        assert sum(s.share for s in got.shares) == pytest.approx(1.0, abs=1e-4)
+        assert sum(s.us_per_request for s in got.shares) == pytest.approx(300.0, abs=0.05)
+    both = layers({"perf": perf, "py-spy": spy}, rules, cpu_s=0.3, requests=1000, overhead=None)
+    # the kernel from perf (1 of 3 samples); py-spy's sample in recv is not counted twice
+    assert both.share_of("kernel").share == pytest.approx(1 / 3, abs=1e-3)
+    # a frame no rule knows counts for its caller: the harness has 3 of py-spy's 10 user samples
+    assert both.share_of("harness").share == pytest.approx(2 / 3 * 3 / 10, abs=1e-3)
+
+
+def _weighted(stacks: dict[str, int], us: float) -> Weighted:
+    return Weighted(stacks, us)
+
+
+def test_the_differential_names_the_deepest_frame_that_holds_the_extra_cpu():
+    rules = Rules.load("python", "drivers/python/x")
+    base = "main (drivers/python/_lib/labdriver.py);request (x/client.py)"
+    fast = _weighted({f"{base};parse (x/client.py)": 50, f"{base};write (x/client.py)": 50}, 1.0)
+    slow = _weighted({f"{base};parse (x/client.py)": 50, f"{base};write (x/client.py)": 50,
+                      f"{base};prepare (x/client.py);planted_slow_path (x/client.py)": 400}, 1.0)
+    found = paths(slow, fast, rules)
+    assert found[0].frames[-1] == "planted_slow_path (x/client.py)"
+    assert found[0].us == pytest.approx(400.0)
+    assert "prepare (x/client.py)" in found[0].frames   # its caller, part of its path
+    assert all(p.frames[-1] not in ("parse (x/client.py)", "write (x/client.py)") for p in found)
+
+
+def test_a_faster_cell_has_no_paths():
+    rules = Rules.load("python")
+    w = _weighted({"a (x/y.py)": 10}, 1.0)
+    assert paths(w, _weighted({"a (x/y.py)": 20}, 1.0), rules) == []
+
+
+@pytest.mark.parametrize(("frame", "cause"), [
+    ("get_environ_proxies (requests/utils.py)", "trust-env-per-request"),
+    ("CookieJar.add_cookie_header (<stdlib>/http/cookiejar.py)", "cookie-jar-per-request"),
+    ("RedirectableRequest._performRequest (follow-redirects/index.js)", "redirect-layer"),
+    ("SSL_CTX_load_verify_locations (libssl.so.3)", "tls-context-per-request"),
+    ("CaseInsensitiveDict.__init__ (requests/structures.py)", "header-normalisation"),
+    ("planted_slow_path (driver)", "planted-slow-path"),
+])
+def test_known_paths_are_named_by_their_cause(frame, cause):
+    c = cause_of(Path(("main (x)", frame), 10.0, 10.0, 0.0, "library"))
+    assert c is not None and c.id == cause
+
+
+def test_an_unknown_path_has_no_cause():
+    assert cause_of(Path(("main (x)", "parse (x/client.py)"), 10.0, 10.0, 0.0, "library")) is None
