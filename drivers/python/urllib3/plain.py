@@ -1,0 +1,39 @@
+"""urllib3 in a plain loop, as its README makes a request: one PoolManager, request("GET", url),
+the body in `data`. The library's plain loop of docs/driver-protocol.md §9:
+    plain.py URL COUNT MODE WARMUP_S
+"""
+
+import json
+import sys
+import time
+
+import urllib3
+
+url, count, mode, warmup_s = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+if mode not in ("keep-alive", "close"):
+    sys.exit(f"plain.py: MODE must be keep-alive or close, not {mode!r}")
+
+# close: `Connection: close` on every request, HTTP/1.1's way (the driver's for keep_alive false)
+http = urllib3.PoolManager(headers={"Connection": "close"} if mode == "close" else None)
+
+
+def get() -> int:
+    try:
+        resp = http.request("GET", url)
+    except urllib3.exceptions.HTTPError as exc:
+        sys.exit(f"plain.py: GET {url} failed: {exc}")
+    if resp.status != 200:
+        sys.exit(f"plain.py: GET {url} answered {resp.status}")
+    return len(resp.data)
+
+
+end = time.monotonic() + warmup_s
+while time.monotonic() < end:
+    get()
+total = 0
+t0 = time.perf_counter()
+for _ in range(count):
+    total += get()
+seconds = time.perf_counter() - t0
+http.clear()
+print(json.dumps({"requests": count, "bytes": total, "seconds": seconds}))
