@@ -15,6 +15,8 @@ import pycurl  # noqa: E402
 # CURLINFO_HTTP_VERSION values -> the report's labels
 HTTP_LABELS = {pycurl.CURL_HTTP_VERSION_1_0: "1.0", pycurl.CURL_HTTP_VERSION_1_1: "1.1",
                pycurl.CURL_HTTP_VERSION_2_0: "2"}
+# the per-request options as a new or reset() handle has them (libcurl's defaults)
+PER_REQUEST_DEFAULTS = {pycurl.FOLLOWLOCATION: 0, pycurl.HTTPHEADER: []}
 
 
 class PycurlDriver(labdriver.Driver):
@@ -39,9 +41,12 @@ class PycurlDriver(labdriver.Driver):
         # HTTP/2 "prior knowledge": h2c without Upgrade, and ALPN h2 only over TLS (no fallback)
         self.version = (pycurl.CURL_HTTP_VERSION_1_1 if job.http == "1.1"
                         else pycurl.CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
+        self._configure(self.curl)
+        self.applied = dict(PER_REQUEST_DEFAULTS)  # per-request options as the handle has them now
+        self.changed_method = False  # the last request set a method or a body, which reset() forgets
 
     def _configure(self, c: pycurl.Curl) -> None:
-        """Job-wide options; set again after every reset()."""
+        """Job-wide options: set once, and again after a reset()."""
         job = self.job
         c.setopt(pycurl.HTTP_VERSION, self.version)
         c.setopt(pycurl.TIMEOUT_MS, int(job.timeout_s * 1000))
@@ -58,17 +63,21 @@ class PycurlDriver(labdriver.Driver):
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
         c = self.curl
-        # reset() forgets the previous request's method and body but keeps the connection and
-        # cookies; without it a POSTFIELDS from an earlier request would leak into a later one
-        c.reset()
-        self._configure(c)
-        c.setopt(pycurl.URL, req.url)
-        if req.follow_redirects is not None:  # else libcurl's default (after reset(): not followed)
-            c.setopt(pycurl.FOLLOWLOCATION, int(req.follow_redirects))
+        if self.changed_method:
+            # reset() forgets the previous request's method and body but keeps the connection and
+            # cookies; without it a POSTFIELDS from an earlier request would leak into a later one.
+            # Only then: a pycurl program reuses its handle as it is for a run of GETs
+            c.reset()
+            self._configure(c)
+            self.applied = dict(PER_REQUEST_DEFAULTS)
+        self.changed_method = req.has_body or req.method != "GET"
+        self._set(pycurl.URL, req.url)
+        # not followed when the job does not say: libcurl's default
+        self._set(pycurl.FOLLOWLOCATION, int(bool(req.follow_redirects)))
         headers = req.upload_headers()
         if req.has_body and self.job.option("expect_100") is not None:
             headers["Expect"] = "100-continue" if self.job.option("expect_100") else ""
-        c.setopt(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in headers.items()])  # "Expect:" removes it
+        self._set(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in headers.items()])  # "Expect:" removes it
         if req.method != ("POST" if req.has_body else "GET"):
             c.setopt(pycurl.CUSTOMREQUEST, req.method)
         with req.open_body() as body:
@@ -78,6 +87,12 @@ class PycurlDriver(labdriver.Driver):
             finally:
                 if mime is not None:
                     mime.close()
+
+    def _set(self, option: int, value) -> None:
+        """Set a per-request option only when it differs from what the handle has."""
+        if self.applied.get(option) != value:
+            self.curl.setopt(option, value)
+            self.applied[option] = value
 
     @staticmethod
     def _set_body(c: pycurl.Curl, req: labdriver.Request, body) -> pycurl.CurlMime | None:
