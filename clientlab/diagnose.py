@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from clientlab.figures import FRESH_BODY, FRESH_SHARE, PAGE
+from clientlab.figures import FRESH_BODY, FRESH_SHARE, MMAP_THRESHOLD_MAX, PAGE
 from clientlab.store.fingerprint import digest
 
 MIN_REQUESTS = 10          # below this, ratios of connections to requests say little
 BIG_BODY = 8_000_000       # bodies from this size on are worth watching in memory
-MMAP_THRESHOLD_MAX = 32 * 1024 * 1024   # glibc's dynamic mmap threshold rises no higher (64-bit)
 
 
 @dataclass(frozen=True)
@@ -339,15 +338,38 @@ def body_memory_from_the_kernel(cell: CellView) -> Finding | None:
     if requests < MIN_REQUESTS or not FRESH_BODY <= body < MMAP_THRESHOLD_MAX or per_request * PAGE < FRESH_SHARE * body:
         return None
     system_us = f.get("cpu_sys_s", 0.0) / requests * 1e6
+    held = [m for m in f.get("modes") or [] if m.get("cause") == "allocator"]
+    glibc = not any("do not come from glibc's malloc" in n for n in f.get("notes") or [])
+    modes = (f" Held in each mode on purpose it ran at {held[0]['throughput']:,.0f} {f.get('unit', '')} with bodies "
+             f"on the heap and {held[1]['throughput']:,.0f} with bodies mapped anew." if len(held) == 2 else "")
     return Finding(
         "body-memory-from-the-kernel", "warn", "Each body's memory is taken anew from the kernel",
         f"{per_request:.0f} page faults a request ({per_request * PAGE / 1024:.0f} KB of fresh pages for a "
         f"{body / 1024:.0f} KB body), {system_us:.0f} µs of system CPU a request: the allocator maps the body's "
         "buffer and unmaps it again every time. Another process of the same program may keep its bodies on "
-        "the heap (no faults, a fraction of the CPU): the mode is a process's, set early in its life.",
-        "Reuse one buffer for bodies, or stream them; with glibc, a fixed MALLOC_MMAP_THRESHOLD_ and "
-        "MALLOC_TRIM_THRESHOLD_ above the body size keep bodies on the heap.",
+        "the heap (no faults, a fraction of the CPU): the mode is a process's, set early in its life." + modes,
+        _fresh_pages_fix(cell.driver.split("-", 1)[0], glibc),
     )
+
+
+def _fresh_pages_fix(language: str, glibc: bool) -> str:
+    """The fix for bodies mapped anew in the runtime's own terms: glibc's tunables reach only the
+    bodies that glibc's malloc serves, not Go's heap nor the JVM's."""
+    if language == "go":
+        return ("Go's runtime takes a large object's spans from the kernel and returns them when the heap "
+                "shrinks: read bodies into one reused buffer (a bytes.Buffer kept across requests, or a "
+                "sync.Pool), or stream them; GOGC or a GOMEMLIMIT-backed larger heap keeps spans mapped longer. "
+                "glibc's malloc settings do not reach Go's heap.")
+    if language in ("java", "kotlin"):
+        return ("The JVM's heap, not glibc, holds the body: reuse a buffer or stream the body; a larger young "
+                "generation (-Xmn) or a fixed heap (-Xms = -Xmx) keeps its pages mapped. glibc's malloc settings "
+                "do not reach Java's heap.")
+    if not glibc:
+        return ("Reuse one buffer for bodies, or stream them: held in each mode by glibc's tunables this "
+                "process took the same pages, so its bodies come from an allocator of its own.")
+    return ("Reuse one buffer for bodies, or stream them; with glibc, a fixed MALLOC_MMAP_THRESHOLD_ and "
+            "MALLOC_TRIM_THRESHOLD_ above the body size keep bodies on the heap (GLIBC_TUNABLES="
+            "glibc.malloc.mmap_threshold=…:glibc.malloc.trim_threshold=…).")
 
 
 def diagnose(cell: CellView) -> list[Finding]:

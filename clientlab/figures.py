@@ -67,6 +67,7 @@ def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]
 
 PAGE = 4096
 FRESH_BODY = 128 * 1024   # bodies from this size on may be mapped afresh by the allocator (diagnose.py)
+MMAP_THRESHOLD_MAX = 32 * 1024 * 1024   # glibc's dynamic mmap threshold rises no higher (64-bit)
 FRESH_SHARE = 0.5         # ... when the faults of a request cover this share of its body's pages
 
 
@@ -93,6 +94,38 @@ def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
     return [fast, slow] if slow.median >= FAULT_MODES_APART * fast.median else None
 
 
+MODE_KIND = "mode:"   # the kind of a trial in a process held in one allocator mode (runner/allocator.py)
+HEAP_MODE, FRESH_MODE = "heap", "fresh pages"
+
+
+def _fresh(t: Trial, requests: int) -> bool:
+    """Whether a trial's bodies were mapped anew: its faults cover FRESH_SHARE of their pages."""
+    body = (t.work_bytes or 0) / requests
+    return (t.page_faults or 0) / requests * PAGE >= FRESH_SHARE * body
+
+
+def allocator_modes(trials: list[Trial], requests: int) -> tuple[tuple[stats.Mode, stats.Mode] | None, str | None]:
+    """The two allocator modes measured on purpose (trials of kind mode:heap and mode:fresh pages),
+    heap first, each with how many of the cell's own timed trials fell into it; or None and why
+    the cell has one figure: the held processes' faults did not follow the tunables (the bodies
+    do not come from glibc's malloc), or both modes cost the same within FAULT_MODES_APART."""
+    held = {m: [t for t in trials if t.kind == MODE_KIND + m and t.ok and t.wall_s and t.page_faults is not None]
+            for m in (HEAP_MODE, FRESH_MODE)}
+    if not requests or not all(held.values()):
+        return None, None
+    if any(_fresh(t, requests) for t in held[HEAP_MODE]) or not all(_fresh(t, requests) for t in held[FRESH_MODE]):
+        return None, ("one allocator mode: held in each by glibc's tunables, its processes took the same "
+                      "pages for a body (its bodies do not come from glibc's malloc)")
+    timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s and t.page_faults is not None]
+    fresh_own = sum(1 for t in timed if _fresh(t, requests))
+    heap = stats.Mode(stats.median([t.wall_s or 0.0 for t in held[HEAP_MODE]]), len(timed) - fresh_own)
+    fresh = stats.Mode(stats.median([t.wall_s or 0.0 for t in held[FRESH_MODE]]), fresh_own)
+    if max(heap.median, fresh.median) < FAULT_MODES_APART * min(heap.median, fresh.median):
+        return None, (f"one figure: bodies on the heap and bodies mapped anew cost the same within "
+                      f"{FAULT_MODES_APART - 1:.0%} (held in each mode on purpose)")
+    return (heap, fresh), None
+
+
 def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startup_s: float | None) -> CellFigures:
     """Throughput, CPU, memory and their statistics over the cell's timed trials."""
     timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s]
@@ -103,7 +136,15 @@ def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startu
     # the trial whose wall time is the median carries the per-request figures
     middle = min(timed, key=lambda t: abs(t.wall_s - summary.median))
     rate = (lambda wall: work_bytes / wall / 1e6) if metric == "bytes" else (lambda wall: logical_requests / wall)
+    held, _ = allocator_modes(trials, logical_requests)
     groups = _fault_modes(timed, logical_requests) or stats.modes(walls)
+    if held is not None:
+        # each allocator mode measured on purpose, heap first, with how many of the cell's own
+        # trials fell into it: both figures, whichever mode the cell's processes happened to be in
+        modes = tuple(Mode(rate(m.median), m.trials, label=label, cause="allocator")
+                      for m, label in zip(held, (HEAP_MODE, FRESH_MODE)))
+    else:
+        modes = tuple(Mode(rate(m.median), m.trials) for m in groups) if groups else None
     return CellFigures(
         throughput=rate(summary.median),
         unit=unit,
@@ -119,7 +160,7 @@ def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startu
         noisy=summary.noisy,
         outliers=tuple(summary.outliers),
         # fastest mode first: its throughput and how many trials fell in it
-        modes=tuple(Mode(rate(m.median), m.trials) for m in groups) if groups else None,
+        modes=modes,
         trials=summary.n,
         cpu_user_s=stats.median([t.user_s or 0.0 for t in timed]),
         # the CPU's own repeatability: a claim on CPU is judged against it, not the wall time's

@@ -89,8 +89,16 @@ CASES = [
 CASES += [Case(f"the reference driver on {name}", REF, name, params, kinds=("verify", "timed", "timed"))
           for name, params in [("get-small", {"count": 50}), ("post-form", {"count": 20}),
                                ("post-multipart", {"count": 20}), ("redirect-get", {"count": 10}),
-                               ("cookie-session", {"count": 10}), ("download-memory", {"size": "1MB", "count": 2}),
-                               ("download-file", {"size": "3MB"})]]
+                               ("cookie-session", {"count": 10}), ("download-file", {"size": "3MB"})]]
+CASES += [
+    Case("a large body gets trials in each allocator mode, each in a process held in it", REF, "download-memory",
+         {"size": "1MB", "count": 2},
+         kinds=("verify", "timed", "timed", "mode:heap", "mode:heap", "mode:fresh pages", "mode:fresh pages")),
+    Case("no allocator-mode trials when the run asks for none", REF, "download-memory", {"size": "1MB", "count": 2},
+         options={"allocator_modes": False}, kinds=("verify", "timed", "timed")),
+    Case("no allocator-mode trials for a body below glibc's mmap floor", REF, "download-memory",
+         {"size": "64KB", "count": 2}, kinds=("verify", "timed", "timed")),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -167,6 +167,9 @@ def measured(cell: Cell) -> CellFigures:
     if log.slow_skips:
         log.notes.append(f"{log.slow_skips} turn(s) let pass: the host was in a slow phase on the "
                          f"driver's core right before (over {hostprobe.SLOW_LIMIT:g}× after the wait)")
+    _, one_mode = figures.allocator_modes(log.trials, cell.work.total_requests)
+    if one_mode:
+        log.notes.append(one_mode)
     group = cell.running.group if cell.running is not None else None
     return figs.with_(
         elapsed_s=time.monotonic() - cell.started,

@@ -48,6 +48,9 @@ class RunOptions:
     stall_s: float = STALL_S      # verification: a driver the server hears nothing from this long hangs
     verify_requests: int = 100    # verification makes about this many requests at most (or one per transfer in flight)
     profile: bool = False         # each measured cell also gets profiled trials (clientlab/profile)
+    # a cell whose bodies can fall into either allocator mode also gets a few trials in each, on
+    # purpose (runner/allocator.py): both figures shown, never hidden
+    allocator_modes: bool = True
 
     def __post_init__(self) -> None:
         if self.interleave not in INTERLEAVES:

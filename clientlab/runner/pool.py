@@ -50,11 +50,12 @@ class ProcessPool:
         shared = self.shared.get(cell.driver.id) if self.shares(cell) else None
         return shared.pid if shared is not None else None
 
-    def spawn(self, cell: Cell) -> float:
+    def spawn(self, cell: Cell, env: dict[str, str] | None = None) -> float:
         """Give the cell a driver process: the one its driver's cells share, the one kept warm
-        from an earlier scenario, or a new one; its start-up time (as measured when it started)."""
+        from an earlier scenario, or a new one (always a new one with `env`, which it gets beside
+        its driver's environment); its start-up time (as measured when it started)."""
         self.release(cell)
-        warm = self._warm_one(cell)
+        warm = self._warm_one(cell) if env is None else None
         if warm is not None:
             cell.running, cell.versions, cell.kept_warm = warm, warm.versions, True
             return warm.startup_s
@@ -63,7 +64,10 @@ class ProcessPool:
         argv = [*cell.server.driver_prefix, *cell.driver.argv]
         if group is not None:
             argv = group.wrap(argv)
-        proc = DriverProcess(argv, cell.driver.folder, cpu=self.driver_cpu, env=cell.driver.env())
+        base = cell.driver.env()
+        if env:
+            base = {**(os.environ if base is None else base), **env}
+        proc = DriverProcess(argv, cell.driver.folder, cpu=self.driver_cpu, env=base)
         cell.running = Running(proc, group, {}, 0.0)   # stopped by release() if its hello fails
         cell.running.versions = cell.versions = proc.hello(HELLO_TIMEOUT_S)["versions"]
         cell.running.startup_s = time.perf_counter() - t0

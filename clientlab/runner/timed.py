@@ -7,6 +7,8 @@ import time
 
 from clientlab import hostprobe
 from clientlab.noise import Noise
+from clientlab.protocol import DriverFault
+from clientlab.runner import allocator
 from clientlab.runner.cell import Cell
 from clientlab.runner.deadline import Deadline
 from clientlab.runner.pool import ProcessPool
@@ -54,7 +56,26 @@ class TimedTurns:
             return
         log.timed_walls.append(trial.wall_s or 0.0)
         if self._stalled(cell) or cell.options.stop.done(log.timed_walls, log.timed_spent_s):
+            self._allocator_modes(cell)
             cell.finish_ok()
+
+    def _allocator_modes(self, cell: Cell) -> None:
+        """A few trials in each allocator mode, each in a process held in it (runner/allocator.py),
+        where the cell's bodies can fall into either; a failure there is noted, and the cell keeps
+        its figures."""
+        if not allocator.due(cell):
+            return
+        for mode in allocator.TUNABLES:
+            try:
+                self.pool.spawn(cell, env=allocator.env(mode))
+                kinds = ["warmup"] * min(1, cell.options.warmup) + [allocator.kind(mode)] * allocator.TRIALS_PER_MODE
+                for kind in kinds:
+                    trial = self.trials.fresh(cell, kind, cell.log.take_idx())
+                    if not trial.ok:
+                        raise DriverFault("; ".join(trial.problems or ["its trial failed"]))
+            except DriverFault as exc:
+                cell.log.notes.append(f"the {mode} mode was not measured: {str(exc).splitlines()[0]}")
+                return
 
     @staticmethod
     def _stalled(cell: Cell) -> bool:
