@@ -11,6 +11,7 @@ from clientlab.diagnose import diagnose_run
 from clientlab.netlab import hosts
 from clientlab.netlab.lab import NetLab
 from clientlab.netlab.profile import Profile
+from clientlab.record import Cell
 from clientlab.runner import CellRunner, RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
@@ -136,7 +137,7 @@ def test_a_finding_seen_on_several_scenarios_is_printed_once_for_its_driver():
 
     reuse = {"rule": "no-connection-reuse", "severity": "warn", "title": "No connection reuse",
              "evidence": "20 requests came on 20 connections", "fix": "Keep one client"}
-    cells = [{"driver": "cli-x", "scenario": s, "status": "ok", "figures": {"findings": [reuse]}}
+    cells = [Cell.from_json({"driver": "cli-x", "scenario": s, "status": "ok", "figures": {"findings": [reuse]}})
              for s in ("get-small", "post-form", "post-multipart")]
     console = Console(file=io.StringIO(), width=200)
     print_findings(console, cells)
@@ -207,3 +208,21 @@ def test_parallel_requests_on_a_connection_each_are_found_for_http2_and_http3(ht
     cell = _stored("x-y", http, 200.0)
     cell["figures"]["server"].update(connections=carrying, carrying_connections=carrying)
     assert [f.rule for f in diagnose_run([cell])[cell["id"]]] == expected
+
+
+@pytest.mark.parametrize("language, names, never", [
+    ("go", "Go's heap", "MALLOC_MMAP_THRESHOLD_"),
+    ("java", "Java's heap", "MALLOC_MMAP_THRESHOLD_"),
+    ("python", "MALLOC_MMAP_THRESHOLD_", "Go's"),
+])
+def test_the_fresh_pages_fix_names_the_runtimes_own_allocator(language, names, never):
+    from clientlab.diagnose import _fresh_pages_fix
+
+    fix = _fresh_pages_fix(language, glibc=True)
+    assert names in fix and never not in fix
+
+
+def test_the_fresh_pages_fix_leaves_glibc_out_where_its_tunables_changed_nothing():
+    from clientlab.diagnose import _fresh_pages_fix
+
+    assert "MALLOC_MMAP_THRESHOLD_" not in _fresh_pages_fix("python", glibc=False)
