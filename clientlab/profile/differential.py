@@ -17,7 +17,6 @@ from clientlab.profile.rules import Rules
 
 MIN_PATH_US = 1.0       # a path is named when it accounts for this many µs a request…
 MIN_PATH_SHARE = 0.05   # …and this share of the gap
-ABSORB = 0.8            # a frame whose extra CPU is mostly (this share) under one named callee is part of its path
 MAX_PATHS = 6
 
 
@@ -86,39 +85,48 @@ def _below(w: Weighted) -> dict[str, set[str]]:
 
 
 def paths(slow: Weighted, fast: Weighted, rules: Rules) -> list[Path]:
-    """The code paths of `slow` that account for its extra CPU a request over `fast`, largest first."""
+    """The code paths of `slow` that account for its extra CPU a request over `fast`, largest first.
+
+    Frames whose inclusive CPU grew by at least MIN_PATH_US and MIN_PATH_SHARE of the gap are
+    candidates (not the main loop, under nearly every sample). Each sample then belongs to the
+    deepest candidate on its stack, in both profiles, so that a caller keeps only what none of
+    its callees explains: a path ends at the frame that holds the extra CPU, and is named with
+    its callers as the slow profile calls it most."""
     gap = slow.us_per_request - fast.us_per_request
     if gap <= 0:
         return []
     s_incl, f_incl = inclusive_us(slow), inclusive_us(fast)
     whole = slow.us_per_request
     threshold = max(MIN_PATH_US, MIN_PATH_SHARE * gap)
-    diff = {f: us - f_incl.get(f, 0.0) for f, us in s_incl.items()}
-    # a frame under (nearly) every sample is the program's main loop: it names no path
-    candidates = {f for f, d in diff.items() if d >= threshold and s_incl[f] < 0.9 * whole
-                  and rules.layer_of(f) != "unattributed"}
-    below = _below(slow)
-    absorbed: dict[str, str] = {}
-    for c in sorted(candidates, key=lambda f: -diff[f]):
-        deeper = [d for d in candidates if d != c and d in below.get(c, ()) and diff[d] >= ABSORB * diff[c]]
-        if deeper:
-            absorbed[c] = max(deeper, key=lambda d: (len(below.get(c, ())) - len(below.get(d, ())), diff[d]))
-    kept = [c for c in candidates if c not in absorbed]
-    out = []
-    for k in sorted(kept, key=lambda f: -diff[f])[:MAX_PATHS]:
-        chain = [c for c in absorbed if _ends_in(c, k, absorbed)]
-        chain.sort(key=lambda c: -len(below.get(c, ())))
-        out.append(Path(tuple([*chain[-2:], k]), round(diff[k], 2), round(s_incl[k], 2),
-                        round(f_incl.get(k, 0.0), 2), rules.layer_of(k)))
+    candidates = {f for f, us in s_incl.items() if us - f_incl.get(f, 0.0) >= threshold
+                  and us < 0.9 * whole and rules.layer_of(f) != "unattributed"}
+    owned_slow, owned_fast = _owned(slow, candidates), _owned(fast, candidates)
+    owned = {c: owned_slow.get(c, 0.0) - owned_fast.get(c, 0.0) for c in candidates}
+    kept = sorted((c for c in candidates if owned[c] >= threshold), key=lambda c: -owned[c])[:MAX_PATHS]
+    return [Path((*_callers(slow, c), c), round(owned[c], 2), round(s_incl[c], 2), round(f_incl.get(c, 0.0), 2),
+                 rules.layer_of(c)) for c in kept]
+
+
+def _owned(w: Weighted, candidates: set[str]) -> Counter[str]:
+    """µs a request of each candidate's samples, each sample to the deepest candidate on its stack."""
+    out: Counter[str] = Counter()
+    for stack, n in w.folded.items():
+        for f in reversed(frames_of(stack)):
+            if f in candidates:
+                out[f] += n * w.us_per_sample
+                break
     return out
 
 
-def _ends_in(frame: str, end: str, absorbed: dict[str, str]) -> bool:
-    seen = set()
-    while frame in absorbed and frame not in seen:
-        seen.add(frame)
-        frame = absorbed[frame]
-    return frame == end
+def _callers(w: Weighted, frame: str, depth: int = 2) -> tuple[str, ...]:
+    """The `depth` frames that call `frame` in most of its samples, caller first."""
+    chains: Counter[tuple[str, ...]] = Counter()
+    for stack, n in w.folded.items():
+        fr = frames_of(stack)
+        if frame in fr:
+            i = fr.index(frame)
+            chains[tuple(fr[max(0, i - depth):i])] += n
+    return chains.most_common(1)[0][0] if chains else ()
 
 
 def folded_diff(slow: Weighted, fast: Weighted) -> dict[str, tuple[float, float]]:

@@ -98,7 +98,7 @@ def test_a_team_store_that_is_behind_is_upgraded_only_by_store_migrate(pg_url):
         command.upgrade(config, "0001")
         conn.execute(sa.text("INSERT INTO runs (started_at, status, machine, config) VALUES (1, 'complete', '{}', '{}')"))
     engine.dispose()
-    with pytest.raises(LabError, match="revision 0001; this clientlab needs 0002: run `clientlab store migrate"):
+    with pytest.raises(LabError, match="revision 0001; this clientlab needs " + schema.HEAD + ": run `clientlab store migrate"):
         Store(pg_url)
     assert upgrade_store(pg_url)[1] == "0001" and upgrade_store(pg_url)[1] == schema.HEAD
     assert len(Store(pg_url).run(1)["uid"]) == 32

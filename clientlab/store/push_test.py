@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from clientlab.errors import LabError
 from clientlab.store import Store
 from clientlab.store.push import push
+from clientlab.store import schema
 from clientlab.store.schema import cells, runs, trials
 from clientlab.store.testruns import MACHINE, copies, finished_run, template
 
@@ -53,7 +54,7 @@ def test_store_push_on_the_command_line_says_what_it_did(store_url, tmp_path):
     again = _cli(tmp_path, "store", "push", "last", "--from", str(local), "--to", store_url)
     assert "0 added, 1 already there" in again.stdout, again.stderr
     info = _cli(tmp_path, "store", "info", "--store", store_url)
-    assert "revision: 0002" in info.stdout and "runs:     1" in info.stdout and "clientlab-test" not in info.stdout
+    assert f"revision: {schema.HEAD}" in info.stdout and "runs:     1" in info.stdout and "clientlab-test" not in info.stdout
     shown = _cli(tmp_path, "show", "last", "--format", "json", "--store", store_url)
     assert shown.returncode == 0 and '"driver-1"' in shown.stdout, shown.stderr
     nowhere = _cli(tmp_path, "store", "push", "--from", str(local))

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from clientlab.errors import LabInputError
 from clientlab.record import CellFigures, RunConfig
 from clientlab.store import KILLED_CELL, Store, Trial
+from clientlab.store import schema
 from clientlab.store.schema import runs
 from clientlab.store.testruns import CONFIG, MACHINE, finished_run
 
@@ -96,7 +97,7 @@ def test_a_running_run_whose_process_is_gone_is_marked_killed_on_opening(store_u
 
 def test_the_store_says_where_it_is_without_a_password(store_url):
     store = Store(store_url)
-    assert "clientlab-test" not in store.where and store.revision() == "0002"
+    assert "clientlab-test" not in store.where and store.revision() == schema.HEAD
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(runs)).scalar() == 0
 

@@ -67,3 +67,21 @@ def test_two_processes_importing_the_same_run_at_once_store_it_once(store_url, t
     team = Store(store_url)
     assert team.count_runs() == 3
     assert sum(len(team.trials(c["id"])) for r in team.run_ids() for c in team.cells(r)) == 3 * 3 * 20
+
+
+def test_a_runs_cpu_profiles_travel_with_it(store_url, tmp_path):
+    from clientlab.store.profiles import add_profile, cell_profiles
+
+    local = Store(tmp_path / "local.sqlite")
+    run_id = finished_run(local, status="running")
+    first = local.cells(run_id)[0]["id"]
+    add_profile(local, first, "perf", "main (driver);work (driver) 7\n", 7, {"requests": 10, "cpu_s": 0.01})
+    local.finish_run(run_id, "complete")
+    doc = run_document(local, run_id)
+    assert [len(c.get("profiles", [])) for c in doc["cells"]] == [1, 0]
+    team = Store(store_url)
+    new_id, added = import_run(team, doc)
+    there = team.cells(new_id)
+    assert added and [(p["profiler"], p["samples"], p["folded"], p["meta"]) for p in cell_profiles(team, there[0]["id"])] \
+        == [("perf", 7, "main (driver);work (driver) 7\n", {"requests": 10, "cpu_s": 0.01})]
+    assert cell_profiles(team, there[1]["id"]) == []
