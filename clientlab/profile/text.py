@@ -1,0 +1,96 @@
+"""A cell's profile as text, 80 columns wide (`clientlab show RUN --cell D:S --profile`): its
+layers in µs a request, the harness's share, the top paths by self time, the profilers' cost and
+blind spots."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from clientlab.profile.causes import language_of, profile_of
+from clientlab.profile.folded import frames_of
+from clientlab.profile.layers import HARNESS_SHOWN, UNATTRIBUTED_TARGET
+from clientlab.profile.rules import Rules
+from clientlab.store.profiles import cell_profiles
+
+if TYPE_CHECKING:
+    from clientlab.store import Store
+
+WIDTH = 80
+TOP = 10
+CALLERS = 2   # a path is its leaf and this many callers
+
+
+def _fit(text: str, width: int = WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _short(frame: str) -> str:
+    symbol, _, module = frame.rpartition(" (")
+    module = module.rstrip(")")
+    return f"{symbol} ({module.rsplit('/', 1)[-1]})" if symbol else frame
+
+
+def top_paths(store: Store, cell: dict[str, Any], n: int = TOP) -> list[tuple[float, float, list[str]]]:
+    """(µs a request, share, frames leaf first) of the heaviest paths by self time."""
+    rows = cell_profiles(store, cell["id"])
+    folder = (rows[0].get("meta") or {}).get("folder") if rows else None
+    rules = Rules.load(language_of(cell["driver"]), folder)
+    w, _ = profile_of(store, cell, rules)
+    if w is None:
+        return []
+    paths: Counter[tuple[str, ...]] = Counter()
+    for stack, count in w.folded.items():
+        fr = frames_of(stack)
+        paths[tuple(reversed(fr[-1 - CALLERS:]))] += count * w.us_per_sample
+    whole = w.us_per_request or 1.0
+    return [(us, us / whole, list(p)) for p, us in paths.most_common(n)]
+
+
+def render(store: Store, cell: dict[str, Any]) -> str:
+    figs = cell.get("figures") or {}
+    layers = figs.get("layers")
+    head = f"{cell['driver']} × {cell['scenario']} — CPU profile"
+    if not layers:
+        notes = [n for n in figs.get("notes") or [] if n.startswith("no profile")]
+        return "\n".join([head, "  " + (notes[0] if notes else "not profiled in this run: clientlab profile "
+                                        f"-d {cell['driver']} -s {cell['scenario']}")])
+    prof = figs.get("profile") or {}
+    lines = [_fit(f"{head} ({layers['profiler']}, {layers['samples']:,} samples, "
+                  f"{prof.get('trials', '?')} trial(s))")]
+    cost = []
+    if layers.get("overhead") is not None:
+        cost.append(f"wall {layers['overhead'] * 100:+.0f} %")
+    if prof.get("cpu_overhead") is not None:
+        cost.append(f"CPU {prof['cpu_overhead'] * 100:+.0f} %")
+    if cost:
+        lines.append(_fit("  profiling cost against the timed trials: " + ", ".join(cost)))
+    total_us = sum(s["us_per_request"] for s in layers["shares"])
+    lines.append(f"  CPU a request in the profiled trials: {total_us:,.1f} µs, by layer:")
+    for s in layers["shares"]:
+        if s["share"] <= 0 and s["layer"] not in ("harness", "unattributed"):
+            continue
+        bar = "█" * round(s["share"] * 30)
+        lines.append(_fit(f"    {s['layer']:<13}{s['us_per_request']:>9,.1f} µs {s['share'] * 100:>5.1f} %  {bar}"))
+    share = {s["layer"]: s["share"] for s in layers["shares"]}
+    if share.get("harness", 0) > HARNESS_SHOWN:
+        lines.append(_fit(f"  harness (the lab's driver code) {share['harness'] * 100:.1f} %: over "
+                          f"{HARNESS_SHOWN * 100:.0f} %, part of this cell's figure is the lab's"))
+    if share.get("unattributed", 0) > UNATTRIBUTED_TARGET:
+        lines.append(_fit(f"  unattributed {share['unattributed'] * 100:.1f} %: over the "
+                          f"{UNATTRIBUTED_TARGET * 100:.0f} % target (frames no rule places)"))
+    paths = top_paths(store, cell)
+    if paths:
+        lines.append("  top paths by self time (µs a request, leaf ← callers):")
+        for us, sh, frames in paths:
+            lines.append(_fit(f"  {us:>8,.1f} {sh * 100:>5.1f} %  " + " ← ".join(_short(f) for f in frames)))
+    for name, text in (prof.get("blind_spots") or {}).items():
+        lines.append(_fit(f"  {name} cannot see: {text}", 10_000))
+    return "\n".join(_wrap(line) for line in lines)
+
+
+def _wrap(line: str) -> str:
+    if len(line) <= WIDTH:
+        return line
+    import textwrap
+    return "\n".join(textwrap.wrap(line, WIDTH, subsequent_indent="      "))
