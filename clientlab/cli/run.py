@@ -140,6 +140,9 @@ if TYPE_CHECKING:
               help="With --on: the driver every job measures too; each cell is read as a ratio to it.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the run as JSON here (rewritten after every cell).")
+@click.option("--allocator-modes/--no-allocator-modes", default=True, show_default=True,
+              help="A cell whose bodies can sit on the heap or be mapped anew also runs a few trials in each "
+                   "mode on purpose (glibc's tunables), shown beside its figure (docs/measurement.md).")
 @click.option("--profile", "profile_cells", is_flag=True,
               help="Also profile every measured cell (extra trials with a sampling profiler, never in the "
                    "figures): where its CPU went, in layers (docs/profiles.md).")
@@ -148,7 +151,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
             trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
             server_host_name, hosts_path, runtime_specs, json_path, on_hosts, job_size, baseline,
-            profile_cells=False) -> None:
+            allocator_modes=True, profile_cells=False) -> None:
     """Verify, then time every selected driver on every selected scenario.
 
     Every cell is verified and warmed up, then the cells take turns trial by trial (round-robin,
@@ -172,7 +175,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
                          trial_seconds=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
                          retries=retries, interleave=interleave, run_budget_s=time_budget or None, forks=forks,
-                         jit_warm_s=JIT_WARM_S, profile=profile_cells)
+                         jit_warm_s=JIT_WARM_S, profile=profile_cells, allocator_modes=allocator_modes)
     profile = _network_profile(net_name, scenarios)
     config = _run_config(chosen, scenarios, options, profile.name, net_name, runtime_specs)
     if profile_cells:
