@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -20,6 +21,7 @@ from clientlab.output.diagnosis import print_findings
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.output.whatran import print_what_ran
+from clientlab.record import RunConfig
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -142,13 +144,13 @@ def take_lab_lock(no_wait: bool) -> None:
 
 def exit_if_cells_failed(store: Store, run_ids: list[int]) -> None:
     """Exit 1 when a cell of these runs failed, naming them (unsupported and not installed are fine)."""
-    failed = [c for run_id in run_ids for c in store.cells(run_id) if c["status"] == "failed"]
+    failed = [c for run_id in run_ids for c in store.cell_records(run_id) if c.status == "failed"]
     if not failed:
         return
     err.print(f"[red]{len(failed)} cell(s) failed:[/]", highlight=False)
     for c in failed:
-        reason = (c["reason"] or "").splitlines()[0][:200] if c["reason"] else "no reason given"
-        err.print(escape(f"  {c['driver']} × {c['scenario']}: {reason}"), highlight=False)
+        reason = c.reason.splitlines()[0][:200] if c.reason else "no reason given"
+        err.print(escape(f"  {c.driver} × {c.scenario}: {reason}"), highlight=False)
     raise SystemExit(EXIT_FAILED)
 
 
@@ -202,9 +204,9 @@ def diagnose_and_store(store: Store, run_id: int) -> None:
         store.set_findings(cell_id, findings)
 
 
-def network_line(net: dict | str | None) -> str:
+def network_line(net: Mapping | str | None) -> str:
     """'wan-50ms (100 Mbit/s, 50 ms RTT; measured RTT 51.5 ms)' from a run's stored network."""
-    if not isinstance(net, dict):
+    if not isinstance(net, Mapping):
         return net or "loopback"
     details = [d for d in (net.get("summary"), net.get("measured_rtt_ms") is not None
                            and f"measured RTT {net['measured_rtt_ms']:.3g} ms") if d]
@@ -218,17 +220,17 @@ def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         return
     run = store.run(run_id)
     m = run["machine"]
-    config = run["config"]
-    placement = f", placement {config['placement']}" if config.get("placement") else ""
-    if config.get("interleave") == "run":
+    config = RunConfig.from_json(run["config"])
+    placement = f", placement {config.placement}" if config.placement else ""
+    if config.interleave == "run":
         placement += ", trials interleaved over the run"
-    elif config.get("interleave") == "scenario":
+    elif config.interleave == "scenario":
         placement += ", trials interleaved by scenario"
-    if (config.get("forks") or 1) > 1:
-        placement += f", each cell's trials over {config['forks']} processes"
+    if (config.forks or 1) > 1:
+        placement += f", each cell's trials over {config.forks} processes"
     title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
-             f"kernel {m.get('kernel')}, network {network_line(config.get('net'))}{placement}")
-    cells = store.cells(run_id)
+             f"kernel {m.get('kernel')}, network {network_line(config.net)}{placement}")
+    cells = store.cell_records(run_id)
     if not cells:
         out.print(f"{title}: no cells measured")
         return

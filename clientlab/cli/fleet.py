@@ -71,15 +71,15 @@ def run_on_hosts(ctx: click.Context, on_hosts: str, hosts_path: Path | None, job
     except KeyboardInterrupt:
         err.print("[yellow]interrupted: the jobs stored so far are kept; the workers were stopped[/]")
         raise SystemExit(130) from None
-    runs = [{**store.run(r), "cells": store.cells(r)} for r in run_ids]
+    runs = [{**store.run(r), "cells": store.cell_records(r)} for r in run_ids]
     out.print(fleet_table(runs, f"fleet run over {', '.join(names)}: each cell beside its own host's baseline"))
     for line in comparable_note(runs):
         out.print(escape(line), highlight=False)
-    failed = [c for run in runs for c in run["cells"] if c["status"] == "failed"]
+    failed = [c for run in runs for c in run["cells"] if c.status == "failed"]
     if failed:
         err.print(f"[red]{len(failed)} cell(s) failed:[/]", highlight=False)
         for c in failed:
-            err.print(escape(f"  {c['driver']} × {c['scenario']}: {(c['reason'] or '')[:200]}"), highlight=False)
+            err.print(escape(f"  {c.driver} × {c.scenario}: {(c.reason or '')[:200]}"), highlight=False)
         raise SystemExit(EXIT_FAILED)
 
 

@@ -54,11 +54,11 @@ def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str, profiles: bool = Fa
     print_run(store, run_id, fmt)
     for pattern in cells:
         driver, _, name = pattern.partition(":")
-        matched = [c for c in store.cells(run_id) if fnmatch(c["driver"], driver) and fnmatch(c["scenario"], name or "*")]
+        matched = [c for c in store.cell_records(run_id) if fnmatch(c.driver, driver) and fnmatch(c.scenario, name or "*")]
         if not matched:
             raise LabInputError(f"no cell matches '{pattern}' in run {run_id}")
         for cell in matched:
-            out.print(trials_table(cell, store.trials(cell["id"])))
+            out.print(trials_table(cell, store.trials(cell.id)))
 
 
 @main.command("diagnose")
@@ -69,7 +69,7 @@ def diagnose_cmd(run_ref: str) -> None:
     store = chosen_store()
     run_id = store.resolve(run_ref)
     diagnose_and_store(store, run_id)
-    print_findings(out, store.cells(run_id))
+    print_findings(out, store.cell_records(run_id))
 
 
 

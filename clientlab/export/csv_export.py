@@ -18,18 +18,16 @@ def render(store: Store, run_id: int) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=COLUMNS)
     writer.writeheader()
-    for cell in store.cells(run_id):
-        f = cell["figures"] or {}
-        wall = f.get("wall_s", {})
-        writer.writerow({
-            "run": run_id, "driver": cell["driver"], "scenario": cell["scenario"],
-            "status": cell["status"], "reason": cell["reason"] or "",
-            "throughput": f.get("throughput", ""), "unit": f.get("unit", ""),
-            "wall_median_s": wall.get("median", ""), "wall_ci_low_s": wall.get("ci_low", ""),
-            "wall_ci_high_s": wall.get("ci_high", ""), "trials": f.get("trials", ""),
-            "noisy": f.get("noisy", ""), "cpu_user_s": f.get("cpu_user_s", ""),
-            "cpu_sys_s": f.get("cpu_sys_s", ""), "peak_rss_kb": f.get("peak_rss_kb", ""),
-            "startup_s": f.get("startup_s", ""),
-            "connections": (f.get("server") or {}).get("connections", ""),
-        })
+    for cell in store.cell_records(run_id):
+        row = {"run": run_id, "driver": cell.driver, "scenario": cell.scenario, "status": cell.status,
+               "reason": cell.reason or ""}
+        if (f := cell.figures) is not None:  # a figure not measured (None) is an empty field
+            row.update({
+                "throughput": f.throughput, "unit": f.unit, "wall_median_s": f.wall_s.median,
+                "wall_ci_low_s": f.wall_s.ci_low, "wall_ci_high_s": f.wall_s.ci_high, "trials": f.trials,
+                "noisy": f.noisy, "cpu_user_s": f.cpu_user_s, "cpu_sys_s": f.cpu_sys_s,
+                "peak_rss_kb": f.peak_rss_kb, "startup_s": f.startup_s,
+                "connections": f.server.connections if f.server is not None else None,
+            })
+        writer.writerow(row)
     return out.getvalue()

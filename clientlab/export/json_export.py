@@ -20,16 +20,16 @@ SCHEMA_VERSION = 1
 
 def document(store: Store, run_id: int) -> dict:
     cells = []
-    for cell in store.cells(run_id):
-        trials = store.trials(cell["id"])
+    for cell in store.cell_records(run_id):
+        trials = store.trials(cell.id)
         for trial in trials:
             trial.pop("cell_id", None)
             trial.pop("id", None)
         cells.append({
-            "driver": cell["driver"], "scenario": cell["scenario"], "params": cell["params"],
-            "status": cell["status"], "reason": cell["reason"], "metric": cell["metric"],
-            "versions": cell["versions"], "figures": cell["figures"], "fingerprint": cell.get("fingerprint"),
-            "trials": trials,
+            "driver": cell.driver, "scenario": cell.scenario, "params": cell.params,
+            "status": cell.status, "reason": cell.reason, "metric": cell.metric, "versions": cell.versions,
+            "figures": cell.figures.to_json() if cell.figures is not None else None,
+            "fingerprint": cell.fingerprint, "trials": trials,
         })
     run = store.run(run_id)
     run.pop("pid", None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from clientlab.record import Cell, CellFigures
+
 STATUS_LABEL = {"failed": "FAILED"}
 # marks a driver that declares settings of its own (docs/driver-protocol.md §8)
 DEPARTED = "†"
@@ -12,46 +14,49 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def throughput(f: dict) -> str:
+def throughput(f: CellFigures) -> str:
     """The median throughput, or both modes when the trials fell into two (fastest first, with
     their trial counts): a median between two modes is no figure the client ever had."""
-    if f.get("modes"):
-        fast, slow = f["modes"]
-        return f"two modes: {_number(fast['throughput'])} ({fast['trials']}) / {_number(slow['throughput'])} " \
-               f"({slow['trials']}) {f['unit']}"
-    return f"{_number(f['throughput'])} {f['unit']}"
+    if f.modes:
+        fast, slow = f.modes
+        if fast.label:  # each allocator mode measured on purpose, with the cell's own trials in it
+            own = fast.trials + slow.trials
+            return (f"{_number(fast.throughput)} {fast.label} ({fast.trials} of {own}) / "
+                    f"{_number(slow.throughput)} {slow.label} ({slow.trials} of {own}) {f.unit}")
+        return f"two modes: {_number(fast.throughput)} ({fast.trials}) / {_number(slow.throughput)} " \
+               f"({slow.trials}) {f.unit}"
+    return f"{_number(f.throughput)} {f.unit}"
 
 
-def precision(f: dict) -> str:
-    return "" if f.get("modes") else f"±{f['precision'] * 100:.1f}%"
+def precision(f: CellFigures) -> str:
+    return "" if f.modes else f"±{f.precision * 100:.1f}%"
 
 
-def count(f: dict) -> str:
+def count(f: CellFigures) -> str:
     """Requests per trial, and what the scenario asks when the lab scaled it to the trial budget."""
-    n = f.get("requests")
-    full = f.get("scenario_requests")
+    n = f.requests
+    full = f.scenario_requests
     text = f"n={n:,}" if n is not None else ""
     if n is not None and full and full != n:
         text += f" of {full:,}"
     return text
 
 
-def cpu_per_request(f: dict) -> str:
+def cpu_per_request(f: CellFigures) -> str:
     """User + system CPU of the driver's tree per request (the timed phase's medians)."""
-    n = f.get("requests") or 0
-    if not n:
+    seconds = f.cpu_per_request_s
+    if seconds is None:
         return ""
-    seconds = (f["cpu_user_s"] + f["cpu_sys_s"]) / n
     return f"CPU {seconds * 1e6:,.0f} µs/req" if seconds < 0.01 else f"CPU {seconds * 1e3:,.1f} ms/req"
 
 
-def memory(f: dict) -> str:
-    return f"mem {f['peak_rss_kb'] / 1024:.1f} MiB"
+def memory(f: CellFigures) -> str:
+    return f"mem {f.peak_rss_kb / 1024:.1f} MiB"
 
 
-def startup(f: dict) -> str:
+def startup(f: CellFigures) -> str:
     """Process start to the first `ready`: reported apart from the timed figures."""
-    s = f.get("startup_s")
+    s = f.startup_s
     if s is None:
         return ""
     return f"start {s * 1000:,.0f} ms" if s < 10 else f"start {s:,.1f} s"
@@ -60,45 +65,49 @@ def startup(f: dict) -> str:
 BUDGET_CUT = "cut by time budget"
 
 
-def flags(f: dict, said_once: frozenset[str] = frozenset()) -> list[str]:
+def flags(f: CellFigures, said_once: frozenset[str] = frozenset()) -> list[str]:
     """The cell's flags, less those said once for the whole table (`said_once`)."""
     out = []
-    if f.get("noisy"):
+    if f.noisy:
         out.append("noisy")
-    if f.get("disturbed_kept"):
-        out.append(f"{f['disturbed_kept']} disturbed")
-    if f.get("budget_stopped"):
+    if f.disturbed_kept:
+        out.append(f"{f.disturbed_kept} disturbed")
+    if f.cut_by_budget:
         out.append(BUDGET_CUT)
     return [flag for flag in out if flag not in said_once]
 
 
-def said_once(cells: list[dict]) -> frozenset[str]:
+def _cut(cells: list[Cell]) -> tuple[int, int]:
+    """(measured cells cut by the time budget, measured cells)."""
+    ok = [c.figures for c in cells if c.measured]
+    return sum(1 for f in ok if f.cut_by_budget), len(ok)
+
+
+def said_once(cells: list[Cell]) -> frozenset[str]:
     """The budget flag, when most measured cells carry it: then it is one line under the table
     instead of a word in nearly every cell."""
-    ok = [c for c in cells if c["status"] == "ok" and c.get("figures")]
-    cut = sum(1 for c in ok if c["figures"].get("budget_stopped"))
-    return frozenset({BUDGET_CUT}) if ok and cut > len(ok) / 2 else frozenset()
+    cut, ok = _cut(cells)
+    return frozenset({BUDGET_CUT}) if ok and cut > ok / 2 else frozenset()
 
 
-def said_once_line(cells: list[dict]) -> str | None:
+def said_once_line(cells: list[Cell]) -> str | None:
     """'cut by time budget: 50 of 80 cells …' when `said_once` holds the flag, else None."""
     if BUDGET_CUT not in said_once(cells):
         return None
-    ok = [c for c in cells if c["status"] == "ok" and c.get("figures")]
-    cut = sum(1 for c in ok if c["figures"].get("budget_stopped"))
-    return (f"{BUDGET_CUT}: {cut} of {len(ok)} cells stopped at their minimum of trials when the run's time "
+    cut, ok = _cut(cells)
+    return (f"{BUDGET_CUT}: {cut} of {ok} cells stopped at their minimum of trials when the run's time "
             "was spent (their ± says what that left; --time-budget gives them more)")
 
 
-def driver_label(cell: dict) -> str:
+def driver_label(cell: Cell) -> str:
     """The driver's id, marked when its figures come with declared departures."""
-    return f"{cell['driver']} {DEPARTED}" if cell.get("departures") else cell["driver"]
+    return f"{cell.driver} {DEPARTED}" if cell.departures else cell.driver
 
 
-def status_line(cell: dict, width: int = 70) -> str:
+def status_line(cell: Cell, width: int = 70) -> str:
     """'FAILED: reason' (first line, cut to `width`)."""
-    label = STATUS_LABEL.get(cell["status"], cell["status"])
-    reason = (cell.get("reason") or "").strip().splitlines()[0] if cell.get("reason") else ""
+    label = STATUS_LABEL.get(cell.status, cell.status)
+    reason = cell.reason.strip().splitlines()[0] if cell.reason and cell.reason.strip() else ""
     if len(reason) > width:
         reason = reason[: width - 1] + "…"
     return f"{label}: {reason}" if reason else label

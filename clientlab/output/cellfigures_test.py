@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from clientlab.output import cellfigures as cf
 from clientlab.output.long import long_lines
+from clientlab.record import Cell, CellFigures
 
 
-def _cell(driver: str, cut: bool) -> dict:
-    figures = {"throughput": 100.0, "unit": "req/s", "precision": 0.02, "requests": 10, "cpu_user_s": 0.001,
-               "cpu_sys_s": 0.001, "peak_rss_kb": 2048, "budget_stopped": cut}
-    return {"driver": driver, "scenario": "get-small", "status": "ok", "figures": figures}
+def _cell(driver: str, cut: bool) -> Cell:
+    figures = CellFigures(throughput=100.0, unit="req/s", precision=0.02, requests=10, cpu_user_s=0.001,
+                          cpu_sys_s=0.001, peak_rss_kb=2048, budget_stopped=cut)
+    return Cell(driver=driver, scenario="get-small", status="ok", figures=figures)
 
 
 def test_the_budget_flag_of_most_cells_becomes_one_line():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from clientlab.record import Cell
+
 
 def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1000:,.1f}"
@@ -24,9 +26,9 @@ def _per_request(faults: int | None, wakeups: int | None, requests: int | None) 
     return f"{faults / requests:.1f}/{wakeups / requests:.2f}"
 
 
-def trials_table(cell: dict, trials: list[dict]) -> Table:
-    table = Table(title=f"{cell['driver']} × {cell['scenario']}: {cell['status']}"
-                  + (f" — {cell['reason'].splitlines()[0]}" if cell.get("reason") else ""))
+def trials_table(cell: Cell, trials: list[dict]) -> Table:
+    table = Table(title=f"{cell.driver} × {cell.scenario}: {cell.status}"
+                  + (f" — {cell.reason.splitlines()[0]}" if cell.reason else ""))
     for column in ("trial", "ok", "wall ms", "user ms", "sys ms", "faults/wake-ups a req", "peak MiB", "set-up ms", "conns",
                    "requests", "TLS full/resumed", "versions", "stalled", "cycle p50/p99 ms",
                    "server CPU ms", "steal/others ms", "host ×"):

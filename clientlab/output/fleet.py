@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from clientlab.output.cellfigures import precision, throughput
+from clientlab.record import FleetJob, RunConfig
 
 LIKE_FOR_LIKE = ("cpu_model", "cores", "memory_gib", "kernel")   # what must agree for absolute figures
 
@@ -21,22 +22,25 @@ def describe_machine(machine: dict) -> str:
             f"{machine.get('memory_gib', '?')} GiB, kernel {machine.get('kernel', '?')}")
 
 
+def _fleet(run: dict) -> FleetJob:
+    return RunConfig.from_json(run["config"]).fleet or FleetJob()
+
+
 def rows(runs: list[dict]) -> list[dict]:
     """One row a cell: {driver, scenario, host, cell, ratio}; `runs` are job runs with their cells
-    (run['cells']). The ratio is the cell's throughput over its job's baseline on that scenario."""
+    (run['cells'], typed). The ratio is the cell's throughput over its job's baseline on that scenario."""
     out = []
     for run in runs:
-        fleet = run["config"].get("fleet", {})
-        baseline = fleet.get("baseline")
-        base = {c["scenario"]: c for c in run["cells"] if c["driver"] == baseline and c["status"] == "ok"}
+        fleet = _fleet(run)
+        base = {c.scenario: c for c in run["cells"] if c.driver == fleet.baseline and c.status == "ok"}
         for cell in run["cells"]:
-            ref = base.get(cell["scenario"])
+            ref = base.get(cell.scenario)
             ratio = None
-            if cell["status"] == "ok" and ref and cell["figures"] and ref["figures"]:
-                ratio = cell["figures"]["throughput"] / ref["figures"]["throughput"]
-            out.append({"driver": cell["driver"], "scenario": cell["scenario"], "host": fleet.get("host") or "—",
-                        "job": fleet.get("job"), "run_id": run["id"], "cell": cell, "ratio": ratio,
-                        "baseline": cell["driver"] == baseline})
+            if cell.measured and ref and ref.figures:
+                ratio = cell.figures.throughput / ref.figures.throughput
+            out.append({"driver": cell.driver, "scenario": cell.scenario, "host": fleet.host or "—",
+                        "job": fleet.job, "run_id": run["id"], "cell": cell, "ratio": ratio,
+                        "baseline": cell.driver == fleet.baseline})
     return out
 
 
@@ -44,7 +48,7 @@ def comparable_note(runs: list[dict]) -> list[str]:
     """What the hosts were, and whether their absolute figures may stand side by side."""
     machines: dict[str, dict] = {}
     for run in runs:
-        host = run["config"].get("fleet", {}).get("host")
+        host = _fleet(run).host
         if host:
             machines.setdefault(host, run["machine"])
     kinds = {host_fingerprint(m) for m in machines.values()}
@@ -67,11 +71,11 @@ def fleet_table(runs: list[dict], title: str) -> Table:
                             ("figure", "right"), ("±", "right"), ("run", "right")):
         table.add_column(column, justify=justify)
     for row in sorted(rows(runs), key=_sort_key):
-        cell, f = row["cell"], row["cell"]["figures"]
-        if cell["status"] == "ok" and f:
-            figure, spread = throughput(f), precision(f)
+        cell = row["cell"]
+        if cell.measured:
+            figure, spread = throughput(cell.figures), precision(cell.figures)
         else:
-            figure, spread = cell["status"].upper() if cell["status"] == "failed" else cell["status"], ""
+            figure, spread = cell.status.upper() if cell.status == "failed" else cell.status, ""
         ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}" + (" (baseline)" if row["baseline"] else "")
         table.add_row(row["scenario"], row["driver"], f"{row['host']} (job {row['job']})", ratio, figure, spread,
                       str(row["run_id"]))

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from clientlab.output.fleet import comparable_note, rows
+from clientlab.record import Cell
 
 MACHINE = {"cpu_model": "Xeon", "cores": 2, "memory_gib": 23.5, "kernel": "6.1"}
 
 
-def _cell(driver: str, throughput: float | None, status: str = "ok") -> dict:
+def _cell(driver: str, throughput: float | None, status: str = "ok") -> Cell:
     figures = {"throughput": throughput, "precision": 0.01, "unit": "req/s"} if throughput else None
-    return {"driver": driver, "scenario": "get-small", "status": status, "figures": figures}
+    return Cell.from_json({"driver": driver, "scenario": "get-small", "status": status, "figures": figures})
 
 
-def _run(run_id: int, host: str, machine: dict, cells: list[dict]) -> dict:
+def _run(run_id: int, host: str, machine: dict, cells: list[Cell]) -> dict:
     return {"id": run_id, "machine": machine, "cells": cells,
             "config": {"fleet": {"host": host, "job": run_id, "baseline": "base"}}}
 

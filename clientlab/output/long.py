@@ -6,28 +6,29 @@ from __future__ import annotations
 from rich.text import Text
 
 from clientlab.output import cellfigures as cf
+from clientlab.record import Cell
 
 
-def _rate(cell: dict) -> float:
-    return cell["figures"]["throughput"] if cell["status"] == "ok" and cell.get("figures") else -1.0
+def _rate(cell: Cell) -> float:
+    return cell.figures.throughput if cell.measured else -1.0
 
 
-def long_lines(cells: list[dict]) -> list[Text]:
+def long_lines(cells: list[Cell]) -> list[Text]:
     """Per scenario: a heading, then each driver's line with its ratio to the scenario's fastest."""
     lines: list[Text] = []
-    scenarios = list(dict.fromkeys(c["scenario"] for c in cells))
+    scenarios = list(dict.fromkeys(c.scenario for c in cells))
     width = max((len(cf.driver_label(c)) for c in cells), default=10)
     quiet = cf.said_once(cells)
     for name in scenarios:
-        mine = sorted((c for c in cells if c["scenario"] == name), key=_rate, reverse=True)
+        mine = sorted((c for c in cells if c.scenario == name), key=_rate, reverse=True)
         lines.append(Text(name, style="bold underline"))
         best = _rate(mine[0])
         for cell in mine:
             line = Text(f"  {cf.driver_label(cell):<{width}}  ")
-            if cell["status"] != "ok":
-                line.append(cf.status_line(cell, 100), style=cf.STATUS_STYLE.get(cell["status"], ""))
+            if not cell.measured:
+                line.append(cf.status_line(cell, 100), style=cf.STATUS_STYLE.get(cell.status, ""))
             else:
-                f = cell["figures"]
+                f = cell.figures
                 line.append(f"{cf.throughput(f):>14}", style="bold")
                 line.append(f" {cf.precision(f):>6}", style="dim")
                 line.append(f"  {_rate(cell) / best:5.2f}×" if best > 0 else "")

@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clientlab.output import cellfigures as cf
+from clientlab.record import Cell
 
 CAPTION = ("req/s or MB/s: median, ± half the CI of the median; n = requests per trial (of the scenario's, "
            "when scaled to the trial budget); CPU per request and peak memory of the driver's process tree; "
@@ -15,11 +16,11 @@ COLUMN_WIDTH = 20
 DRIVER_WIDTH = 26
 
 
-def cell_text(cell: dict, said_once: frozenset[str] = frozenset()) -> Text:
+def cell_text(cell: Cell, said_once: frozenset[str] = frozenset()) -> Text:
     """One cell: throughput ± precision, count, CPU per request, peak memory; or the status and why."""
-    if cell["status"] != "ok":
-        return Text(cf.status_line(cell), style=cf.STATUS_STYLE.get(cell["status"], ""))
-    f = cell["figures"]
+    if cell.status != "ok" or cell.figures is None:
+        return Text(cf.status_line(cell), style=cf.STATUS_STYLE.get(cell.status, ""))
+    f = cell.figures
     text = Text(cf.throughput(f), style="bold")
     text.append(f" {cf.precision(f)}", style="dim")
     for flag in cf.flags(f, said_once):
@@ -31,17 +32,17 @@ def cell_text(cell: dict, said_once: frozenset[str] = frozenset()) -> Text:
     return text
 
 
-def width_needed(cells: list[dict]) -> int:
-    scenarios = len(dict.fromkeys(c["scenario"] for c in cells))
+def width_needed(cells: list[Cell]) -> int:
+    scenarios = len(dict.fromkeys(c.scenario for c in cells))
     return DRIVER_WIDTH + COLUMN_WIDTH * scenarios
 
 
-def results_table(cells: list[dict], title: str) -> Table:
-    drivers = list(dict.fromkeys(c["driver"] for c in cells))
-    labels = {c["driver"]: cf.driver_label(c) for c in cells}
+def results_table(cells: list[Cell], title: str) -> Table:
+    drivers = list(dict.fromkeys(c.driver for c in cells))
+    labels = {c.driver: cf.driver_label(c) for c in cells}
     quiet = cf.said_once(cells)
-    scenarios = list(dict.fromkeys(c["scenario"] for c in cells))
-    by_key = {(c["driver"], c["scenario"]): c for c in cells}
+    scenarios = list(dict.fromkeys(c.scenario for c in cells))
+    by_key = {(c.driver, c.scenario): c for c in cells}
     table = Table(title=title, show_lines=True, caption=CAPTION)
     table.add_column("driver", style="bold", no_wrap=True)
     for name in scenarios:

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from clientlab.output.cellfigures import DEPARTED
+from clientlab.record import Cell
 
 
 def versions_text(versions: dict[str, str]) -> str:
@@ -14,13 +15,13 @@ def versions_text(versions: dict[str, str]) -> str:
     return ", ".join(f"{name} {version}" for name, version in versions.items())
 
 
-def print_what_ran(console: Console, cells: list[dict]) -> None:
+def print_what_ran(console: Console, cells: list[Cell]) -> None:
     """Per driver, once: the versions its hello reported, then the settings it declares."""
     drivers: dict[str, dict] = {}
     for cell in cells:
-        seen = drivers.setdefault(cell["driver"], {"versions": {}, "departures": []})
-        seen["versions"].update(cell.get("versions") or {})
-        seen["departures"] = cell.get("departures") or seen["departures"]
+        seen = drivers.setdefault(cell.driver, {"versions": {}, "departures": ()})
+        seen["versions"].update(cell.versions or {})
+        seen["departures"] = cell.departures or seen["departures"]
     if not any(d["versions"] for d in drivers.values()):
         return
     console.print("\n[bold]Versions that ran[/]")

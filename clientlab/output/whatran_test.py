@@ -10,15 +10,16 @@ from rich.console import Console
 
 from clientlab.output.long import long_lines
 from clientlab.output.whatran import print_what_ran
+from clientlab.record import Cell
 from clientlab.store import Store, legacy
 
 
-def _cell(driver: str, departures: list[str]) -> dict:
-    return {"driver": driver, "scenario": "get-small", "status": "unsupported", "reason": "x",
-            "versions": {"lib": "1.2.3", "runtime": "9"}, "departures": departures}
+def _cell(driver: str, departures: list[str]) -> Cell:
+    return Cell(driver=driver, scenario="get-small", status="unsupported", reason="x",
+                versions={"lib": "1.2.3", "runtime": "9"}, departures=tuple(departures))
 
 
-def _printed(cells: list[dict]) -> str:
+def _printed(cells: list[Cell]) -> str:
     console = Console(file=io.StringIO(), width=200)
     print_what_ran(console, cells)
     return console.file.getvalue()

@@ -7,9 +7,11 @@ swept setting, one curve per driver and other settings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from clientlab.record import Cell, CellFigures
 from clientlab.report.data import Report
 from clientlab.report.sweeps import Sweep, find
 
@@ -36,39 +38,32 @@ def _slug(*parts: str) -> str:
 
 # -- one figure of a measured cell ---------------------------------------------------------
 
-def throughput_interval(figures: dict) -> tuple[float, float]:
-    """Throughput at the wall-time CI's ends (work per second is the inverse of the time)."""
-    wall = figures["wall_s"]
-    work = figures["throughput"] * wall["median"]
-    return work / wall["ci_high"], work / wall["ci_low"] if wall["ci_low"] > 0 else figures["throughput"]
-
-
-METRICS: dict[str, tuple[str, Any]] = {  # metric -> (axis title, value of a cell's figures)
-    "throughput": ("throughput", lambda f: f["throughput"]),
-    "peak_rss": ("peak RSS (MiB)", lambda f: f["peak_rss_kb"] / 1024),
-    "wall": ("wall time, median (s)", lambda f: f["wall_s"]["median"]),
+METRICS: dict[str, tuple[str, Callable[[CellFigures], float]]] = {  # metric -> (axis title, value of a cell's figures)
+    "throughput": ("throughput", lambda f: f.throughput),
+    "peak_rss": ("peak RSS (MiB)", lambda f: f.peak_rss_kb / 1024),
+    "wall": ("wall time, median (s)", lambda f: f.wall_s.median),
 }
 
 
 # -- per scenario ---------------------------------------------------------------------------
 
-def _scenario_charts(column: str, cells: list[dict]) -> list[Chart]:
-    drivers = [c["driver"] for c in cells]
-    figs = [c["figures"] for c in cells]
-    unit = figs[0]["unit"]
-    lows, highs = zip(*(throughput_interval(f) for f in figs))
-    throughput = [f["throughput"] for f in figs]
+def _scenario_charts(column: str, cells: list[Cell], timed_walls: dict[int, list[float]]) -> list[Chart]:
+    drivers = [c.driver for c in cells]
+    figs = [c.figures for c in cells]
+    unit = figs[0].unit
+    lows, highs = zip(*(f.throughput_interval for f in figs))
+    throughput = [f.throughput for f in figs]
     bars = {"type": "bar", "x": drivers, "y": throughput, "name": unit,
             "error_y": {"type": "data", "symmetric": False, "array": [h - t for h, t in zip(highs, throughput)],
                         "arrayminus": [t - lo for t, lo in zip(throughput, lows)]}}
     # every timed trial as a point on its driver's bar: a cell whose trials fall into two modes
     # shows two clusters, where the bar alone shows a median between them
-    each = [(c["driver"], f["throughput"] * f["wall_s"]["median"] / wall)
-            for c, f in zip(cells, figs) for wall in c.get("timed_walls") or []]
+    each = [(c.driver, f.throughput * f.wall_s.median / wall)
+            for c, f in zip(cells, figs) for wall in timed_walls.get(c.id) or []]
     trials = {"type": "scatter", "mode": "markers", "name": "each trial", "x": [d for d, _ in each],
               "y": [v for _, v in each], "marker": {"size": 5, "color": "#333", "opacity": 0.6}}
-    cpu = [{"type": "bar", "x": drivers, "y": [f[key] for f in figs], "name": name}
-           for key, name in (("cpu_user_s", "user"), ("cpu_sys_s", "system"))]
+    cpu = [{"type": "bar", "x": drivers, "y": [f.cpu_user_s for f in figs], "name": "user"},
+           {"type": "bar", "x": drivers, "y": [f.cpu_sys_s for f in figs], "name": "system"}]
     rss = {"type": "bar", "x": drivers, "y": [METRICS["peak_rss"][1](f) for f in figs], "name": "peak RSS"}
     return [
         Chart(_slug("throughput", column), "throughput", column, {"data": [bars, trials], "layout": _layout(
@@ -89,9 +84,9 @@ def _sweep_charts(sweep: Sweep) -> list[Chart]:
     for metric in sweep.metrics:
         title, value = METRICS[metric]
         if metric == "throughput":
-            title = sweep.curves[0].points[0][1]["figures"]["unit"]
+            title = sweep.curves[0].points[0][1].figures.unit
         data = [{"type": "scatter", "mode": "lines+markers", "name": curve.name,
-                 "x": [x for x, _ in curve.points], "y": [value(c["figures"]) for _, c in curve.points]}
+                 "x": [x for x, _ in curve.points], "y": [value(c.figures) for _, c in curve.points]}
                 for curve in sweep.curves]
         layout = _layout(f"{sweep.scenario}: {METRICS[metric][0]} against {sweep.setting}", title,
                          xaxis={"title": {"text": f"{sweep.setting} ({sweep.unit})" if sweep.unit else sweep.setting}, "type": "log" if log else "linear"},
@@ -104,9 +99,9 @@ def _sweep_charts(sweep: Sweep) -> list[Chart]:
 def build(report: Report) -> list[Chart]:
     charts = []
     for column in report.columns:
-        measured = [c for c in report.cells if c["column"] == column and c["status"] == "ok" and c["figures"]]
+        measured = [c for c in report.cells if c.column == column and c.measured]
         if measured:
-            charts += _scenario_charts(column, measured)
+            charts += _scenario_charts(column, measured, report.timed_walls)
     for sweep in find(report.cells):
         charts += _sweep_charts(sweep)
     return charts

@@ -17,6 +17,7 @@ from typing import Any
 from clientlab.output import cellfigures as cf
 from clientlab.profile import flame
 from clientlab.output.cellfigures import DEPARTED
+from clientlab.record import Cell
 from clientlab.report import charts as charting
 from clientlab.report.data import Report
 
@@ -75,38 +76,37 @@ def _metric(name: str, value: float, text: str, css: str = "") -> str:
     return f'<span class="{e(css or name)}" data-metric="{e(name)}" data-value="{e(repr(value))}">{e(text)}</span>'
 
 
-def _cell(cell: dict | None, best: float | None = None) -> str:
+def _cell(cell: Cell | None, best: float | None = None) -> str:
     """One summary cell: throughput ± precision and its ratio to the column's fastest, CPU per
     request, peak memory; each a line, as the terminal's long form has them."""
     if cell is None:
         return '<td class="dim">—</td>'
-    attrs = (f'data-cell="{e(cell["id"])}" data-driver="{e(cell["driver"])}" data-scenario="{e(cell["scenario"])}" '
-             f'data-status="{e(cell["status"])}" class="{e(cell["status"])}"')
-    if cell["status"] != "ok":
-        label = "FAILED" if cell["status"] == "failed" else cell["status"]
-        return f'<td {attrs}><b>{e(label)}</b>: <div class="reason">{e(cell["reason"] or "")}</div></td>'
-    f = cell["figures"]
-    best_ratio = f["throughput"] / best if best else None
-    throughput = _metric("throughput", f["throughput"], f"{_number(f['throughput'])} {f['unit']}")
-    precision = _metric("precision", f["precision"], f"{f['precision'] * 100:.1f}%", "dim")
-    noisy = ' <span class="noisy">noisy</span>' if f.get("noisy") else ""
-    if f.get("modes"):  # two modes: each one's rate, not a median that no trial had
-        fast, slow = f["modes"]
-        noisy = (f' <span class="noisy">two modes: {_number(fast["throughput"])} ({fast["trials"]}) / '
-                 f'{_number(slow["throughput"])} ({slow["trials"]})</span>')
+    attrs = (f'data-cell="{e(cell.id)}" data-driver="{e(cell.driver)}" data-scenario="{e(cell.scenario)}" '
+             f'data-status="{e(cell.status)}" class="{e(cell.status)}"')
+    if not cell.measured:
+        label = "FAILED" if cell.status == "failed" else cell.status
+        return f'<td {attrs}><b>{e(label)}</b>: <div class="reason">{e(cell.reason or "")}</div></td>'
+    f = cell.figures
+    best_ratio = f.throughput / best if best else None
+    throughput = _metric("throughput", f.throughput, f"{_number(f.throughput)} {f.unit}")
+    precision = _metric("precision", f.precision, f"{f.precision * 100:.1f}%", "dim")
+    noisy = ' <span class="noisy">noisy</span>' if f.noisy else ""
+    if f.modes:  # two modes: each one's rate, not a median that no trial had
+        fast, slow = f.modes
+        noisy = (f' <span class="noisy">two modes: {_number(fast.throughput)} ({fast.trials}) / '
+                 f'{_number(slow.throughput)} ({slow.trials})</span>')
     # the stored figures ride along as data; the cell shows what the terminal shows, per request
-    user = _metric("cpu_user_s", f["cpu_user_s"], "", "hidden")
-    system = _metric("cpu_sys_s", f["cpu_sys_s"], "", "hidden")
-    rss = _metric("peak_rss_kb", f["peak_rss_kb"], cf.memory(f))
+    user = _metric("cpu_user_s", f.cpu_user_s, "", "hidden")
+    system = _metric("cpu_sys_s", f.cpu_sys_s, "", "hidden")
+    rss = _metric("peak_rss_kb", f.peak_rss_kb, cf.memory(f))
     ratio = f' <span class="dim">{best_ratio:.2f}×</span>' if best_ratio is not None else ""
-    return (f'<td {attrs} data-sort="{e(repr(f["throughput"]))}"><span class="line">{throughput}'
+    return (f'<td {attrs} data-sort="{e(repr(f.throughput))}"><span class="line">{throughput}'
             f' <span class="dim">±{precision}</span>{ratio}{noisy}</span>'
             f'<span class="line">{e(cf.cpu_per_request(f))}{user}{system}</span><span class="line">{rss}</span></td>')
 
 
 def _fastest(report: Report, column: str) -> float | None:
-    rates = [c["figures"]["throughput"] for d in report.drivers
-             if (c := report.cell(d, column)) and c["status"] == "ok" and c["figures"]]
+    rates = [c.figures.throughput for d in report.drivers if (c := report.cell(d, column)) and c.measured]
     return max(rates, default=None)
 
 
@@ -146,9 +146,9 @@ def _findings(report: Report) -> str:
     parts = []
     for driver, found in report.findings.items():
         items = "".join(
-            f'<div class="finding" data-finding="{e(f.get("rule", ""))}"><span class="{e(f["severity"])}">'
-            f'{e(f["severity"])}</span> {e(column)}: <b>{e(f["title"])}</b><br>{e(f["evidence"])}<br>'
-            f'fix: {e(f["fix"])}</div>' for column, f in found)
+            f'<div class="finding" data-finding="{e(f.rule)}"><span class="{e(f.severity)}">'
+            f'{e(f.severity)}</span> {e(column)}: <b>{e(f.title)}</b><br>{e(f.evidence)}<br>'
+            f'fix: {e(f.fix)}</div>' for column, f in found)
         parts.append(f'<section data-driver="{e(driver)}"><h3>{e(driver)}</h3>{items}</section>')
     return "".join(parts)
 

@@ -35,13 +35,13 @@ def test_text_from_the_store_is_escaped(measured_run, tmp_path):
     report = data.gather(store, run_id)
     store.close()
     hostile = '<img src="x" onerror="document.title=1"></td><script>document.title=2</script>'
-    failed = next(c for c in report.cells if c["status"] == "failed")
-    failed["reason"] = hostile
+    i, failed = next((i, c) for i, c in enumerate(report.cells) if c.status == "failed")
+    report.cells[i] = failed.with_(reason=hostile)
     report.run["machine"]["hostname"] = hostile
     path = tmp_path / "report.html"
     path.write_text(html.render(report)[0])
     with open_report(path) as loaded:
-        assert loaded.page.inner_text(f'td[data-cell="{failed["id"]}"] .reason') == hostile
+        assert loaded.page.inner_text(f'td[data-cell="{failed.id}"] .reason') == hostile
         assert hostile in loaded.page.inner_text("#machine")
         assert loaded.page.query_selector_all("img") == [] and loaded.page.title().startswith("clientlab run")
         assert loaded.errors == []

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from clientlab.record import Cell
 from clientlab.report.data import flatten
 from clientlab.units import parse_size
 
@@ -23,7 +24,7 @@ CLIENT_METRICS = ("wall",)
 @dataclass
 class Curve:
     name: str
-    points: list[tuple[float, dict]]  # (x, cell), sorted by x
+    points: list[tuple[float, Cell]]  # (x, cell), sorted by x
 
 
 @dataclass
@@ -61,16 +62,16 @@ def base_name(label: str) -> str:
     return label.partition("[")[0]
 
 
-def _sweeps_of(scenario: str, cells: list[dict]) -> list[Sweep]:
-    flats = [flatten(c["params"]) for c in cells]
+def _sweeps_of(scenario: str, cells: list[Cell]) -> list[Sweep]:
+    flats = [flatten(c.params) for c in cells]
     found = []
     for key in sorted({k for f in flats for k in f}):
-        groups: dict[tuple, list[tuple[float, dict]]] = {}
+        groups: dict[tuple, list[tuple[float, Cell]]] = {}
         for cell, flat in zip(cells, flats):
             x = numeric(key, flat.get(key))
             if x is not None:
                 others = tuple(sorted((k, json.dumps(v)) for k, v in flat.items() if k != key))
-                groups.setdefault((cell["driver"], others), []).append((x, cell))
+                groups.setdefault((cell.driver, others), []).append((x, cell))
         groups = {g: pts for g, pts in groups.items() if len({x for x, _ in pts}) >= 2}
         if not groups:
             continue
@@ -88,10 +89,10 @@ def _sweeps_of(scenario: str, cells: list[dict]) -> list[Sweep]:
     return found
 
 
-def find(cells: list[dict]) -> list[Sweep]:
+def find(cells: list[Cell]) -> list[Sweep]:
     """Every sweep in a run's measured cells."""
-    by_scenario: dict[str, list[dict]] = {}
+    by_scenario: dict[str, list[Cell]] = {}
     for c in cells:
-        if c["status"] == "ok" and c["figures"]:
-            by_scenario.setdefault(base_name(c["scenario"]), []).append(c)
+        if c.measured:
+            by_scenario.setdefault(base_name(c.scenario), []).append(c)
     return [s for name, group in by_scenario.items() for s in _sweeps_of(name, group)]
