@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the lab needs on Debian 12 (as root), idempotently:
 # apt packages (the lab's and every driver's), the lab's venv, certificates, the bench server,
-# and every driver's build. A second run skips what is already there.
+# and the default run's drivers (the others build on first use). A second run skips what is
+# already there.
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$PWD
@@ -96,7 +97,8 @@ else
   say "network lab: up to date"
 fi
 
-# 6. every driver (each skipped while its build inputs are unchanged)
-say "building drivers (and the runtime lines the experiments run on)"
-.venv/bin/clientlab build --experiments
+# 6. the default run's drivers (each skipped while its build inputs are unchanged); every other
+#    driver, and the runtime lines the experiments run on, build on first use (or: clientlab build --all)
+say "building the default run's drivers (the others build on first use)"
+.venv/bin/clientlab build
 say "done"

@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
 export PATH="$PATH:/usr/local/go/bin:$HOME/.cargo/bin"  # where the machine image keeps Go and Rust
+echo "== every driver and runtime line built (set-up builds only the default run's)"
+.venv/bin/clientlab build --all --experiments
 echo "== go test (bench server, network lab, the Go drivers' helper)"
 (cd server && go test ./...)
 (cd netlab && go test ./...)

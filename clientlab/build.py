@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from clientlab import paths
@@ -78,3 +81,20 @@ def build(driver: Driver, force: bool = False) -> tuple[bool, str]:
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(fingerprint(driver) + "\n")
     return True, f"built (on {driver.runtime.kind} {driver.runtime.version}, {installed})" if installed else "built"
+
+
+def on_first_use(drivers: Iterable[Driver], say: Callable[[str], object]) -> None:
+    """Build the chosen drivers that are not built yet: set-up builds the default run's drivers
+    only, and the others wait for the first command that needs them. Each gets a line before its
+    build and its time after; a failed build leaves the driver not installed, saying why (its
+    cells say it too). A driver whose tools are missing is left to say so."""
+    for driver in drivers:
+        if not driver.manifest.build or any(shutil.which(t) is None for t in driver.manifest.requires):
+            continue
+        if is_built(driver):
+            continue
+        say(f"building {driver.id} on first use …")
+        started = time.monotonic()
+        ok, what = build(driver)
+        took = time.monotonic() - started
+        say(f"{driver.id}: {what.splitlines()[0]} in {took:.0f} s" if ok else f"{driver.id}: build failed: {what}")

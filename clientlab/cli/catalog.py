@@ -22,6 +22,7 @@ from clientlab.cli.common import (
     split_names,
     use_scenario_paths,
 )
+from clientlab.errors import LabInputError
 from clientlab.output.cellfigures import DEPARTED
 
 
@@ -81,19 +82,25 @@ def scenarios_cmd(scenario_paths: tuple[Path, ...], as_json: bool) -> None:
 
 @main.command("build")
 @driver_path_option
-@click.option("-d", "--drivers", "driver_names", multiple=True, help="Only these drivers (comma-separated).")
+@click.option("-d", "--drivers", "driver_names", multiple=True,
+              help="These drivers (comma-separated). Default: the drivers of a plain `clientlab run`; "
+                   "the others build on first use.")
+@click.option("--all", "every", is_flag=True, help="Every driver, ahead of their first use.")
 @click.option("--force", is_flag=True, help="Rebuild even when the build inputs did not change.")
 @runtimes_option
 @click.option("--experiments", "for_experiments", is_flag=True,
               help="Also the runtime lines the shipped experiments run on (clients-by-runtime's), which are "
                    "otherwise built on first use.")
-def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], force: bool,
+def build_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], every: bool, force: bool,
               runtime_specs: tuple[str, ...], for_experiments: bool) -> None:
     """Build drivers (venvs, compiled programs, the runtime builds they run on); skips the ones
-    that are up to date."""
+    that are up to date. Set-up builds the default run's drivers; `run`, `crosscheck` and
+    `experiment` build any other on first use, and `build --all` builds them all ahead of time."""
     drivers = load_drivers(driver_paths)
     wanted = split_names(driver_names)
-    chosen = manifest.select(drivers, wanted) if wanted else drivers
+    if wanted and every:
+        raise LabInputError("-d names drivers and --all takes every one: give one of them")
+    chosen = manifest.select(drivers, wanted) if wanted else drivers if every else manifest.select(drivers, None)
     chosen = manifest.on_runtimes(chosen, runtimes.parse(list(runtime_specs)))
     if for_experiments:
         chosen += _experiment_lines(drivers)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from clientlab import build as builder
 from clientlab import manifest, scenario
 from clientlab.cli.common import (
     DEFAULT_FORKS,
@@ -104,6 +105,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     server_host = chosen_server_host(server_host_name, hosts_path)
 
     chosen = manifest.select(load_drivers(driver_paths), split_names(driver_names))
+    builder.on_first_use(chosen, lambda line: err.print(line, highlight=False))
     missing = [f"{d.id} ({d.missing()})" for d in chosen if d.missing() is not None]
     if missing and driver_names:  # named ones must be there; of the defaults, the installed ones run
         raise LabInputError(f"not installed: {'; '.join(missing)}")

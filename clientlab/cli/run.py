@@ -167,6 +167,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
         run_on_hosts(click.get_current_context(), on_hosts, hosts_path, job_size, baseline)
         return
     chosen = _on_runtimes(_chosen_drivers(driver_paths, driver_names), runtime_specs)
+    builder.on_first_use(chosen, lambda line: err.print(line, highlight=False))
     files, scenarios = _chosen_scenarios(scenario_names, params, http_versions, concurrency, keep_alive,
                                          client_options, server_headers)
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),

@@ -62,15 +62,16 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
 
 def _drivers(cells: list[PlannedCell], extra: list[manifest.Driver],
              on_note: Callable[[str], object]) -> dict[str, manifest.Driver]:
-    """The lab's drivers by id, with the runtime lines the cells name (each built on first use)."""
+    """The lab's drivers by id, with the runtime lines the cells name; the ones the cells name
+    are built on first use."""
     drivers = {d.id: d for d in manifest.discover()[0] + extra}
+    named = []
     for driver_id in dict.fromkeys(c.driver for c in cells):
-        found = manifest.variant(drivers, driver_id) if driver_id not in drivers else None
+        found = manifest.variant(drivers, driver_id) if driver_id not in drivers else drivers.get(driver_id)
         if found is not None:
             drivers[driver_id] = found
-            if not builder.is_built(found):
-                on_note(f"building {found.id} (on {found.runtime.kind} {found.runtime.version}) …")
-                on_note(f"{found.id}: {builder.build(found)[1]}")
+            named.append(found)
+    builder.on_first_use(named, on_note)
     return drivers
 
 
