@@ -44,10 +44,24 @@ def causes() -> tuple[Cause, ...]:
 
 
 def cause_of(path: CodePath) -> Cause | None:
+    """The known cause a path is, if any (the causes that hold of a whole profile left out)."""
     for c in causes():
-        if c.frames is not None and any(c.frames.search(f) for f in path.frames):
+        if c.frames is not None and not c.min_share and any(c.frames.search(f) for f in path.frames):
             return c
     return None
+
+
+def profile_causes(w: Weighted) -> list[Cause]:
+    """The causes that hold of the whole profile: their frames under at least `min_share` of it."""
+    found = []
+    whole = fold.total(w.folded)
+    for c in causes():
+        if c.frames is None or not c.min_share or not whole:
+            continue
+        under = sum(n for stack, n in w.folded.items() if any(c.frames.search(f) for f in fold.frames_of(stack)))
+        if under / whole >= c.min_share:
+            found.append(c)
+    return found
 
 
 def language_of(driver: str) -> str:
@@ -119,15 +133,13 @@ def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:
                 "paths": []}
     found = paths(ws, wf, rules)
     named = [(p, cause_of(p)) for p in found]
-    gc = _gc_cause(slow)
     parts = [f"{' → '.join(_short(f) for f in p.frames)}: +{p.us:.0f} µs" + (f" ({c.id})" if c else "")
              for p, c in named[:4]]
     evidence = (f"{layers}. " if layers else "") + (
         "Paths that make the difference, extra µs a request: " + "; ".join(parts) if parts
         else "no single code path holds the difference: it is spread over the library")
     known = [c for _, c in named if c is not None]
-    if gc is not None:
-        known.append(gc)
+    known += profile_causes(ws)
     seen: set[str] = set()
     known = [c for c in known if not (c.id in seen or seen.add(c.id))]
     fix = " ".join(f"{c.what[0].upper()}{c.what[1:]}: {c.fix}." for c in known) or (
@@ -137,17 +149,6 @@ def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:
             "paths": [{"frames": list(p.frames), "us_per_request": p.us, "slow_us": p.slow_us,
                        "fast_us": p.fast_us, "layer": p.layer, "cause": c.id if c else None} for p, c in named],
             "against": fast["driver"]}
-
-
-def _gc_cause(cell: dict) -> Cause | None:
-    layers = (cell.get("figures") or {}).get("layers") or {}
-    for c in causes():
-        if c.layer is None:
-            continue
-        share = sum(s["share"] for s in layers.get("shares", []) if s["layer"] == c.layer)
-        if share >= c.min_share and c.layer == "runtime":
-            return c
-    return None
 
 
 def layers_line(cell: dict) -> str:

@@ -25,11 +25,28 @@ _SHARED = re.compile(r"\.so(\.[\d.]+)?$")
 _PERF_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)$")
 
 
+_JIT_MAP = re.compile(r"^/tmp/perf-\d+\.map$")
+# V8's perf-map names: "JS:*'name file:line:col" (the marks say which tier compiled it)
+_V8 = re.compile(r"^(JS|LazyCompile|Function|Script|InterpretedFunction|Baseline|Maglev|Turbofan):[*~+'^]*")
+_V8_POSITION = re.compile(r"(:\d+)+$")
+
+
+def short_symbol(symbol: str) -> str:
+    """A JIT-compiled function's name without its tier marks and source position, so that one
+    function folds to one frame however often it was compiled."""
+    m = _V8.match(symbol)
+    if not m:
+        return symbol
+    return "JS:" + _V8_POSITION.sub("", symbol[m.end():])
+
+
 def short_module(path: str) -> str:
     """A module's path as profiles show it: relative to the checkout, below site-packages, or
     `<stdlib>/...`; a shared object by its file name; the kernel as `kernel`."""
     if path.startswith("[kernel") or path in ("[vdso]", "[unknown]"):
         return "kernel" if path.startswith("[kernel") else path.strip("[]")
+    if _JIT_MAP.match(path):
+        return "jit"
     if path.startswith("/") and _SHARED.search(path):
         return path.rsplit("/", 1)[-1]
     if path.startswith("/"):
@@ -48,7 +65,7 @@ def short_module(path: str) -> str:
 
 
 def frame(symbol: str, module: str) -> str:
-    return f"{symbol.replace(';', ':')} ({short_module(module)})"
+    return f"{short_symbol(symbol).replace(';', ':')} ({short_module(module)})"
 
 
 def _pyspy_frame(text: str) -> str:

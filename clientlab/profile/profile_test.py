@@ -146,3 +146,19 @@ def test_known_paths_are_named_by_their_cause(frame, cause):
 
 def test_an_unknown_path_has_no_cause():
     assert cause_of(Path(("main (x)", "parse (x/client.py)"), 10.0, 10.0, 0.0, "library")) is None
+
+
+def test_a_jit_functions_frames_fold_to_one_whatever_tier_compiled_it():
+    script = ("node 7/7\n\t 1 JS:*'Readable.read node:internal/streams/readable:656:35 (/tmp/perf-7.map)\n\n"
+              "node 7/7\n\t 2 JS:~Readable.read node:internal/streams/readable:656:35 (/tmp/perf-7.map)\n")
+    assert fold.parse_perf_script(script) == {"node (process);JS:Readable.read node:internal/streams/readable (jit)": 2}
+
+
+def test_gc_pressure_is_found_over_the_whole_profile_not_in_one_path():
+    from clientlab.profile.causes import profile_causes
+
+    heavy = _weighted({"main (x);gc_collect_main (gcmodule.c)": 30, "main (x);send (x/c.py)": 70}, 1.0)
+    light = _weighted({"main (x);gc_collect_main (gcmodule.c)": 3, "main (x);send (x/c.py)": 97}, 1.0)
+    assert [c.id for c in profile_causes(heavy)] == ["gc-pressure"]
+    assert profile_causes(light) == []
+    assert cause_of(Path(("main (x)", "gc_collect_main (gcmodule.c)"), 30.0, 30.0, 0.0, "runtime")) is None

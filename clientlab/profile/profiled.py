@@ -7,6 +7,7 @@ process and at the same count, with the samplers attached; stored with their own
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import TYPE_CHECKING, Any
 
 from clientlab import stats
@@ -15,7 +16,7 @@ from clientlab.store.profiles import add_profile
 from clientlab.profile import folded as fold
 from clientlab.profile.layers import layers
 from clientlab.profile.rules import Rules
-from clientlab.profile.samplers import ProfilerFailed, Sampler, for_language
+from clientlab.profile.samplers import ProfilerFailed, Sampler, for_language, process_env
 
 if TYPE_CHECKING:
     from clientlab.runner.cell import Cell
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 KIND = "profiled"
 MIN_PROFILED_S = 1.5   # profiled trials until they sampled this much wall time…
 MAX_TRIALS = 5         # …or this many
+OWN_WARM_S = 10.0      # a JIT runtime's own profiling process warms up this long first
 
 
 class CellProfiler:
@@ -37,12 +39,30 @@ class CellProfiler:
         result = cell.result
         if result is None or result.status != "ok" or cell.running is None or cell.work is None:
             return
+        env = process_env(cell.driver.manifest.language)
         try:
+            if env:
+                self._own_process(cell, trials, env)
             added = self._profiled(cell, trials)
         except (ProfilerFailed, DriverFault) as exc:
             result.figures = _with_note(result.figures, f"no profile: {str(exc).splitlines()[0]}")
             return
+        finally:
+            if env:
+                trials.pool.release(cell)   # the profiling process serves no timed trial, ever
         result.figures = _with(result.figures, added)
+
+    def _own_process(self, cell: Cell, trials: Trials, env: dict[str, str]) -> None:
+        """A process of the driver of its own for the profile, started with `env` (a runtime that
+        names its JIT-compiled frames for perf only when started so), warmed up at the cell's count
+        for OWN_WARM_S: the cell's timed trials ran in processes without it."""
+        assert cell.work is not None
+        trials.pool.spawn(cell, env=env)
+        started = time.monotonic()
+        while time.monotonic() - started < OWN_WARM_S:
+            trial = trials.run(cell, cell.work, "warmup", -1)
+            if not trial.ok:
+                raise ProfilerFailed(f"the profiling process's warm-up failed: {'; '.join(trial.problems or [])}")
 
     def _profiled(self, cell: Cell, trials: Trials) -> dict:
         language = cell.driver.manifest.language

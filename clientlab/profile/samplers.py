@@ -192,11 +192,22 @@ class PySpy:
         self.dir.rmdir()
 
 
+def process_env(language: str) -> dict[str, str] | None:
+    """What a driver's process must be started with for its profile, where its runtime names its
+    JIT-compiled frames for perf only when asked at start (Node.js: a perf map of its JavaScript
+    functions, and interpreted frames on the native stack); None: the cell's own process will do."""
+    if language == "node":
+        flags = "--perf-basic-prof --interpreted-frames-native-stack"
+        return {"NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} {flags}".strip()}
+    return None
+
+
 def for_language(language: str) -> list[Sampler]:
     """The samplers a driver of `language` gets: perf always (the native layers and the kernel of
     every language), and the language's own profiler where the lab has one."""
     # Go keeps frame pointers, and perf's DWARF unwinder loses Go's stacks after one frame
-    samplers: list[Sampler] = [Perf(call_graph="fp" if language == "go" else "dwarf,16384")]
+    # (V8's JIT code keeps frame pointers too, where DWARF has nothing to unwind it by)
+    samplers: list[Sampler] = [Perf(call_graph="fp" if language in ("go", "node") else "dwarf,16384")]
     if language == "python":
         samplers.append(PySpy())
     return samplers
