@@ -25,6 +25,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from clientlab.record import Cell
 from clientlab.store import Store
 from clientlab.store.fingerprint import HOST_FIELDS, network_of
 
@@ -136,28 +137,28 @@ def _ratio(b: float, a: float) -> float | None:
     return b / a if a else None
 
 
-def trial_throughputs(store: Store, cell: dict) -> list[float]:
+def trial_throughputs(store: Store, cell: Cell) -> list[float]:
     """Each timed trial's throughput, in the cell's unit (the cell's figure is their median)."""
-    f = cell["figures"]
-    timed = [t for t in store.trials(cell["id"]) if t["kind"] == "timed" and t["ok"] and t["wall_s"]]
-    if f["unit"] == "MB/s":
+    f = cell.figures
+    timed = [t for t in store.trials(cell.id) if t["kind"] == "timed" and t["ok"] and t["wall_s"]]
+    if f.in_bytes:
         return [(t["work_bytes"] or 0) / t["wall_s"] / 1e6 for t in timed]
-    return [f["requests"] / t["wall_s"] for t in timed]
+    return [f.requests / t["wall_s"] for t in timed]
 
 
-def compare_cells(store: Store, a: dict, b: dict) -> CellComparison:
-    row = CellComparison(a["driver"], a["scenario"], a["status"], b["status"])
-    if a["status"] != "ok" or b["status"] != "ok":
+def compare_cells(store: Store, a: Cell, b: Cell) -> CellComparison:
+    row = CellComparison(a.driver, a.scenario, a.status, b.status)
+    if not a.measured or not b.measured:
         return row
-    fa, fb = a["figures"], b["figures"]
-    row.unit = fa["unit"]
-    row.throughput_a, row.throughput_b = fa["throughput"], fb["throughput"]
-    row.throughput_ratio = _ratio(fb["throughput"], fa["throughput"])
-    row.cpu_ratio = _ratio(fb["cpu_user_s"] + fb["cpu_sys_s"], fa["cpu_user_s"] + fa["cpu_sys_s"])
-    row.peak_rss_ratio = _ratio(fb["peak_rss_kb"], fa["peak_rss_kb"])
+    fa, fb = a.figures, b.figures
+    row.unit = fa.unit
+    row.throughput_a, row.throughput_b = fa.throughput, fb.throughput
+    row.throughput_ratio = _ratio(fb.throughput, fa.throughput)
+    row.cpu_ratio = _ratio(fb.cpu_s, fa.cpu_s)
+    row.peak_rss_ratio = _ratio(fb.peak_rss_kb, fa.peak_rss_kb)
     xa, xb = trial_throughputs(store, a), trial_throughputs(store, b)
     row.trials_a, row.trials_b = len(xa), len(xb)
-    if fa["unit"] != fb["unit"]:
+    if fa.unit != fb.unit:
         row.verdict = "different metrics"
         return row
     if smallest_p(len(xa), len(xb)) >= ALPHA:
@@ -168,16 +169,16 @@ def compare_cells(store: Store, a: dict, b: dict) -> CellComparison:
     if test.p >= ALPHA or abs(row.throughput_ratio - 1) <= MIN_CHANGE:
         row.verdict = "no significant difference"
     else:
-        row.verdict = "faster" if fb["throughput"] > fa["throughput"] else "slower"
+        row.verdict = "faster" if fb.throughput > fa.throughput else "slower"
     return row
 
 
-def keyed_cells(cells: list[dict]) -> dict[tuple[str, str, int], dict]:
+def keyed_cells(cells: list[Cell]) -> dict[tuple[str, str, int], Cell]:
     """Cells by (driver, scenario, nth): a label that repeats in a run is paired in order."""
     seen: dict[tuple[str, str], int] = {}
     out = {}
     for c in cells:
-        key = (c["driver"], c["scenario"])
+        key = (c.driver, c.scenario)
         out[(*key, seen.get(key, 0))] = c
         seen[key] = seen.get(key, 0) + 1
     return out
@@ -185,7 +186,7 @@ def keyed_cells(cells: list[dict]) -> dict[tuple[str, str, int], dict]:
 
 def compare_runs(store: Store, run_a: int, run_b: int) -> list[CellComparison]:
     """One row per cell present in both runs, in run A's order."""
-    a, b = keyed_cells(store.cells(run_a)), keyed_cells(store.cells(run_b))
+    a, b = keyed_cells(store.cell_records(run_a)), keyed_cells(store.cell_records(run_b))
     return [compare_cells(store, a[key], b[key]) for key in a if key in b]
 
 
@@ -203,10 +204,10 @@ def unlike(store: Store, run_a: int, run_b: int) -> list[str]:
     net_a, net_b = network_of(ra["config"]), network_of(rb["config"])
     if net_a != net_b:
         notes.append(f"network: {net_a['profile']} in run {run_a}, {net_b['profile']} in run {run_b}")
-    a, b = keyed_cells(store.cells(run_a)), keyed_cells(store.cells(run_b))
+    a, b = keyed_cells(store.cell_records(run_a)), keyed_cells(store.cell_records(run_b))
     for key in (k for k in a if k in b):
         what = [name for name, field in (("driver versions", "versions"), ("scenario parameters", "params"))
-                if a[key][field] and b[key][field] and a[key][field] != b[key][field]]
+                if getattr(a[key], field) and getattr(b[key], field) and getattr(a[key], field) != getattr(b[key], field)]
         if what:
             notes.append(f"{key[0]} × {key[1]}: other {' and '.join(what)}")
     return notes

@@ -27,6 +27,7 @@ from rich.table import Table
 
 from clientlab import stats
 from clientlab.compare import keyed_cells, trial_throughputs
+from clientlab.record import Cell
 from clientlab.errors import LabInputError
 from clientlab.store import Store
 
@@ -125,42 +126,42 @@ def run_ids(store: Store, refs: tuple[str, ...]) -> list[int]:
     return ids
 
 
-def _facts(store: Store, run_id: int, cells: list[dict]) -> RunFacts:
+def _facts(store: Store, run_id: int, cells: list[Cell]) -> RunFacts:
     run = store.run(run_id)
     wall = run["finished_at"] - run["started_at"] if run["finished_at"] else None
-    figs = [c["figures"] or {} for c in cells if c["status"] == "ok"]
-    return RunFacts(run_id, wall, len(cells), sum(f.get("disturbed_trials", 0) for f in figs),
-                    sum(f.get("disturbed_kept", 0) for f in figs))
+    figs = [c.figures for c in cells if c.measured]
+    return RunFacts(run_id, wall, len(cells), sum(f.disturbed_trials or 0 for f in figs),
+                    sum(f.disturbed_kept or 0 for f in figs))
 
 
-def _fastest(cells: dict[tuple[str, str, int], dict]) -> dict[tuple[str, int], float]:
+def _fastest(cells: dict[tuple[str, str, int], Cell]) -> dict[tuple[str, int], float]:
     """The fastest ok cell's throughput per (scenario, position)."""
     out: dict[tuple[str, int], float] = {}
     for (_, scenario, nth), c in cells.items():
-        if c["status"] == "ok":
-            out[(scenario, nth)] = max(out.get((scenario, nth), 0.0), c["figures"]["throughput"])
+        if c.measured:
+            out[(scenario, nth)] = max(out.get((scenario, nth), 0.0), c.figures.throughput)
     return out
 
 
 def spread(store: Store, ids: list[int]) -> Spread:
-    runs = [store.cells(i) for i in ids]
+    runs = [store.cell_records(i) for i in ids]
     keyed = [keyed_cells(cells) for cells in runs]
     fastest = [_fastest(k) for k in keyed]
     out = Spread([_facts(store, i, cells) for i, cells in zip(ids, runs)], [])
     for key in keyed[0]:
         driver, scenario, nth = key
         found = [k.get(key) for k in keyed]
-        measured = [c is not None and c["status"] == "ok" for c in found]
+        measured = [c is not None and c.measured for c in found]
         if not any(measured):
             continue  # unsupported or failed in every run: nothing to compare
         if not all(measured):
             out.left_out.append(f"{driver} × {scenario}")
             continue
-        units = {c["figures"]["unit"] for c in found}
+        units = {c.figures.unit for c in found}
         if len(units) > 1:
             out.left_out.append(f"{driver} × {scenario} (different metrics)")
             continue
-        medians = [c["figures"]["throughput"] for c in found]
+        medians = [c.figures.throughput for c in found]
         to_fastest = [m / f[(scenario, nth)] for m, f in zip(medians, fastest)]
         per_run = [trial_throughputs(store, c) for c in found]
         noise = [stats.MAD_TO_SIGMA * stats.mad(x) / stats.median(x) for x in per_run if len(x) >= 2]
