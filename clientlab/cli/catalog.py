@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from clientlab import build as builder
-from clientlab import manifest, runtimes, scenario
+from clientlab import manifest, paths, runtimes, scenario
 from clientlab.cli.common import (
     driver_path_option,
     err,
@@ -123,3 +123,21 @@ def _experiment_lines(drivers: list[manifest.Driver]) -> list[manifest.Driver]:
     named = dict.fromkeys(c.driver for e in spec.discover().values() for c in plan(e, quick=False))
     lines = (manifest.variant(by_id, driver_id) for driver_id in named if driver_id not in by_id)
     return [d for d in lines if d is not None]
+
+
+@main.command("docs")
+@click.option("--check", is_flag=True, help="Only say which generated statements are stale (exit 1 if any).")
+def docs_cmd(check: bool) -> None:
+    """Write anew the statements in README.md and docs/ that the code makes itself (the drivers by
+    language, the default run's drivers, the experiments' cells and budgets): each sits between
+    `<!-- generated:NAME -->` markers."""
+    from clientlab.output import docs
+
+    stale = docs.update(check)
+    for path, names in stale:
+        verb = "stale" if check else "rewritten"
+        out.print(f"{path.relative_to(paths.ROOT)}: {', '.join(names)} {verb}", highlight=False)
+    if not stale:
+        out.print("every generated statement is current", highlight=False)
+    elif check:
+        raise SystemExit(1)
