@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # perl-www-curl: libcurl's easy interface through WWW::Curl::Easy, one handle for the job,
 # reused for every request (its connection cache, cookie engine and TLS sessions stay).
-# The binding has no curl_easy_reset: every request sets each option it depends on.
+# The binding has no curl_easy_reset: each entry of the job sets every option it depends on,
+# once for all its repeats.
 
 use strict;
 use warnings;
@@ -39,9 +40,11 @@ sub prepare {
     return {curl => $curl, form => undef};
 }
 
-# set the handle up for one entry; returns the file handle of a file sink, or undef
-sub setup {
-    my ($job, $client, $req, $body) = @_;
+# Set the handle up for one entry of the job: everything but the transfer's own buffers and
+# files. The handle keeps its options between transfers, so an entry's repeats set nothing again,
+# as a program that reuses one handle for the same request does.
+sub configure {
+    my ($job, $client, $req) = @_;
     my $curl = $client->{curl};
     my $method = uc $req->{method};
     my @headers = map { "$_: $req->{headers}{$_}" } sort keys %{$req->{headers} || {}};
@@ -59,7 +62,7 @@ sub setup {
             my $form = WWW::Curl::Form->new;
             $form->formadd(@$_) for LabDriver::form_pairs($req->{form});
             setopt($curl, CURLOPT_HTTPPOST, $form);
-            $client->{form} = $form;    # libcurl reads it during the transfer
+            $client->{form} = $form;    # libcurl reads it during the transfers
         }
         else {
             my $fields = LabDriver::urlencoded($req->{form});
@@ -69,12 +72,8 @@ sub setup {
         setopt($curl, CURLOPT_CUSTOMREQUEST, $method) if $method ne 'POST';
     }
     elsif (defined $req->{body_file}) {
-        my $path = $req->{body_file};
-        open my $in, '<:raw', $path or die "$path: $!\n";
-        $client->{upload} = $in;
         setopt($curl, CURLOPT_UPLOAD, 1);
-        setopt($curl, CURLOPT_READDATA, $in);
-        setopt($curl, CURLOPT_INFILESIZE_LARGE, -s $path);
+        setopt($curl, CURLOPT_INFILESIZE_LARGE, -s $req->{body_file});
         setopt($curl, CURLOPT_CUSTOMREQUEST, $method) if $method ne 'PUT';
         push @headers, 'Content-Type: ' . ($req->{content_type} // 'application/octet-stream');
     }
@@ -82,6 +81,19 @@ sub setup {
         setopt($curl, CURLOPT_CUSTOMREQUEST, $method);
     }
     setopt($curl, CURLOPT_HTTPHEADER, \@headers);
+}
+
+# What each transfer of an entry needs of its own: the upload's file, opened anew, and where the
+# body goes. Returns the file handle of a file sink, or undef.
+sub attach {
+    my ($client, $req, $body) = @_;
+    my $curl = $client->{curl};
+    if (defined $req->{body_file}) {
+        my $path = $req->{body_file};
+        open my $in, '<:raw', $path or die "$path: $!\n";
+        $client->{upload} = $in;
+        setopt($curl, CURLOPT_READDATA, $in);
+    }
     if (LabDriver::to_file($req)) {
         my $path = $req->{sink_path};
         open my $out, '>:raw', $path or die "$path: $!\n";
@@ -95,10 +107,16 @@ sub setup {
 sub run {
     my ($job, $client, $report) = @_;
     my $curl = $client->{curl};
+    my $configured;    # the entry whose options the handle holds
     LabDriver::each_request($job, $report, sub {
         my ($r, $req) = @_;
+        if (!defined $configured || $configured != $r) {
+            undef $configured;    # until this entry's options are all set
+            configure($job, $client, $req);
+            $configured = $r;
+        }
         my $body = '';
-        my $sink = setup($job, $client, $req, \$body);
+        my $sink = attach($client, $req, \$body);
         my $rc = $curl->perform;
         close delete $client->{upload} if $client->{upload};
         close $sink or die "writing $req->{sink_path}: $!\n" if $sink;
