@@ -64,8 +64,15 @@ def short_module(path: str) -> str:
     return path
 
 
+_JAVA = re.compile(r"^(?:\S+ )?(?P<name>[\w$.<>]+)\(.*\)$")
+
+
 def frame(symbol: str, module: str) -> str:
-    return f"{short_symbol(symbol).replace(';', ':')} ({short_module(module)})"
+    short = short_module(module)
+    symbol = short_symbol(symbol)
+    if short == "jit" and (m := _JAVA.match(symbol)):
+        symbol = m["name"]   # a JVM's perf map: "ret pkg.Class.method(args)" → pkg.Class.method
+    return f"{symbol.replace(';', ':')} ({short})"
 
 
 def _pyspy_frame(text: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clientlab import stats
@@ -65,27 +66,34 @@ class CellProfiler:
                 raise ProfilerFailed(f"the profiling process's warm-up failed: {'; '.join(trial.problems or [])}")
 
     def _profiled(self, cell: Cell, trials: Trials) -> dict:
+        assert cell.work is not None
         language = cell.driver.manifest.language
         profiles: dict[str, fold.Folded] = {}
         walls: list[float] = []
         cpu_s, requests = 0.0, 0
         blind: dict[str, str] = {}
-        while len(walls) < self.max_trials and sum(walls) < self.min_seconds:
-            samplers: list[Sampler] = for_language(language)
-            try:
-                trial = trials.run(cell, cell.work, KIND, cell.log.take_idx(), samplers=samplers)
-                trials.record(cell, trial)
-                if not trial.ok:
-                    raise ProfilerFailed(f"the profiled trial failed: {'; '.join(trial.problems or [])}")
-                for s in samplers:
-                    profiles[s.name] = fold.merge([profiles.get(s.name, {}), s.folded()])
-                    blind[s.name] = s.blind_spots
-            finally:
-                for s in samplers:
-                    s.close()
-            walls.append(trial.wall_s or 0.0)
-            cpu_s += (trial.user_s or 0.0) + (trial.sys_s or 0.0)
-            requests += cell.work.total_requests
+        maps: set[int] = set()
+        try:
+            while len(walls) < self.max_trials and sum(walls) < self.min_seconds:
+                samplers: list[Sampler] = for_language(language)
+                try:
+                    trial = trials.run(cell, cell.work, KIND, cell.log.take_idx(), samplers=samplers)
+                    trials.record(cell, trial)
+                    if not trial.ok:
+                        raise ProfilerFailed(f"the profiled trial failed: {'; '.join(trial.problems or [])}")
+                    for s in samplers:
+                        profiles[s.name] = fold.merge([profiles.get(s.name, {}), s.folded()])
+                        blind[s.name] = s.blind_spots
+                finally:
+                    for s in samplers:
+                        maps.update(getattr(s, "pids", ()))
+                        s.close()
+                walls.append(trial.wall_s or 0.0)
+                cpu_s += (trial.user_s or 0.0) + (trial.sys_s or 0.0)
+                requests += cell.work.total_requests
+        finally:
+            for pid in maps:   # the JIT runtimes' perf maps (/tmp/perf-PID.map), read by now
+                Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
         timed = [w for w in cell.log.timed_walls if w]
         overhead = stats.median(walls) / stats.median(timed) - 1 if timed and walls else None
         timed_cpu = [(t.user_s or 0.0) + (t.sys_s or 0.0) for t in cell.log.trials if t.kind == "timed" and t.ok]
@@ -96,9 +104,8 @@ class CellProfiler:
         found = layers(profiles, rules, cpu_s, requests, round(overhead, 4) if overhead is not None else None)
         for name, f in profiles.items():
             add_profile(self.store, cell.cell_id, name, fold.to_text(f), fold.total(f),
-                                   {"trials": len(walls), "requests": requests, "cpu_s": cpu_s,
-                                    "walls": walls, "blind_spots": blind.get(name),
-                                    "language": language, "folder": str(cell.driver.folder)})
+                        {"trials": len(walls), "requests": requests, "cpu_s": cpu_s, "walls": walls,
+                         "blind_spots": blind.get(name), "language": language, "folder": str(cell.driver.folder)})
         return {"layers": found,
                 "profile": {"profilers": sorted(profiles), "trials": len(walls), "requests": requests,
                             "cpu_s": cpu_s, "wall_s": walls, "overhead": found.overhead,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -63,8 +64,9 @@ class Perf:
                    "unwinding stops at 16 KB of stack (Go: frame pointers); stripped libraries "
                    "(libcurl) show as '?' in their module")
 
-    def __init__(self, hz: int = PERF_HZ, call_graph: str = "dwarf,16384"):
-        self.hz, self.call_graph = hz, call_graph
+    def __init__(self, hz: int = PERF_HZ, call_graph: str = "dwarf,16384", jvm_map: bool = False):
+        self.hz, self.call_graph, self.jvm_map = hz, call_graph, jvm_map
+        self.pids: list[int] = []
         self.dir = Path(tempfile.mkdtemp(prefix="clientlab-perf-"))
         self.proc: subprocess.Popen | None = None
         self._ctl: int | None = None
@@ -73,6 +75,7 @@ class Perf:
 
     def start(self, pids: list[int]) -> None:
         binary = tools.perf()
+        self.pids = list(pids)
         ctl, ack = self.dir / "ctl", self.dir / "ack"
         os.mkfifo(ctl)
         os.mkfifo(ack)
@@ -113,6 +116,8 @@ class Perf:
             self.proc.kill()
             raise ProfilerFailed("perf record did not finish writing its data within 60 s") from None
         self._stopped = True
+        if self.jvm_map:
+            _jvm_perf_maps(self.pids)
 
     def folded(self) -> Folded:
         """The samples as folded stacks (perf script, read once the trial is over)."""
@@ -192,6 +197,24 @@ class PySpy:
         self.dir.rmdir()
 
 
+def _jvm_perf_maps(pids: list[int]) -> None:
+    """Each JVM of the tree writes its JIT-compiled methods' addresses to /tmp/perf-PID.map
+    (`jcmd PID Compiler.perfmap`, JDK 17 on), which perf script reads: Java methods named without
+    starting the JVM with any flag."""
+    jcmd = shutil.which("jcmd")
+    if jcmd is None:
+        raise ProfilerFailed("jcmd is missing (the JDK's): Java frames cannot be named")
+    for pid in pids:
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm == "java":
+            done = subprocess.run([jcmd, str(pid), "Compiler.perfmap"], capture_output=True, text=True, timeout=60)
+            if done.returncode != 0:
+                raise ProfilerFailed(f"jcmd {pid} Compiler.perfmap failed: {(done.stderr or done.stdout).strip()[-200:]}")
+
+
 def process_env(language: str) -> dict[str, str] | None:
     """What a driver's process must be started with for its profile, where its runtime names its
     JIT-compiled frames for perf only when asked at start (Node.js: a perf map of its JavaScript
@@ -207,7 +230,8 @@ def for_language(language: str) -> list[Sampler]:
     every language), and the language's own profiler where the lab has one."""
     # Go keeps frame pointers, and perf's DWARF unwinder loses Go's stacks after one frame
     # (V8's JIT code keeps frame pointers too, where DWARF has nothing to unwind it by)
-    samplers: list[Sampler] = [Perf(call_graph="fp" if language in ("go", "node") else "dwarf,16384")]
+    samplers: list[Sampler] = [Perf(call_graph="fp" if language in ("go", "node") else "dwarf,16384",
+                                    jvm_map=language == "java")]
     if language == "python":
         samplers.append(PySpy())
     return samplers
