@@ -205,7 +205,7 @@ class Job:
                 yield req
 
 
-@dataclass
+@dataclass(slots=True)
 class Response:
     """What one request got: final status, decoded body length, HTTP version, digest if verify."""
 
@@ -268,17 +268,31 @@ def requests_response(resp: Any, req: Request, verify: bool) -> Response:
     return Response.of(resp.status_code, http, resp.content, verify)
 
 
+# a version's text (upper case, without "HTTP/") -> its label
+_HTTP_LABELS = {"10": "1.0", "11": "1.1", "20": "2", "2": "2", "2.0": "2", "1.0": "1.0", "1.1": "1.1",
+                "30": "3", "3": "3", "3.0": "3"}
+# the values libraries give most often -> their labels: one look-up per response in the timed phase
+_KNOWN_VERSIONS: dict[Any, str] = {
+    10: "1.0", 11: "1.1", 20: "2", 30: "3", (1, 0): "1.0", (1, 1): "1.1", (2, 0): "2", (3, 0): "3",
+    **{text: label for text, label in _HTTP_LABELS.items()},
+    **{f"HTTP/{text}": label for text, label in _HTTP_LABELS.items() if "." in text or len(text) == 1},
+}
+
+
 def http_label(version: Any) -> str:
     """Normalise a library's idea of the HTTP version to "1.0", "1.1", "2" or "3".
 
     Accepts 10/11/20/30 (http.client, urllib3, urllib3-future), "HTTP/1.1"/"HTTP/2" (httpx),
     (1, 1) tuples (aiohttp).
     """
+    try:
+        return _KNOWN_VERSIONS[version]
+    except (KeyError, TypeError):  # TypeError: an unhashable value
+        pass
     if isinstance(version, tuple):
         version = f"{version[0]}.{version[1]}"
     text = str(version).upper().removeprefix("HTTP/")
-    return {"10": "1.0", "11": "1.1", "20": "2", "2": "2", "2.0": "2", "1.0": "1.0", "1.1": "1.1",
-            "30": "3", "3.0": "3"}.get(text, text)
+    return _HTTP_LABELS.get(text, text)
 
 
 def sha256_file(path: str) -> str:
@@ -443,19 +457,27 @@ class Tally:
 
 
 class Report:
-    """Collects responses and errors in the report's wire format."""
+    """Collects responses and errors; `responses` gives them in the report's wire format."""
 
     def __init__(self, verify: bool):
         self.verify = verify
-        self.responses: list[dict] = []
+        # each response as it came, turned into the wire format only when the report is sent,
+        # after `done`: the timed phase pays for one append a request, as a plain loop keeps a count
+        self._got: list[tuple[int, Response]] = []
         self.errors: list[dict] = []
 
     def add(self, req: Request, resp: Response) -> None:
         """Record one response."""
-        item: dict[str, Any] = {"r": req.r, "status": resp.status, "bytes": resp.bytes, "http": resp.http}
+        self._got.append((req.r, resp))
+
+    @property
+    def responses(self) -> list[dict]:
+        """The responses in the report's wire format."""
+        items = [{"r": r, "status": resp.status, "bytes": resp.bytes, "http": resp.http} for r, resp in self._got]
         if self.verify:
-            item["sha256"] = resp.sha256
-        self.responses.append(item)
+            for item, (_, resp) in zip(items, self._got):
+                item["sha256"] = resp.sha256
+        return items
 
     def fail(self, req: Request, exc: BaseException) -> None:
         """Record one request that got no response."""

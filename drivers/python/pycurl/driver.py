@@ -44,6 +44,7 @@ class PycurlDriver(labdriver.Driver):
         self._configure(self.curl)
         self.applied = dict(PER_REQUEST_DEFAULTS)  # per-request options as the handle has them now
         self.changed_method = False  # the last request set a method or a body, which reset() forgets
+        self.prepared: labdriver.Request | None = None  # the GET the handle is set up for
 
     def _configure(self, c: pycurl.Curl) -> None:
         """Job-wide options: set once, and again after a reset()."""
@@ -63,6 +64,21 @@ class PycurlDriver(labdriver.Driver):
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
         c = self.curl
+        if req is not self.prepared:  # a repeat of the same GET finds the handle set up already
+            self._prepare(c, req)
+        if not req.has_body:
+            return self._perform(c, req)
+        with req.open_body() as body:
+            mime = self._set_body(c, req, body)
+            try:
+                return self._perform(c, req)
+            finally:
+                if mime is not None:
+                    mime.close()
+
+    def _prepare(self, c: pycurl.Curl, req: labdriver.Request) -> None:
+        """Set the handle up for `req` (its URL, redirects, headers and method), changing only
+        what differs from the request before."""
         if self.changed_method:
             # reset() forgets the previous request's method and body but keeps the connection and
             # cookies; without it a POSTFIELDS from an earlier request would leak into a later one.
@@ -71,6 +87,8 @@ class PycurlDriver(labdriver.Driver):
             self._configure(c)
             self.applied = dict(PER_REQUEST_DEFAULTS)
         self.changed_method = req.has_body or req.method != "GET"
+        # a request that sets a method or a body is set up again (after a reset) every time
+        self.prepared = None if self.changed_method else req
         self._set(pycurl.URL, req.url)
         # not followed when the job does not say: libcurl's default
         self._set(pycurl.FOLLOWLOCATION, int(bool(req.follow_redirects)))
@@ -80,13 +98,6 @@ class PycurlDriver(labdriver.Driver):
         self._set(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in headers.items()])  # "Expect:" removes it
         if req.method != ("POST" if req.has_body else "GET"):
             c.setopt(pycurl.CUSTOMREQUEST, req.method)
-        with req.open_body() as body:
-            mime = self._set_body(c, req, body)
-            try:
-                return self._perform(c, req)
-            finally:
-                if mime is not None:
-                    mime.close()
 
     def _set(self, option: int, value) -> None:
         """Set a per-request option only when it differs from what the handle has."""
