@@ -1,0 +1,65 @@
+//! The plain loop of rust-hyper (docs/driver-protocol.md §9): hyper-util's legacy `Client` on an
+//! `HttpConnector` (`build_http`, its pool as it ships) on tokio's multi-threaded runtime (what
+//! `#[tokio::main]` builds: this workspace's tokio has no `macros` feature, so the runtime is
+//! built as that macro expands), `get(uri).await` and the body collected whole, as hyper-util's
+//! docs show them; close mode: `pool_max_idle_per_host(0)`, as the driver does for keep_alive
+//! false.
+//! Usage: plain URL COUNT MODE WARMUP_S (MODE keep-alive or close).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+fn main() {
+    let (url, count, close, warmup) = args();
+    let uri: hyper::Uri = url.parse().unwrap_or_else(|e| fail(format!("{url}: {e}")));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    let runtime = runtime.unwrap_or_else(|e| fail(format!("starting tokio: {e}")));
+    runtime.block_on(async {
+        let mut builder = Client::builder(TokioExecutor::new());
+        if close {
+            builder.pool_max_idle_per_host(0);
+        }
+        let client = builder.build_http::<Empty<Bytes>>();
+        let get = async || -> usize {
+            let resp = client.get(uri.clone()).await.unwrap_or_else(|e| fail(format!("GET {url}: {e}")));
+            if resp.status() != hyper::StatusCode::OK {
+                fail(format!("GET {url}: status {}", resp.status().as_u16()));
+            }
+            let body = resp.into_body().collect().await;
+            body.unwrap_or_else(|e| fail(format!("GET {url}: reading the body: {e}"))).to_bytes().len()
+        };
+
+        let end = Instant::now() + warmup;
+        while Instant::now() < end {
+            get().await;
+        }
+        let start = Instant::now();
+        let mut total = 0;
+        for _ in 0..count {
+            total += get().await;
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        println!("{{\"requests\": {count}, \"bytes\": {total}, \"seconds\": {seconds:.6}}}");
+    });
+}
+
+/// URL, COUNT, close mode or not, WARMUP_S.
+fn args() -> (String, usize, bool, Duration) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() != 4 || !matches!(args[2].as_str(), "keep-alive" | "close") {
+        fail("usage: plain URL COUNT keep-alive|close WARMUP_S".into());
+    }
+    let count = args[1].parse().unwrap_or_else(|_| fail(format!("COUNT must be a whole number >= 0, not {}", args[1])));
+    let warmup = args[3].parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok());
+    let warmup = warmup.unwrap_or_else(|| fail(format!("WARMUP_S must be a number of seconds >= 0, not {}", args[3])));
+    (args[0].clone(), count, args[2] == "close", warmup)
+}
+
+fn fail(message: String) -> ! {
+    eprintln!("plain rust-hyper: {message}");
+    std::process::exit(1)
+}
