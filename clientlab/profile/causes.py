@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from clientlab.profile import folded as fold
 from clientlab.profile.differential import Path as CodePath
 from clientlab.profile.differential import Weighted, paths, weighted
+from clientlab.profile.layers import HARNESS_SHOWN
 from clientlab.profile.rules import Rules
 
 if TYPE_CHECKING:
@@ -110,10 +111,27 @@ def cpu_findings(store: Store, cells: list[dict]) -> dict[int, list[dict[str, An
     out: dict[int, list[dict[str, Any]]] = {}
     for c in ok:
         best = fastest[(c["scenario"], language_of(c["driver"]))]
-        if best is c or cpu_us(c) < GAP * cpu_us(best):
-            continue
-        out[c["id"]] = [finding(store, c, best)]
+        if best is not c and cpu_us(c) >= GAP * cpu_us(best):
+            out.setdefault(c["id"], []).append(finding(store, c, best))
+        if (harness := harness_finding(c)) is not None:
+            out.setdefault(c["id"], []).append(harness)
     return out
+
+
+def harness_finding(cell: dict) -> dict[str, Any] | None:
+    """The lab's own driver code over HARNESS_SHOWN of a profiled cell's CPU: part of its figure
+    is the lab's, not the library's."""
+    layers = (cell.get("figures") or {}).get("layers") or {}
+    share = next((s for s in layers.get("shares", []) if s["layer"] == "harness"), None)
+    if share is None or share["share"] <= HARNESS_SHOWN:
+        return None
+    return {"rule": "harness-share", "severity": "info",
+            "title": f"The lab's driver code holds {share['share'] * 100:.0f} % of the CPU",
+            "evidence": f"{share['us_per_request']:.1f} µs a request of the profiled trials in the driver's own code and "
+                        f"its language's helper (drivers/{language_of(cell['driver'])}/_lib), by self time; "
+                        + layers_line(cell),
+            "fix": "Read this cell's CPU figure with that part set aside, or look at the helper's request path "
+                   "(clientlab show --cell … --profile names its functions)."}
 
 
 def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from clientlab.profile.causes import language_of, profile_of
+from clientlab.profile.causes import language_of, layers_line, profile_of
 from clientlab.profile.differential import Weighted
 from clientlab.profile.folded import frames_of
 from clientlab.profile.rules import Rules
@@ -29,6 +29,7 @@ class Flame:
     title: str
     kind: str         # "profile" or "differential"
     tree: dict[str, Any]
+    caption: str = ""
 
 
 def _rules(store: Store, cell: dict) -> Rules:
@@ -85,7 +86,12 @@ def run_flames(store: Store, cells: list[dict[str, Any]]) -> list[Flame]:
         w, _ = profile_of(store, c, rules)
         if w is None:
             continue
-        out.append(Flame(f"flame-{c['id']}", f"{c['driver']} × {c['scenario']}: µs a request", "profile", tree(w, rules)))
+        figs = c.get("figures") or {}
+        cost = figs["layers"].get("overhead")
+        caption = layers_line(c) + (f"; profiling cost {cost * 100:+.0f} % wall time ({figs['layers']['profiler']}, "
+                                    f"{figs['layers']['samples']:,} samples)" if cost is not None else "")
+        out.append(Flame(f"flame-{c['id']}", f"{c['driver']} × {c['scenario']}: µs a request", "profile",
+                         tree(w, rules), caption))
         for finding in (c.get("figures") or {}).get("findings") or []:
             fast = by_driver.get((finding.get("against"), c["scenario"])) if finding.get("rule") == "cpu-gap" else None
             if fast is None:
@@ -173,7 +179,8 @@ def section(flames: list[Flame]) -> str:
     parts = [f"<style>{CSS}</style>"]
     for f in flames:
         k = escape(f.key, quote=True)
-        parts.append(f'<h3>{escape(f.title)}</h3><div class="flamebar">search <input id="{k}-search" '
+        caption = f'<p class="caption">{escape(f.caption)}</p>' if f.caption else ""
+        parts.append(f'<h3>{escape(f.title)}</h3>{caption}<div class="flamebar">search <input id="{k}-search" '
                      f'placeholder="a regular expression"><span class="matched" id="{k}-matched"></span></div>'
                      f'<div class="flame" id="{k}" data-kind="{escape(f.kind, quote=True)}"></div>'
                      f'<script type="application/json" id="{k}-tree">{_json(f.tree)}</script>')
