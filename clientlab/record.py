@@ -359,8 +359,9 @@ class CellFigures(Record):
     @property
     def work_units(self) -> float | None:
         """What a trial did in the throughput's unit: MB for a cell in MB/s, else requests."""
-        units = self.work_bytes / 1e6 if self.in_bytes and self.work_bytes is not None else self.requests
-        return units or None
+        if self.in_bytes:
+            return self.work_bytes / 1e6 if self.work_bytes else None
+        return self.requests or None
 
     @property
     def cpu_per_work(self) -> float | None:

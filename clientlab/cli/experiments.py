@@ -210,6 +210,6 @@ def _print_verdicts(e: Experiment, store: Store, run_id: int, host: str | None =
                         + (f", measured on lab host {host})" if host else ")"))
     for column in ("the article says", "the lab measured", "verdict"):
         table.add_column(column, overflow="fold")
-    for v in judge_run(e, store.cells(run_id)):
+    for v in judge_run(e, store.cell_records(run_id)):
         table.add_row(v.claim.says, "\n".join(v.evidence), v.outcome)
     out.print(table)

@@ -21,13 +21,14 @@ from clientlab.cli.common import (
 )
 from clientlab.errors import LabInputError
 from clientlab.output.diagnosis import print_findings
+from clientlab.record import RunConfig
 
 
 @main.command("show")
 @click.argument("run_ref", default="last", metavar="RUN")
 @click.option("--cell", "cells", multiple=True, metavar="DRIVER:SCENARIO",
               help="Also show every trial of this cell and what the server saw (repeatable; * matches all).")
-@click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "markdown", "json"]), default="auto", show_default=True,
               help="table (drivers × scenarios), long (one line per cell), json; auto: the table when it fits.")
 @click.option("--profile", "profiles", is_flag=True,
               help="The CPU profile of each --cell (every profiled cell without --cell): layers and top paths, as text.")
@@ -85,8 +86,9 @@ def runs_cmd(limit: int) -> None:
     import datetime as dt
     for run in store.runs(limit):
         started = dt.datetime.fromtimestamp(run["started_at"]).strftime("%Y-%m-%d %H:%M")
-        table.add_row(str(run["id"]), run["status"], started, ", ".join(run["config"].get("drivers", [])),
-                      ", ".join(run["config"].get("scenarios", [])))
+        config = RunConfig.from_json(run["config"])
+        table.add_row(str(run["id"]), run["status"], started, ", ".join(config.drivers or ()),
+                      ", ".join(config.scenarios or ()))
     out.print(table)
 
 

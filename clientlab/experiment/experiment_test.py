@@ -12,6 +12,7 @@ from clientlab.experiment import findings, spec
 from clientlab.experiment.execute import run_experiment
 from clientlab.experiment.plan import plan
 from clientlab.experiment.verdict import CONFIRMED, NOT_HERE, PARTLY, REFUTED, judge, metric_value, show
+from clientlab.record import Cell, CellFigures, PlainCheck, WallStats
 from clientlab.runner import RunOptions
 from clientlab.stats import StopRule
 
@@ -58,11 +59,12 @@ def test_every_cell_of_an_experiment_has_its_own_name(name):
         assert len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1][:3]
 
 
-def _cell(driver, part, wall, value=None, status="ok"):
-    figures = {"wall_s": {"median": wall}, "throughput": 1 / wall, "unit": "req/s", "peak_rss_kb": 1000,
-               "cpu_user_s": wall / 2, "cpu_sys_s": 0.0} if status == "ok" else None
-    return {"driver": driver, "scenario": "get-small", "status": status, "reason": None if status == "ok" else "why",
-            "params": {"part": part, "value": value, "client": {"http": "1.1"}}, "figures": figures}
+def _cell(driver, part, wall, value=None, status="ok", **figures) -> Cell:
+    measured = CellFigures(**{"wall_s": WallStats(median=wall), "throughput": 1 / wall,
+                              "unit": "req/s", "peak_rss_kb": 1000, "cpu_user_s": wall / 2, "cpu_sys_s": 0.0,
+                              **figures}) if status == "ok" else None
+    return Cell(driver=driver, scenario="get-small", status=status, reason=None if status == "ok" else "why",
+                params={"part": part, "value": value, "client": {"http": "1.1"}}, figures=measured)
 
 
 def _claim(**kw):
@@ -78,10 +80,7 @@ def test_faster_is_confirmed_partly_or_refuted_by_the_ratio():
 
 def test_an_effect_within_the_cells_own_noise_is_no_effect():
     def cells(precision):
-        out = [_cell("x", "a", 1.0), _cell("x", "b", 1.08)]
-        for c in out:
-            c["figures"]["precision"] = precision
-        return out
+        return [_cell("x", "a", 1.0, precision=precision), _cell("x", "b", 1.08, precision=precision)]
 
     claim = _claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=1.5)
     assert judge(claim, cells(0.05), {}).outcome == REFUTED       # 8 % against ±5 % on each side
@@ -94,9 +93,7 @@ def test_an_effect_within_the_cells_own_noise_is_no_effect():
 
 def test_cpu_per_work_compares_cells_of_different_counts_against_their_cpu_noise():
     def cell(part, cpu_s, requests, cpu_precision):
-        c = _cell("x", part, 1.0)
-        c["figures"].update(cpu_user_s=cpu_s, requests=requests, precision=0.5, cpu_precision=cpu_precision)
-        return c
+        return _cell("x", part, 1.0, cpu_user_s=cpu_s, requests=requests, precision=0.5, cpu_precision=cpu_precision)
 
     # 2 s for 1,000 requests against 3 s for 500: 2 ms against 6 ms a request, whatever the wall times
     claim = _claim(check="faster", metric="cpu_per_work", a={"part": "a"}, b={"part": "b"}, ratio=2, each=True)
@@ -104,12 +101,12 @@ def test_cpu_per_work_compares_cells_of_different_counts_against_their_cpu_noise
     assert verdict.outcome == CONFIRMED
     assert "x: 2,000 µs CPU a request against 6,000 µs CPU a request: 3.00× (noise ±5%)" in verdict.evidence
     mb = cell("a", 2.0, 1, 0.02)
-    mb["figures"].update(unit="MB/s", work_bytes=4e6)
+    mb = mb.with_(figures=mb.figures.with_(unit="MB/s", work_bytes=4e6))
     assert show(metric_value(mb, "cpu_per_work"), "cpu_per_work", mb) == "500.00 ms CPU a MB"
 
 
 def test_times_add_up_over_a_drivers_scenarios_and_average_over_drivers():
-    one_driver = [_cell("x", "a", 1.0), {**_cell("x", "a", 2.0), "scenario": "post-form"}, _cell("y", "b", 3.0)]
+    one_driver = [_cell("x", "a", 1.0), _cell("x", "a", 2.0).with_(scenario="post-form"), _cell("y", "b", 3.0)]
     v = judge(_claim(check="faster", a={"part": "a"}, b={"part": "b"}, ratio=1), one_driver, {})
     assert v.evidence[0].startswith("3.000 s (") and "1.00×" in v.evidence[0]
     two_drivers = [_cell("x", "a", 1.0), _cell("z", "a", 2.0), _cell("y", "b", 3.0)]
@@ -207,8 +204,7 @@ def test_a_survey_part_takes_every_driver_of_its_language_and_gets_a_table():
     e = EXPERIMENTS["clients-by-language"]
     go = next(p for p in e.parts if p.name == "go")
     assert drivers_of(go) == sorted(d.id for d in manifest.discover()[0] if d.id.startswith("go-"))
-    cells = [{**_cell("go-a", "go", 0.5), "figures": {**_cell("go-a", "go", 0.5)["figures"], "requests": 100}},
-             {**_cell("go-b", "go", 0.25), "figures": {**_cell("go-b", "go", 0.25)["figures"], "requests": 100}}]
+    cells = [_cell("go-a", "go", 0.5, requests=100), _cell("go-b", "go", 0.25, requests=100)]
     text = "\n".join(findings.part_tables(e, cells))
     assert "### go" in text and "| go-b | **4.0 req/s**" in text
     assert "Fastest: get-small: go-b" in text and "Cheapest in CPU per request: get-small: go-b" in text
@@ -282,10 +278,8 @@ def test_every_shipped_experiment_has_a_time_budget_for_both_forms():
 
 
 def _beside_plain(driver, ratio, low, high):
-    cell = _cell(driver, "p", 0.1)
-    cell["figures"]["plain"] = {"reference": "plain", "ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high,
-                                "compared": 5, "problem": None}
-    return cell
+    return _cell(driver, "p", 0.1, plain=PlainCheck(reference="plain", ratio=ratio, ratio_ci_low=low,
+                                                    ratio_ci_high=high, compared=5))
 
 
 def test_a_cell_matches_its_plain_loop_only_when_the_ratios_ci_lies_within_the_tolerance():

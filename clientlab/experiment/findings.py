@@ -13,6 +13,7 @@ from pathlib import Path
 from clientlab.experiment.plan import plan
 from clientlab.experiment.spec import Experiment
 from clientlab.experiment.verdict import judge_run, metric_value, show
+from clientlab.record import Cell, RunConfig
 from clientlab.store import Store
 
 HEADER = """# Findings: the seed articles, measured by the lab
@@ -29,19 +30,19 @@ MARK = "<!-- experiment:{name} {edge} -->"
 
 def section(experiment: Experiment, store: Store, run_id: int) -> str:
     run = store.run(run_id)
-    cells = store.cells(run_id)
-    config, m = run["config"], run["machine"]
+    cells = store.cell_records(run_id)
+    config, m = RunConfig.from_json(run["config"]), run["machine"]
     when = datetime.datetime.fromtimestamp(run["started_at"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"## {experiment.name} — {experiment.title} (seed {experiment.seed})", "",
              f"*The article:* {experiment.article}", "",
-             (f"Run {run_id} ({'quick form' if config.get('quick') else 'full form'}, {run['status']}), {when}, "
+             (f"Run {run_id} ({'quick form' if config.quick else 'full form'}, {run['status']}), {when}, "
               f"on {_lab_host(config)}{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, "
-              f"Linux {m.get('kernel', '?')}; placement {config.get('placement', 'split')}."), ""]
-    planned = len(plan(experiment, bool(config.get("quick"))))
+              f"Linux {m.get('kernel', '?')}; placement {config.placement or 'split'}."), ""]
+    planned = len(plan(experiment, bool(config.quick)))
     if run["status"] != "complete":
         lines.append(f"- The run did not finish ({run['status']}): {len(cells)} of its {planned} cells were stored; "
                      "the claims are judged on the cells that were measured.")
-    for net in (config.get("networks") or {}).values():
+    for net in (config.networks or {}).values():
         if "unavailable" in net:
             lines.append(f"- network `{net['profile']}`: not available here ({net['unavailable']})")
         else:
@@ -60,47 +61,47 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
               "| part | driver | scenario | status | median time | throughput | CPU usr+sys | peak RSS |",
               "|---|---|---|---|---|---|---|---|"]
     for c in cells:
-        part = (c.get("params") or {}).get("part", "")
-        if c["status"] == "ok":
-            f = c["figures"]
-            lines.append(f"| {part} | {c['driver']} | {c['scenario']} | ok | {show(metric_value(c, 'wall_s'), 'wall_s')} | "
-                         f"{show(f['throughput'], 'throughput', c)} | {f['cpu_user_s'] + f['cpu_sys_s']:.3f} s | "
-                         f"{show(f['peak_rss_kb'], 'peak_rss_kb').replace(' peak RSS', '')} |")
+        part = c.params.get("part", "")
+        if c.measured:
+            f = c.figures
+            lines.append(f"| {part} | {c.driver} | {c.scenario} | ok | {show(metric_value(c, 'wall_s'), 'wall_s')} | "
+                         f"{show(f.throughput, 'throughput', c)} | {f.cpu_s:.3f} s | "
+                         f"{show(f.peak_rss_kb, 'peak_rss_kb').replace(' peak RSS', '')} |")
         else:
-            lines.append(f"| {part} | {c['driver']} | {c['scenario']} | {c['status']}: {_cell_text(c.get('reason') or '')} "
+            lines.append(f"| {part} | {c.driver} | {c.scenario} | {c.status}: {_cell_text(c.reason or '')} "
                          "| | | | |")
     versions = {}
     for c in cells:
-        if c.get("versions"):
-            versions[c["driver"]] = c["versions"]
+        if c.versions:
+            versions[c.driver] = c.versions
     lines += ["", "Versions: " + "; ".join(f"{d}: " + ", ".join(f"{k} {v}" for k, v in vs.items())
                                            for d, vs in sorted(versions.items())), "", "</details>", ""]
     return "\n".join(lines)
 
 
-def _lab_host(config: dict) -> str:
+def _lab_host(config: RunConfig) -> str:
     """'lab host lab2: ' for a run measured there by `clientlab experiment … --on`, else nothing."""
-    host = (config.get("fleet") or {}).get("host")
+    host = config.fleet_host
     return f"lab host {host}: " if host else ""
 
 
-def part_tables(experiment: Experiment, cells: list[dict]) -> list[str]:
+def part_tables(experiment: Experiment, cells: list[Cell]) -> list[str]:
     """One table per part (drivers × scenarios): throughput, CPU per request and peak memory; the
     fastest of each scenario in bold, the cheapest in CPU per request marked with a ◆."""
     lines: list[str] = []
     for part in experiment.parts:
-        mine = [c for c in cells if (c.get("params") or {}).get("part") == part.name]
+        mine = [c for c in cells if c.params.get("part") == part.name]
         if not mine:
             continue
-        scenarios = list(dict.fromkeys(c["scenario"] for c in mine))
-        drivers = list(dict.fromkeys(c["driver"] for c in mine))
-        by_key = {(c["driver"], c["scenario"]): c for c in mine}
+        scenarios = list(dict.fromkeys(c.scenario for c in mine))
+        drivers = list(dict.fromkeys(c.driver for c in mine))
+        by_key = {(c.driver, c.scenario): c for c in mine}
         fastest, cheapest = {}, {}
         for sc in scenarios:
-            ok = [c for c in mine if c["scenario"] == sc and c["status"] == "ok"]
+            ok = [c for c in mine if c.scenario == sc and c.measured]
             if ok:
-                fastest[sc] = max(ok, key=lambda c: c["figures"]["throughput"])["driver"]
-                cheapest[sc] = min(ok, key=_cpu_per_request)["driver"]
+                fastest[sc] = max(ok, key=lambda c: c.figures.throughput).driver
+                cheapest[sc] = min(ok, key=_cpu_per_request).driver
         lines += ["", f"### {part.name}", "", "| driver | " + " | ".join(scenarios) + " |",
                   "|---|" + "---|" * len(scenarios)]
         for d in drivers:
@@ -109,24 +110,24 @@ def part_tables(experiment: Experiment, cells: list[dict]) -> list[str]:
                 c = by_key.get((d, sc))
                 if c is None:
                     row.append("")
-                elif c["status"] != "ok":
-                    row.append(c["status"])
+                elif not c.measured:
+                    row.append(c.status)
                 else:
-                    f = c["figures"]
-                    rate = show(f["throughput"], "throughput", c)
+                    f = c.figures
+                    rate = show(f.throughput, "throughput", c)
                     rate = f"**{rate}**" if fastest.get(sc) == d else rate
                     mark = " ◆" if cheapest.get(sc) == d else ""
                     row.append(f"{rate}<br>{_cpu_per_request(c) * 1e6:,.0f} µs CPU/req{mark}<br>"
-                               f"{f['peak_rss_kb'] / 1024:.1f} MiB")
+                               f"{f.peak_rss_kb / 1024:.1f} MiB")
             lines.append(f"| {d} | " + " | ".join(row) + " |")
         lines += ["", "Fastest: " + "; ".join(f"{sc}: {d}" for sc, d in fastest.items()) + ". "
                   "Cheapest in CPU per request: " + "; ".join(f"{sc}: {d}" for sc, d in cheapest.items()) + "."]
     return lines
 
 
-def _cpu_per_request(cell: dict) -> float:
-    f = cell["figures"]
-    return (f["cpu_user_s"] + f["cpu_sys_s"]) / max(1, f.get("requests") or 1)
+def _cpu_per_request(cell: Cell) -> float:
+    f = cell.figures
+    return f.cpu_s / max(1, f.requests or 1)
 
 
 def _cell_text(text: str) -> str:
@@ -149,8 +150,8 @@ def latest_runs(store: Store, quick_ok: bool) -> dict[str, int]:
     stopped: a section shows its status and how many cells it stored."""
     out: dict[str, int] = {}
     for run in store.runs(limit=10_000):
-        cfg = run["config"]
-        name = cfg.get("experiment")
-        if name and name not in out and run["status"] in ("complete", "interrupted", "killed", "failed") and (quick_ok or not cfg.get("quick")):
+        cfg = RunConfig.from_json(run["config"])
+        name = cfg.experiment
+        if name and name not in out and run["status"] in ("complete", "interrupted", "killed", "failed") and (quick_ok or not cfg.quick):
             out[name] = run["id"]
     return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clientlab.experiment.spec import Claim, Experiment, Select
+from clientlab.record import Cell, CellFigures
 from clientlab.units import format_bytes
 
 LOWER_IS_BETTER = {"wall_s": True, "cpu_s": True, "cpu_per_work": True, "peak_rss_kb": True, "throughput": False}
@@ -31,74 +32,72 @@ class Verdict:
     evidence: list[str] = field(default_factory=list)
 
 
-def metric_value(cell: dict, metric: str) -> float:
-    f = cell["figures"]
+def metric_value(cell: Cell, metric: str) -> float:
+    f = cell.figures
     if metric == "wall_s":
-        return f["wall_s"]["median"]
-    if metric in CPU_METRICS:
-        cpu = f["cpu_user_s"] + f["cpu_sys_s"]
-        return cpu if metric == "cpu_s" else cpu / _work_units(f)
-    return float(f[metric])
+        return f.wall_s.median
+    if metric == "cpu_s":
+        return f.cpu_s
+    if metric == "cpu_per_work":  # a work unit is what the throughput counts: a request, or a MB
+        return f.cpu_s / (f.work_units or float("nan"))
+    return float(getattr(f, metric))
 
 
-def _work_units(figures: dict) -> float:
-    """What a cell's trial did, in its throughput's unit: requests, or MB for a cell in bytes."""
-    units = figures["work_bytes"] / 1e6 if figures.get("unit") == "MB/s" else figures["requests"]
-    return units or float("nan")
+def _unit(cell: Cell | None) -> str:
+    return cell.figures.unit if cell is not None and cell.figures is not None else ""
 
 
-def show(value: float, metric: str, cell: dict | None = None) -> str:
+def show(value: float, metric: str, cell: Cell | None = None) -> str:
     if metric == "wall_s":
         return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
     if metric == "cpu_s":
         return f"{value:.3f} s CPU"
     if metric == "cpu_per_work":
-        if (cell or {}).get("figures", {}).get("unit") == "MB/s":
+        if _unit(cell) == "MB/s":
             return f"{value * 1e3:,.2f} ms CPU a MB"
         return f"{value * 1e6:,.0f} µs CPU a request"
     if metric == "peak_rss_kb":
         return f"{format_bytes(value * 1024)} peak RSS"
-    unit = (cell or {}).get("figures", {}).get("unit", "")
-    return f"{value:,.1f} {unit}".strip()
+    return f"{value:,.1f} {_unit(cell)}".strip()
 
 
 def _base(label: str) -> str:
     return label.split("[", 1)[0]
 
 
-def select(cells: list[dict], s: Select) -> list[dict]:
-    def fits(c: dict) -> bool:
-        p = c.get("params") or {}
-        return (p.get("part") == s.part and (s.driver is None or fnmatch.fnmatchcase(c["driver"], s.driver))
-                and (s.scenario is None or _base(c["scenario"]) == s.scenario)
+def select(cells: list[Cell], s: Select) -> list[Cell]:
+    def fits(c: Cell) -> bool:
+        p = c.params
+        return (p.get("part") == s.part and (s.driver is None or fnmatch.fnmatchcase(c.driver, s.driver))
+                and (s.scenario is None or _base(c.scenario) == s.scenario)
                 and (s.value is None or p.get("value") == s.value)
-                and (s.http is None or (p.get("client") or {}).get("http") == s.http))
+                and (s.http is None or c.client.get("http") == s.http))
     return [c for c in cells if fits(c)]
 
 
-def _missing(chosen: list[dict]) -> list[str]:
+def _missing(chosen: list[Cell]) -> list[str]:
     """What was not measured, once per driver and reason."""
     by_reason: dict[tuple[str, str, str], int] = {}
     for c in chosen:
-        if c["status"] != "ok":
-            key = (c["driver"], c["status"], c.get("reason") or "")
+        if c.status != "ok":
+            key = (c.driver, c.status, c.reason or "")
             by_reason[key] = by_reason.get(key, 0) + 1
     return [f"{driver}: {status}" + (f" ({reason})" if reason else "") + (f" ×{n}" if n > 1 else "")
             for (driver, status, reason), n in by_reason.items()]
 
 
-def _name(c: dict) -> str:
-    return f"{c['driver']} × {c['scenario']}"
+def _name(c: Cell) -> str:
+    return f"{c.driver} × {c.scenario}"
 
 
-def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verdict:
+def judge(claim: Claim, cells: list[Cell], sweep_order: dict[str, list]) -> Verdict:
     a = select(cells, claim.a)
     b = select(cells, claim.b) if claim.b else []
     if not a or (claim.b and not b):
         return Verdict(claim, NOT_HERE, ["no measured cell matches the claim's selection"])
     problems = _missing(a + b)
-    ok_a = [c for c in a if c["status"] == "ok"]
-    ok_b = [c for c in b if c["status"] == "ok"]
+    ok_a = [c for c in a if c.measured]
+    ok_b = [c for c in b if c.measured]
     if not ok_a or (claim.b and not ok_b):
         return Verdict(claim, NOT_HERE, problems)
     if claim.check == "matches_plain":
@@ -128,16 +127,16 @@ def judge(claim: Claim, cells: list[dict], sweep_order: dict[str, list]) -> Verd
     return _judge_sweep(claim, ok_a, sweep_order.get(claim.a.part, []), problems)
 
 
-def _judge_each(claim: Claim, ok_a: list[dict], ok_b: list[dict], problems: list[str]) -> Verdict:
+def _judge_each(claim: Claim, ok_a: list[Cell], ok_b: list[Cell], problems: list[str]) -> Verdict:
     """'faster' for every driver: each driver's a against its own b."""
     m, lower = claim.metric, LOWER_IS_BETTER[claim.metric]
-    drivers = sorted({c["driver"] for c in ok_a} & {c["driver"] for c in ok_b})
+    drivers = sorted({c.driver for c in ok_a} & {c.driver for c in ok_b})
     if not drivers:
         return Verdict(claim, NOT_HERE, ["no driver was measured on both sides"] + problems)
     outcomes, evidence = [], []
     for d in drivers:
-        mine_a = [c for c in ok_a if c["driver"] == d]
-        mine_b = [c for c in ok_b if c["driver"] == d]
+        mine_a = [c for c in ok_a if c.driver == d]
+        mine_b = [c for c in ok_b if c.driver == d]
         va, vb = _aggregate(mine_a, m), _aggregate(mine_b, m)
         ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
         noise = _noise(mine_a, m) + _noise(mine_b, m)
@@ -151,7 +150,7 @@ def _judge_each(claim: Claim, ok_a: list[dict], ok_b: list[dict], problems: list
     return Verdict(claim, outcome, evidence + problems)
 
 
-def _judge_matches_plain(claim: Claim, ok_a: list[dict], problems: list[str]) -> Verdict:
+def _judge_matches_plain(claim: Claim, ok_a: list[Cell], problems: list[str]) -> Verdict:
     """Each cell's lab ÷ plain (its time per request over its library's plain loop's, pair by
     pair): within when its CI lies inside 1 ± tolerance, off when the CI lies outside it, and
     undecided when the CI straddles a bound. Confirmed when every cell is within, refuted when
@@ -159,14 +158,14 @@ def _judge_matches_plain(claim: Claim, ok_a: list[dict], problems: list[str]) ->
     low, high = 1 - claim.tolerance, 1 + claim.tolerance
     outcomes, evidence = [], []
     for c in ok_a:
-        plain = (c["figures"] or {}).get("plain") or {}
-        if plain.get("ratio") is None:
-            evidence.append(f"{_name(c)}: no plain loop figure ({plain.get('problem') or 'none was run'})")
+        plain = c.figures.plain
+        if plain is None or plain.ratio is None:
+            evidence.append(f"{_name(c)}: no plain loop figure ({(plain and plain.problem) or 'none was run'})")
             continue
-        r, lo, hi = plain["ratio"], plain["ratio_ci_low"], plain["ratio_ci_high"]
+        r, lo, hi = plain.ratio, plain.ratio_ci_low, plain.ratio_ci_high
         outcomes.append(CONFIRMED if low <= lo and hi <= high else REFUTED if hi < low or lo > high
                         else NOT_DECIDED)
-        evidence.append(f"{_name(c)}: lab ÷ plain {r:.2f} (CI {lo:.2f}–{hi:.2f}, {plain['compared']} pairs)"
+        evidence.append(f"{_name(c)}: lab ÷ plain {r:.2f} (CI {lo:.2f}–{hi:.2f}, {plain.compared} pairs)"
                         + ("" if outcomes[-1] == CONFIRMED else f": {outcomes[-1]}"))
     if not outcomes:
         return Verdict(claim, NOT_HERE, evidence + problems)
@@ -177,11 +176,12 @@ def _judge_matches_plain(claim: Claim, ok_a: list[dict], problems: list[str]) ->
     return Verdict(claim, outcome, evidence + problems)
 
 
-def _noise(cells: list[dict], metric: str) -> float:
+def _noise(cells: list[Cell], metric: str) -> float:
     """The widest relative half-width of a median's confidence interval among these cells: of
     their CPU for a claim on CPU (where the run recorded it), else of their wall times."""
-    key = "cpu_precision" if metric in CPU_METRICS else "precision"
-    return max((c["figures"].get(key, c["figures"].get("precision")) or 0.0 for c in cells), default=0.0)
+    def precision(f: CellFigures) -> float | None:
+        return f.cpu_precision if metric in CPU_METRICS and f.cpu_precision is not None else f.precision
+    return max((precision(c.figures) or 0.0 for c in cells), default=0.0)
 
 
 def _outcome(ratio: float, wanted: float, noise: float) -> str:
@@ -191,37 +191,36 @@ def _outcome(ratio: float, wanted: float, noise: float) -> str:
     return PARTLY if ratio > 1 + max(MIN_EFFECT, noise) else REFUTED
 
 
-def _aggregate(cells: list[dict], metric: str) -> float:
+def _aggregate(cells: list[Cell], metric: str) -> float:
     """One figure for a selection: a driver's times add up over its scenarios (the article's script
     total), and drivers that did the same work are averaged; rates and sizes average."""
     if metric not in ("wall_s", "cpu_s"):
         return sum(metric_value(c, metric) for c in cells) / len(cells)
     totals: dict[str, float] = {}
     for c in cells:
-        totals[c["driver"]] = totals.get(c["driver"], 0.0) + metric_value(c, metric)
+        totals[c.driver] = totals.get(c.driver, 0.0) + metric_value(c, metric)
     return sum(totals.values()) / len(totals)
 
 
-def _per_driver(cells: list[dict]) -> str:
-    drivers = {c["driver"] for c in cells}
+def _per_driver(cells: list[Cell]) -> str:
+    drivers = {c.driver for c in cells}
     return f" (mean of {len(drivers)} drivers)" if len(drivers) > 1 else ""
 
 
-def _judge_sweep(claim: Claim, cells: list[dict], order: list, problems: list[str]) -> Verdict:
+def _judge_sweep(claim: Claim, cells: list[Cell], order: list, problems: list[str]) -> Verdict:
     m, lower = claim.metric, LOWER_IS_BETTER[claim.metric]
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[Cell]] = {}
     for c in cells:
-        client = (c.get("params") or {}).get("client") or {}
-        groups.setdefault((c["driver"], _base(c["scenario"]), client.get("http")), []).append(c)
+        groups.setdefault((c.driver, _base(c.scenario), c.client.get("http")), []).append(c)
     results, evidence = [], []
     for (driver, scen, http), group in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        group.sort(key=lambda c: order.index(c["params"].get("value")) if c["params"].get("value") in order else 0)
+        group.sort(key=lambda c: order.index(c.params.get("value")) if c.params.get("value") in order else 0)
         if len(group) < 2:
             evidence.append(f"{driver} × {scen}: only one point of the sweep was measured")
             continue
         values = [metric_value(c, m) for c in group]
         first, last = values[0], values[-1]
-        points = ", ".join(f"{c['params'].get('value')}: {show(v, m, c)}" for c, v in zip(group, values))
+        points = ", ".join(f"{c.params.get('value')}: {show(v, m, c)}" for c, v in zip(group, values))
         if claim.check in ("grows", "falls"):
             change = (last / first if claim.check == "grows" else first / last) if min(first, last) > 0 else 0
             ok = change >= claim.ratio
@@ -235,7 +234,7 @@ def _judge_sweep(claim: Claim, cells: list[dict], order: list, problems: list[st
             best = min(range(len(values)), key=lambda i: values[i]) if lower else max(range(len(values)),
                                                                                      key=lambda i: values[i])
             ok, partly = 0 < best < len(values) - 1, False
-            detail = f"best at {group[best]['params'].get('value')}"
+            detail = f"best at {group[best].params.get('value')}"
         results.append(CONFIRMED if ok else PARTLY if partly else REFUTED)
         evidence.append(f"{driver} × {scen}{' HTTP/' + http if http else ''}: {points} — {detail}")
     if not results:
@@ -245,13 +244,13 @@ def _judge_sweep(claim: Claim, cells: list[dict], order: list, problems: list[st
     return Verdict(claim, outcome, evidence + problems)
 
 
-def judge_run(experiment: Experiment, cells: list[dict]) -> list[Verdict]:
+def judge_run(experiment: Experiment, cells: list[Cell]) -> list[Verdict]:
     order = {p.name: list(p.sweep.values) if p.sweep else list(range(len(p.variants))) for p in experiment.parts}
     return [judge(claim, cells, order) for claim in experiment.claims]
 
 
-def summary_of(cells: list[dict]) -> dict[str, Any]:
+def summary_of(cells: list[Cell]) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for c in cells:
-        counts[c["status"]] = counts.get(c["status"], 0) + 1
+        counts[c.status] = counts.get(c.status, 0) + 1
     return counts

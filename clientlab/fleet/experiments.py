@@ -96,7 +96,7 @@ def experiments_on_hosts(ctx: click.Context, store: Store, host_names: list[str]
         e, run_id = by_name[state.job.experiment or ""].experiment, state.run_id
         if run_id is None:
             return
-        host = (store.run(run_id)["config"].get("fleet") or {}).get("host")
+        host = store.run_config(run_id).fleet_host
         findings.update(findings_path, e.name, findings.section(e, store, run_id))
         show_verdicts(e, run_id, host)
         say(f"{e.name}: " + (f"measured on {host}" if host else "no host measured it")
