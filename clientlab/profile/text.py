@@ -56,8 +56,8 @@ def render(store: Store, cell: dict[str, Any]) -> str:
         return "\n".join([head, "  " + (notes[0] if notes else "not profiled in this run: clientlab profile "
                                         f"-d {cell['driver']} -s {cell['scenario']}")])
     prof = figs.get("profile") or {}
-    lines = [_fit(f"{head} ({layers['profiler']}, {layers['samples']:,} samples, "
-                  f"{prof.get('trials', '?')} trial(s))")]
+    lines = [head, f"  {layers['profiler']}, {layers['samples']:,} samples in {prof.get('trials', '?')} profiled "
+                   f"trial(s) of {prof.get('requests', '?')} requests"]
     cost = []
     if layers.get("overhead") is not None:
         cost.append(f"wall {layers['overhead'] * 100:+.0f} %")
@@ -74,8 +74,8 @@ def render(store: Store, cell: dict[str, Any]) -> str:
         lines.append(_fit(f"    {s['layer']:<13}{s['us_per_request']:>9,.1f} µs {s['share'] * 100:>5.1f} %  {bar}"))
     share = {s["layer"]: s["share"] for s in layers["shares"]}
     if share.get("harness", 0) > HARNESS_SHOWN:
-        lines.append(_fit(f"  harness (the lab's driver code) {share['harness'] * 100:.1f} %: over "
-                          f"{HARNESS_SHOWN * 100:.0f} %, part of this cell's figure is the lab's"))
+        lines.append(f"  harness (the lab's driver code) {share['harness'] * 100:.1f} %: over "
+                     f"{HARNESS_SHOWN * 100:.0f} %, part of this cell's figure is the lab's")
     if share.get("unattributed", 0) > UNATTRIBUTED_TARGET:
         lines.append(_fit(f"  unattributed {share['unattributed'] * 100:.1f} %: over the "
                           f"{UNATTRIBUTED_TARGET * 100:.0f} % target (frames no rule places)"))
