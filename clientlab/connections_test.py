@@ -48,6 +48,6 @@ def test_a_well_behaved_driver_trips_nothing(cell, store):
 def _findings(store) -> list[str]:
     """The rules that fired on the last cell stored."""
     run_id = store.resolve("last")
-    cells = store.cells(run_id)
+    cells = store.cell_records(run_id)
     found = diagnose_run(cells)
-    return [f.rule for f in found[cells[-1]["id"]]]
+    return [f.rule for f in found[cells[-1].id]]

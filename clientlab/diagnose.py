@@ -11,26 +11,15 @@ rule needs a server cap (a network profile's `max_conns`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 from clientlab.figures import FRESH_BODY, FRESH_SHARE, MMAP_THRESHOLD_MAX, PAGE
+from clientlab.record import Cell, CellFigures, Finding, ServerSummary
 from clientlab.store.fingerprint import digest
 
 MIN_REQUESTS = 10          # below this, ratios of connections to requests say little
 BIG_BODY = 8_000_000       # bodies from this size on are worth watching in memory
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    severity: str           # "warn": costs time or memory; "info": worth knowing
-    title: str
-    evidence: str
-    fix: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -41,13 +30,13 @@ class CellView:
     scenario: str
     client: dict
     sinks: list[str]        # "memory" / "file": where the scenario's bodies go
-    figures: dict
+    figures: CellFigures
     baseline_rss_kb: int    # the driver's smallest peak RSS in this run (its footprint without bodies)
-    over_http3: dict | None = None   # the run's cell of the same driver and work over HTTP/3, if any
+    over_http3: Cell | None = None   # the run's cell of the same driver and work over HTTP/3, if any
 
     @property
-    def server(self) -> dict:
-        return self.figures.get("server") or {}
+    def server(self) -> ServerSummary:
+        return self.figures.server_seen
 
 
 Rule = Callable[[CellView], Finding | None]
@@ -62,15 +51,15 @@ def rule(fn: Rule) -> Rule:
 @rule
 def no_connection_reuse(cell: CellView) -> Finding | None:
     s = cell.server
-    requests, conns = s.get("requests", 0), s.get("connections", 0)
+    requests, conns = s.requests, s.connections
     if not cell.client.get("keep_alive", True) or requests < MIN_REQUESTS or conns < 0.9 * requests:
         return None
-    if (s.get("cap") or {}).get("idle_closed", 0) >= 0.5 * conns:
+    if (s.cap or {}).get("idle_closed", 0) >= 0.5 * conns:
         return None  # the server closed them to make room: the connection-cap rule says why
-    if _quic(s):
+    if s.quic:
         cost = "a QUIC handshake"
     else:
-        cost = f"a TCP connect{' and a TLS handshake' if s.get('tls', {}).get('full') else ''}"
+        cost = f"a TCP connect{' and a TLS handshake' if s.tls.get('full') else ''}"
     return Finding(
         "no-connection-reuse", "warn", "No connection reuse",
         f"{requests} requests came on {conns} connections although keep-alive was allowed: every request "
@@ -82,8 +71,8 @@ def no_connection_reuse(cell: CellView) -> Finding | None:
 @rule
 def nagle_stall(cell: CellView) -> Finding | None:
     s = cell.server
-    stalled, requests = s.get("stalled_requests", 0), s.get("requests", 0)
-    gap = s.get("stall_gap_ms_median", 0.0)
+    stalled, requests = s.stalled_requests, s.requests
+    gap = s.stall_gap_ms_median
     # Nagle waits for the peer's delayed ACK on every such request: a stall that hits a few requests
     # of many is the scheduler on a busy machine, not Nagle
     if not requests or stalled < max(2, 0.25 * requests) or not 30 <= gap < 500:
@@ -101,13 +90,13 @@ def nagle_stall(cell: CellView) -> Finding | None:
 @rule
 def expect_continue_stall(cell: CellView) -> Finding | None:
     s = cell.server
-    stalled = s.get("expect_stalled", 0)
+    stalled = s.expect_stalled
     if not stalled:
         return None
     return Finding(
         "expect-100-continue", "warn", "1-second stall on Expect: 100-continue",
         f"{stalled} request(s) sent 'Expect: 100-continue' and held their body back for about a second "
-        f"(longest pause {s.get('max_read_gap_ms', 0):.0f} ms).",
+        f"(longest pause {s.max_read_gap_ms:.0f} ms).",
         "Send 'Expect:' (empty) to switch it off, or answer 100 Continue on the server.",
     )
 
@@ -115,12 +104,12 @@ def expect_continue_stall(cell: CellView) -> Finding | None:
 @rule
 def more_connections_than_the_server_takes(cell: CellView) -> Finding | None:
     s = cell.server
-    cap = s.get("cap") or {}
+    cap = s.cap or {}
     if not cap.get("waited"):
         return None
     return Finding(
         "connections-over-server-cap", "warn", "More connections than the server takes",
-        f"The server serves {cap['limit']} connections at once; {cap['waited']} of the client's {s.get('connections', 0)} "
+        f"The server serves {cap['limit']} connections at once; {cap['waited']} of the client's {s.connections} "
         f"connections waited for a slot ({cap['wait_ms']:.0f} ms in all), and the server closed {cap['idle_closed']} "
         "idle keep-alive connections to make room.",
         "Open no more connections to a host than it serves at once (e.g. CURLMOPT_MAX_HOST_CONNECTIONS), "
@@ -131,12 +120,11 @@ def more_connections_than_the_server_takes(cell: CellView) -> Finding | None:
 @rule
 def idle_connections(cell: CellView) -> Finding | None:
     s = cell.server
-    idle, conns = s.get("idle_connections", 0), s.get("connections", 0)
+    idle, conns = s.idle_connections, s.connections
     if not idle:
         return None
-    handshakes = (s.get("tls") or {}).get("full", 0) + (s.get("tls") or {}).get("resumed", 0)
-    cost = "a TCP connect" + (" and a TLS handshake" if handshakes else "")
-    if (s.get("versions") or {}).get("HTTP/2.0") and cell.client.get("concurrency", 1) > 1:
+    cost = "a TCP connect" + (" and a TLS handshake" if s.handshakes else "")
+    if s.versions.get("HTTP/2.0") and cell.client.get("concurrency", 1) > 1:
         return Finding(
             "idle-connections", "warn", "Parallel HTTP/2 requests opened connections they never used",
             f"{idle} of the client's {conns} connections carried no request: it opened a connection for each "
@@ -156,7 +144,7 @@ def idle_connections(cell: CellView) -> Finding | None:
 
 @rule
 def connections_kept_across_jobs(cell: CellView) -> Finding | None:
-    kept = cell.server.get("kept_open", 0)
+    kept = cell.server.kept_open
     if not kept:
         return None
     return Finding(
@@ -172,14 +160,14 @@ def connections_kept_across_jobs(cell: CellView) -> Finding | None:
 @rule
 def dns_lookup_per_request(cell: CellView) -> Finding | None:
     s = cell.server
-    lookups = (s.get("dns") or {}).get("by_type", {}).get("A", 0)
-    requests = s.get("requests", 0)
+    lookups = (s.dns or {}).get("by_type", {}).get("A", 0)
+    requests = s.requests
     if requests < MIN_REQUESTS or lookups < 0.9 * requests:
         return None
     return Finding(
         "dns-lookup-per-request", "warn", "A DNS lookup per request",
         f"The lab DNS answered {lookups} A queries for {requests} requests to "
-        f"{(s.get('dns') or {}).get('names', 1)} host name(s): the client resolved the name again every time.",
+        f"{(s.dns or {}).get('names', 1)} host name(s): the client resolved the name again every time.",
         "Keep one client so that its DNS cache (and its connections) survive between requests, share the DNS "
         "cache between handles (libcurl share with CURL_LOCK_DATA_DNS), or run a local cache (e.g. dnsmasq).",
     )
@@ -188,12 +176,12 @@ def dns_lookup_per_request(cell: CellView) -> Finding | None:
 @rule
 def tls_full_handshake_per_request(cell: CellView) -> Finding | None:
     s = cell.server
-    full, requests = (s.get("tls") or {}).get("full", 0), s.get("requests", 0)
+    full, requests = s.tls.get("full", 0), s.requests
     if requests < MIN_REQUESTS or full < 0.9 * requests:
         return None
     return Finding(
         "tls-full-handshake-per-request", "warn", "A full TLS handshake per request",
-        f"{full} full TLS handshakes (and {(s.get('tls') or {}).get('resumed', 0)} resumed) for {requests} requests.",
+        f"{full} full TLS handshakes (and {s.tls.get('resumed', 0)} resumed) for {requests} requests.",
         "Reuse connections; where a new one is needed, keep the TLS session cache (e.g. a libcurl share "
         "handle with CURL_LOCK_DATA_SSL_SESSION) so that sessions resume.",
     )
@@ -202,8 +190,8 @@ def tls_full_handshake_per_request(cell: CellView) -> Finding | None:
 @rule
 def redirect_new_connections(cell: CellView) -> Finding | None:
     s = cell.server
-    redirects = int((s.get("statuses") or {}).get("302", 0))
-    requests, conns = s.get("requests", 0), s.get("connections", 0)
+    redirects = int(s.statuses.get("302", 0))
+    requests, conns = s.requests, s.connections
     if redirects < MIN_REQUESTS or not cell.client.get("keep_alive", True) or conns < 0.5 * requests:
         return None
     return Finding(
@@ -216,15 +204,13 @@ def redirect_new_connections(cell: CellView) -> Finding | None:
 @rule
 def http2_offered_not_used(cell: CellView) -> Finding | None:
     s = cell.server
-    versions = s.get("versions") or {}
-    tls_conns = (s.get("tls") or {}).get("full", 0) + (s.get("tls") or {}).get("resumed", 0)
     # only HTTP/1.1 requests: a client that spoke HTTP/2 or HTTP/3 used what it was offered
-    if cell.client.get("concurrency", 1) <= 1 or tls_conns <= 1 or set(versions) - {"HTTP/1.1"}:
+    if cell.client.get("concurrency", 1) <= 1 or s.handshakes <= 1 or set(s.versions) - {"HTTP/1.1"}:
         return None
     return Finding(
         "http2-not-used", "info", "HTTP/2 offered and not used",
-        f"The server offered h2 by ALPN; the client made {s.get('requests', 0)} parallel requests in HTTP/1.1 "
-        f"on {s.get('connections', 0)} connections.",
+        f"The server offered h2 by ALPN; the client made {s.requests} parallel requests in HTTP/1.1 "
+        f"on {s.connections} connections.",
         "Ask for HTTP/2 (e.g. CURL_HTTP_VERSION_2TLS): one connection multiplexes the requests and skips "
         "a handshake and a TCP slow start per connection.",
     )
@@ -236,19 +222,19 @@ def http3_offered_not_used(cell: CellView) -> Finding | None:
     both cells' noise: the lab's jobs name their version, so not upgrading by Alt-Svc is the
     client doing as asked; the finding is that asking for HTTP/3 would have paid."""
     s, h3 = cell.server, cell.over_http3
-    versions = set(s.get("versions") or {})
-    if h3 is None or not s.get("alt_svc") or not versions or versions - {"HTTP/1.1", "HTTP/2.0"}:
+    versions = set(s.versions)
+    if h3 is None or not s.alt_svc or not versions or versions - {"HTTP/1.1", "HTTP/2.0"}:
         return None
-    mine, theirs = cell.figures, h3["figures"]
-    noise = max(0.05, (mine.get("precision") or 0) + (theirs.get("precision") or 0))
-    if theirs["throughput"] <= mine["throughput"] * (1 + noise):
+    mine, theirs = cell.figures, h3.figures
+    noise = max(0.05, (mine.precision or 0) + (theirs.precision or 0))
+    if theirs.throughput <= mine.throughput * (1 + noise):
         return None
     version = "HTTP/2" if "HTTP/2.0" in versions else "HTTP/1.1"
     return Finding(
         "http3-not-used", "info", "HTTP/3 offered and not used",
-        f"The server offered HTTP/3 (Alt-Svc: {s['alt_svc']}); this client speaks it, and in this run the same "
+        f"The server offered HTTP/3 (Alt-Svc: {s.alt_svc}); this client speaks it, and in this run the same "
         f"work over HTTP/3 measured {_rate(theirs)} against {_rate(mine)} over {version} "
-        f"({theirs['throughput'] / mine['throughput']:.2f}×).",
+        f"({theirs.throughput / mine.throughput:.2f}×).",
         "Ask for HTTP/3 (with the client's HTTP/3 support, or by letting it follow Alt-Svc): on this network "
         "it does the same work faster.",
     )
@@ -257,13 +243,13 @@ def http3_offered_not_used(cell: CellView) -> Finding | None:
 @rule
 def multiplexing_unused(cell: CellView) -> Finding | None:
     s = cell.server
-    versions = set(s.get("versions") or {})
-    concurrency, requests = cell.client.get("concurrency", 1), s.get("requests", 0)
-    carrying = s.get("carrying_connections", 0)
+    versions = set(s.versions)
+    concurrency, requests = cell.client.get("concurrency", 1), s.requests
+    carrying = s.carrying_connections
     in_flight = min(concurrency, requests)
     if not versions or versions - {"HTTP/2.0", "HTTP/3.0"} or in_flight < 4 or carrying < max(2, in_flight / 2):
         return None
-    version, handshake = ("HTTP/3", "a QUIC handshake") if _quic(s) else ("HTTP/2", "a TCP connect and TLS handshake")
+    version, handshake = ("HTTP/3", "a QUIC handshake") if s.quic else ("HTTP/2", "a TCP connect and TLS handshake")
     return Finding(
         "multiplexing-unused", "info", f"Parallel {version} requests on a connection each",
         f"Up to {concurrency} requests in flight came on {carrying} {version} connections: each paid {handshake} "
@@ -276,10 +262,10 @@ def multiplexing_unused(cell: CellView) -> Finding | None:
 @rule
 def zero_rtt_unused(cell: CellView) -> Finding | None:
     s = cell.server
-    tls, requests = s.get("tls") or {}, s.get("requests", 0)
+    tls, requests = s.tls, s.requests
     resumed = tls.get("resumed", 0)
     # 0-RTT is for idempotent requests: a cell that sent bodies is right not to use it
-    if not _quic(s) or resumed < 2 or tls.get("early_data", 0) or s.get("req_body_bytes", 0) or requests < resumed:
+    if not s.quic or resumed < 2 or tls.get("early_data", 0) or s.req_body_bytes or requests < resumed:
         return None
     return Finding(
         "zero-rtt-unused", "info", "QUIC sessions resumed without 0-RTT",
@@ -290,22 +276,18 @@ def zero_rtt_unused(cell: CellView) -> Finding | None:
     )
 
 
-def _quic(server: dict) -> bool:
-    return bool((server.get("versions") or {}).get("HTTP/3.0"))
-
-
-def _rate(figures: dict) -> str:
-    return f"{figures['throughput']:,.1f} {figures.get('unit', '')} (±{(figures.get('precision') or 0):.0%})"
+def _rate(figures: CellFigures) -> str:
+    return f"{figures.throughput:,.1f} {figures.unit} (±{(figures.precision or 0):.0%})"
 
 
 @rule
 def whole_body_in_memory(cell: CellView) -> Finding | None:
     s = cell.server
-    requests = s.get("requests", 0)
+    requests = s.requests
     if not requests:
         return None
-    body = s.get("resp_body_bytes", 0) / requests
-    growth = (cell.figures.get("peak_rss_kb", 0) - cell.baseline_rss_kb) * 1024
+    body = s.resp_body_bytes / requests
+    growth = ((cell.figures.peak_rss_kb or 0) - cell.baseline_rss_kb) * 1024
     if body < BIG_BODY or growth < 0.8 * body:
         return None
     copies = growth / body
@@ -329,19 +311,19 @@ def body_memory_from_the_kernel(cell: CellView) -> Finding | None:
     to the body) is mapped anew every time. Whether a process is in that mode is settled early in
     its life (what it imported, how its first bodies arrived) and lasts it."""
     s, f = cell.server, cell.figures
-    requests, faults = s.get("requests", 0), f.get("page_faults")
+    requests, faults = s.requests, f.page_faults
     if not requests or faults is None:
         return None
-    body = s.get("resp_body_bytes", 0) / requests
+    body = s.resp_body_bytes / requests
     per_request = faults / requests
     # past glibc's largest mmap threshold (32 MiB) every such body is mapped: no mode to be in
     if requests < MIN_REQUESTS or not FRESH_BODY <= body < MMAP_THRESHOLD_MAX or per_request * PAGE < FRESH_SHARE * body:
         return None
-    system_us = f.get("cpu_sys_s", 0.0) / requests * 1e6
-    held = [m for m in f.get("modes") or [] if m.get("cause") == "allocator"]
-    glibc = not any("do not come from glibc's malloc" in n for n in f.get("notes") or [])
-    modes = (f" Held in each mode on purpose it ran at {held[0]['throughput']:,.0f} {f.get('unit', '')} with bodies "
-             f"on the heap and {held[1]['throughput']:,.0f} with bodies mapped anew." if len(held) == 2 else "")
+    system_us = (f.cpu_sys_s or 0.0) / requests * 1e6
+    held = [m for m in f.modes or () if m.cause == "allocator"]
+    glibc = not any("do not come from glibc's malloc" in n for n in f.notes or ())
+    modes = (f" Held in each mode on purpose it ran at {held[0].throughput:,.0f} {f.unit} with bodies "
+             f"on the heap and {held[1].throughput:,.0f} with bodies mapped anew." if len(held) == 2 else "")
     return Finding(
         "body-memory-from-the-kernel", "warn", "Each body's memory is taken anew from the kernel",
         f"{per_request:.0f} page faults a request ({per_request * PAGE / 1024:.0f} KB of fresh pages for a "
@@ -376,30 +358,29 @@ def diagnose(cell: CellView) -> list[Finding]:
     return [f for f in (r(cell) for r in RULES) if f is not None]
 
 
-def diagnose_run(cells: list[dict]) -> dict[int, list[Finding]]:
+def diagnose_run(cells: list[Cell]) -> dict[int, list[Finding]]:
     """Findings for every measured cell of a stored run, by cell id."""
-    ok = [c for c in cells if c["status"] == "ok" and c["figures"]]
+    ok = [c for c in cells if c.measured]
     baselines: dict[str, int] = {}
     for c in ok:
-        rss = c["figures"].get("peak_rss_kb", 0)
-        baselines[c["driver"]] = min(baselines.get(c["driver"], rss), rss)
-    over_http3 = {_same_work(c): c for c in ok if ((c.get("params") or {}).get("client") or {}).get("http") == "3"}
+        rss = c.figures.peak_rss_kb or 0
+        baselines[c.driver] = min(baselines.get(c.driver, rss), rss)
+    over_http3 = {_same_work(c): c for c in ok if c.client.get("http") == "3"}
     out = {}
     for c in ok:
-        params = c.get("params") or {}
-        view = CellView(c["driver"], c["scenario"], dict(params.get("client") or {}), list(params.get("sinks") or []),
-                        c["figures"], baselines[c["driver"]], over_http3.get(_same_work(c)))
-        out[c["id"]] = diagnose(view)
+        view = CellView(c.driver, c.scenario, dict(c.client), list(c.params.get("sinks") or []),
+                        c.figures, baselines[c.driver], over_http3.get(_same_work(c)))
+        out[c.id] = diagnose(view)
     return out
 
 
-def _same_work(cell: dict) -> str:
+def _same_work(cell: Cell) -> str:
     """A cell's driver and work with its HTTP version left out (and a sweep value that is only
     the version), so that the cells of one work over two versions share it."""
-    params = dict(cell.get("params") or {})
+    params = dict(cell.params)
     client = dict(params.get("client") or {})
     if params.get("value") == client.get("http"):
         params.pop("value", None)
     client.pop("http", None)
     params["client"] = client
-    return digest([cell["driver"], cell["scenario"].split("[", 1)[0], params])
+    return digest([cell.driver, cell.scenario.split("[", 1)[0], params])

@@ -11,7 +11,7 @@ from clientlab.diagnose import diagnose_run
 from clientlab.netlab import hosts
 from clientlab.netlab.lab import NetLab
 from clientlab.netlab.profile import Profile
-from clientlab.record import Cell
+from clientlab.record import Cell, CellFigures, ServerSummary
 from clientlab.runner import CellRunner, RunOptions
 from clientlab.stats import StopRule
 from clientlab.testsupport import shipped
@@ -32,9 +32,9 @@ def diagnosed(bench_server, store, test_drivers):
         for driver_id, sc in cells:
             result = runner.run_cell(everything[driver_id], sc)
             assert result.status == "ok", f"{driver_id} × {sc.label}: {result.reason}"
-        stored = store.cells(run_id)
+        stored = store.cell_records(run_id)
         found = diagnose_run(stored)
-        return {(c["driver"], c["scenario"]): [f.rule for f in found[c["id"]]] for c in stored}
+        return {(c.driver, c.scenario): [f.rule for f in found[c.id]] for c in stored}
 
     return run
 
@@ -106,7 +106,7 @@ def test_dns_lookup_per_request_seen_by_the_lab_dns(store, test_drivers):
         for driver_id in ("python-fake-no-reuse", "python-fake-reference"):
             assert runner.run_cell(test_drivers[driver_id], shipped("get-small", count=30)).status == "ok"
     found = {c["driver"]: [f.rule for f in fs] for c in store.cells(run_id)
-             for cid, fs in diagnose_run(store.cells(run_id)).items() if cid == c["id"]}
+             for cid, fs in diagnose_run(store.cell_records(run_id)).items() if cid == c["id"]}
     assert "dns-lookup-per-request" in found["python-fake-no-reuse"]
     assert found["python-fake-reference"] == []
 
@@ -151,7 +151,8 @@ def test_one_body_in_memory_is_no_finding_where_the_scenario_asks_for_memory():
 
     body = 20_000_000
     cell = CellView("x-y", "download-memory", {}, ["memory"],
-                    {"peak_rss_kb": (5_000_000 + body) // 1024, "server": {"requests": 1, "resp_body_bytes": body}},
+                    CellFigures(peak_rss_kb=(5_000_000 + body) // 1024,
+                                server=ServerSummary(requests=1, resp_body_bytes=body)),
                     5_000_000 // 1024)
     assert whole_body_in_memory(cell) is None
     as_file = CellView("x-y", "download-file", {}, ["file"], cell.figures, cell.baseline_rss_kb)
@@ -178,36 +179,36 @@ def test_quic_sessions_resumed_without_0rtt(diagnosed):
     assert found[("go-net-http-http3", kept.label)] == []
 
 
-def _stored(driver: str, http: str, rate: float, precision: float = 0.02, **server) -> dict:
+def _stored(driver: str, http: str, rate: float, precision: float = 0.02, **server) -> Cell:
     client = {"scheme": "https", "http": http, "concurrency": 20}
     version = {"1.1": "HTTP/1.1", "2": "HTTP/2.0", "3": "HTTP/3.0"}[http]
-    return {"id": hash((driver, http)), "driver": driver, "scenario": f"parallel-feeds[http={http}]", "status": "ok",
-            "params": {"feeds": 100, "part": "lossy", "value": http, "client": client, "sinks": ["memory"]},
-            "figures": {"throughput": rate, "unit": "req/s", "precision": precision, "peak_rss_kb": 1000,
-                        "server": {"requests": 100, "connections": 1, "versions": {version: 100},
-                                   "carrying_connections": 1, **server}}}
+    return Cell.from_json({
+        "id": hash((driver, http)), "driver": driver, "scenario": f"parallel-feeds[http={http}]", "status": "ok",
+        "params": {"feeds": 100, "part": "lossy", "value": http, "client": client, "sinks": ["memory"]},
+        "figures": {"throughput": rate, "unit": "req/s", "precision": precision, "peak_rss_kb": 1000,
+                    "server": {"requests": 100, "connections": 1, "versions": {version: 100},
+                               "carrying_connections": 1, **server}}})
 
 
 @pytest.mark.parametrize("h3_rate,expected", [(300.0, ["http3-not-used"]), (210.0, []), (100.0, [])])
 def test_http3_offered_and_not_used_where_the_run_measured_it_faster(h3_rate, expected):
     h2 = _stored("x-y", "2", 200.0, alt_svc='h3=":4433"')
     found = diagnose_run([h2, _stored("x-y", "3", h3_rate)])
-    assert [f.rule for f in found[h2["id"]]] == expected   # 210 is within both cells' noise and 5 %
+    assert [f.rule for f in found[h2.id]] == expected   # 210 is within both cells' noise and 5 %
 
 
 def test_http3_not_used_needs_the_offer_and_the_same_work():
     unoffered = _stored("x-y", "2", 200.0)
     other_driver = _stored("x-z", "2", 200.0, alt_svc='h3=":4433"')
     found = diagnose_run([unoffered, other_driver, _stored("x-y", "3", 400.0)])
-    assert found[unoffered["id"]] == [] and found[other_driver["id"]] == []
+    assert found[unoffered.id] == [] and found[other_driver.id] == []
 
 
 @pytest.mark.parametrize("http,carrying,expected", [("3", 20, ["multiplexing-unused"]), ("2", 10, ["multiplexing-unused"]),
                                                     ("3", 1, []), ("3", 3, []), ("1.1", 20, [])])
 def test_parallel_requests_on_a_connection_each_are_found_for_http2_and_http3(http, carrying, expected):
-    cell = _stored("x-y", http, 200.0)
-    cell["figures"]["server"].update(connections=carrying, carrying_connections=carrying)
-    assert [f.rule for f in diagnose_run([cell])[cell["id"]]] == expected
+    cell = _stored("x-y", http, 200.0, connections=carrying, carrying_connections=carrying)
+    assert [f.rule for f in diagnose_run([cell])[cell.id]] == expected
 
 
 @pytest.mark.parametrize("language, names, never", [

@@ -21,7 +21,7 @@ from clientlab.output.diagnosis import print_findings
 from clientlab.output.long import long_lines
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.output.whatran import print_what_ran
-from clientlab.record import RunConfig
+from clientlab.record import Cell, RunConfig
 from clientlab.stats import StopRule
 from clientlab.store import Store
 
@@ -197,7 +197,8 @@ def diagnose_and_store(store: Store, run_id: int) -> None:
     from clientlab.profile.causes import cpu_findings
 
     cells = store.cells(run_id)
-    found = {cell_id: [f.to_dict() for f in findings] for cell_id, findings in diagnose_run(cells).items()}
+    found = {cell_id: [f.to_json() for f in findings]
+             for cell_id, findings in diagnose_run([Cell.from_json(c) for c in cells]).items()}
     for cell_id, findings in cpu_findings(store, cells).items():
         found.setdefault(cell_id, []).extend(findings)
     for cell_id, findings in found.items():

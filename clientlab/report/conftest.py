@@ -35,7 +35,7 @@ def measured_run(bench_server, test_drivers, tmp_path_factory):
     for driver_id, sc in cells:
         runner.run_cell(test_drivers[driver_id], sc)
     store.finish_run(run_id, "complete")
-    for cell_id, findings in diagnose_run(store.cells(run_id)).items():
-        store.set_findings(cell_id, [f.to_dict() for f in findings])
+    for cell_id, findings in diagnose_run(store.cell_records(run_id)).items():
+        store.set_findings(cell_id, findings)
     store.close()
     return home, run_id
