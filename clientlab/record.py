@@ -448,8 +448,10 @@ class FleetJob(Record):
 class RunConfig(Record):
     """What a run stores about itself. Written by `clientlab run` (cli/run.py), experiments
     (experiment/execute.py), crosscheck and calibration (runner/session.py loopback_config),
-    selfbench and the fleet's failed jobs, each with its own keys, and added to while a run is
-    under way (Store.update_config: the measured network, the nginx version, calibration, …).
+    selfbench and the fleet's failed jobs (fleet/launch.py, fleet/experiments.py), each with its
+    own keys, all of them here; stored_run adds the placement, and Store.update_config what is
+    known once the run is under way (the measured network, the server host, an experiment's
+    networks, nginx's version and its writes, the calibration loops, the fleet job that ran it).
     Every key is optional; a record built here writes only what was given."""
 
     kind: str | None = key(omit_default=True)          # crosscheck / calibration / selfbench / …; None: a run
@@ -459,7 +461,8 @@ class RunConfig(Record):
     drivers: tuple[str, ...] | None = key(load=tuple, omit_default=True)
     scenarios: tuple[str, ...] | None = key(load=tuple, omit_default=True)
     params: Mapping[str, Any] | None = key(omit_default=True)
-    client: Mapping[str, Any] | None = key(omit_default=True)
+    client: Mapping[str, Any] | None = key(omit_default=True)      # each scenario's client settings, by label
+    server: Mapping[str, Any] | None = key(omit_default=True)      # each scenario's server shape, by label
     warmup: int | None = key(omit_default=True)
     fresh_process: bool | None = key(omit_default=True)
     stop: Mapping[str, Any] | None = key(omit_default=True)
@@ -475,6 +478,10 @@ class RunConfig(Record):
     cells_planned: int | None = key(omit_default=True)
     server_host: str | None = key(omit_default=True)
     networks: Mapping[str, Any] | None = key(omit_default=True)   # an experiment's networks, described
+    profile: bool | None = key(omit_default=True)      # run --profile: cells profiled after their timed trials
+    nginx: str | None = key(omit_default=True)         # crosscheck: the nginx version it ran against
+    writes: tuple[Mapping[str, Any], ...] | None = key(load=tuple, omit_default=True)  # crosscheck: how each server wrote
+    calibration: tuple[Mapping[str, Any], ...] | None = key(load=tuple, omit_default=True)  # crosscheck --bare/--plain
     fleet: FleetJob | None = key(load=FleetJob.from_json, omit_default=True)
 
     @property

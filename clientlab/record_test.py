@@ -169,3 +169,20 @@ def test_a_layer_is_found_by_name():
     layers = Layers.from_json({"profiler": "perf", "samples": 10, "overhead": None,
                                "shares": [{"layer": "tls", "us_per_request": 3.0, "share": 0.1}]})
     assert layers.share_of("tls") == LayerShare("tls", 3.0, 0.1) and layers.share_of("kernel") is None
+
+
+def test_every_key_the_config_writers_store_is_a_typed_field(test_drivers):
+    from clientlab.cli.run import _run_config
+    from clientlab.runner import RunOptions, loopback_config
+    from clientlab.testsupport import shipped
+
+    drivers, scenarios = list(test_drivers.values())[:2], [shipped("get-small", count=5)]
+    written = [
+        {**_run_config(drivers, scenarios, RunOptions(), "loopback", "loopback", ("node=22",)), "profile": True,
+         "server_host": "bench1"},
+        {**loopback_config("crosscheck", drivers, scenarios), "placement": "split", "nginx": "1.22.1",
+         "writes": [{"scenario": "get-small"}], "calibration": [{"driver": "x", "pairs": []}]},
+    ]
+    for config in written:
+        record = RunConfig.from_json(json.loads(json.dumps(config)))
+        assert record.extra == {} and _text(record.to_json()) == _text(json.loads(json.dumps(config)))
