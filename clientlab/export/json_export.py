@@ -1,11 +1,12 @@
 """The run as JSON: one object per driver × scenario cell, with its figures and its trials.
 
 Schema (version 1):
-  run:   id, status, started_at, finished_at (Unix seconds), machine, config
+  run:   id, status, started_at, finished_at (Unix seconds), machine, config (record.RunConfig)
   cells: driver, scenario, params, status (ok / failed / unsupported / not-installed / running),
          reason, metric, versions (client and runtime versions from the driver),
          figures (throughput + unit, wall_s statistics, cpu_user_s, cpu_sys_s, peak_rss_kb,
-         startup_s, setup_s, noisy, precision, server summary of the median trial),
+         startup_s, setup_s, noisy, precision, server summary of the median trial, findings, …:
+         clientlab/record.py's CellFigures names every key and what it means),
          trials (kind, idx, ok, wall_s, user_s, sys_s, peak_rss_kb, startup_s, setup_s, server, problems)
 """
 
