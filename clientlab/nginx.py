@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -34,6 +35,8 @@ LOG_FORMAT = ('{"path":"$uri","status":$status,"resp_body_bytes":$body_bytes_sen
 # nginx buffers its access log and writes it at least this often: a write per request cost a
 # client on nginx's core 11 % of its rate on small GETs (docs/evidence/measurement.md, crosscheck)
 LOG_FLUSH_S = 0.1
+# how long nginx may take to write its buffered log when told to (StaticServer._log_written)
+LOG_REOPEN_S = 5.0
 
 
 def available() -> str | None:
@@ -144,6 +147,23 @@ http {{
         self.stop()
 
 
+def _held(pids: list[int], path: Path) -> bool:
+    """Whether any of these processes has `path` open."""
+    target = str(path)
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    return True
+            except OSError:
+                pass
+    return False
+
+
 class StaticServer:
     """nginx where the runner expects a BenchServer: static files fetched once from the bench
     server (the same bytes), and counters read from nginx's access log since the last reset.
@@ -165,6 +185,9 @@ class StaticServer:
                                  ca_file=source.endpoint.ca_file)
         self._offset = 0
         self._settled = False  # the log was complete when last read, and no trial has run since
+        self._log = self.nginx.dir / "collected.log"  # what nginx wrote, moved out of its log (_log_written)
+        self._log.touch()
+        self._moves = 0
 
     def _copy(self, source: Any, path: str) -> None:
         """Fetch `path` from the bench server into the static folder, and keep its digest."""
@@ -203,19 +226,26 @@ class StaticServer:
         if not self._settled:  # what came before (a failed trial's last requests) is not the next trial's
             self._log_written()
         self._settled = False
-        self._offset = self.nginx.log_path.stat().st_size if self.nginx.log_path.exists() else 0
+        self._offset = self._log.stat().st_size
 
     def _log_written(self) -> None:
-        """Wait until nginx has written what it buffered (its flush timer), and the log stays put."""
-        time.sleep(LOG_FLUSH_S * 1.5)
-        deadline = time.monotonic() + 2.0
-        size = -1
-        while time.monotonic() < deadline:
-            now = self.nginx.log_path.stat().st_size if self.nginx.log_path.exists() else 0
-            if now == size:
-                return
-            size = now
-            time.sleep(0.03)
+        """Have nginx write what it buffered, and wait until it has: its log is moved aside and
+        nginx told to reopen it (SIGUSR1); the worker writes its buffer to the moved file before it
+        opens the new one, so once no nginx process holds the moved file it is complete, and its
+        lines join the lab's copy. nginx's own flush timer ran late on a busy host, and a trial's
+        count came up short by a buffer's worth."""
+        moved = self.nginx.dir / f"access.{self._moves}.log"
+        self._moves += 1
+        os.rename(self.nginx.log_path, moved)
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + LOG_REOPEN_S
+        while _held(self.nginx.pids(), moved):
+            if time.monotonic() > deadline:
+                raise LabError(f"nginx did not write its buffered access log within {LOG_REOPEN_S:.0f} s of SIGUSR1")
+            time.sleep(0.001)
+        with open(moved, "rb") as src, open(self._log, "ab") as dst:
+            shutil.copyfileobj(src, dst)
+        moved.unlink()
 
     def progress(self) -> dict[str, Any]:
         """The counters while a trial runs (a stall watch): the log is not settled by this read."""
@@ -231,11 +261,9 @@ class StaticServer:
 
     def _read(self) -> dict[str, Any]:
         self._log_written()
-        entries = []
-        if self.nginx.log_path.exists():
-            with open(self.nginx.log_path) as f:
-                f.seek(self._offset)
-                entries = [json.loads(line) for line in f if line.strip()]
+        with open(self._log) as f:
+            f.seek(self._offset)
+            entries = [json.loads(line) for line in f if line.strip()]
         conns: dict[int, int] = {}
         versions: dict[str, int] = {}
         log = []
