@@ -350,8 +350,8 @@ def _fresh_pages_fix(language: str, glibc: bool) -> str:
         return ("Reuse one buffer for bodies, or stream them: held in each mode by glibc's tunables this "
                 "process took the same pages, so its bodies come from an allocator of its own.")
     return ("Reuse one buffer for bodies, or stream them; with glibc, a fixed MALLOC_MMAP_THRESHOLD_ and "
-            "MALLOC_TRIM_THRESHOLD_ above the body size keep bodies on the heap (GLIBC_TUNABLES="
-            "glibc.malloc.mmap_threshold=…:glibc.malloc.trim_threshold=…).")
+            "MALLOC_TRIM_THRESHOLD_ above the body size keep bodies on the heap (or GLIBC_TUNABLES' "
+            "glibc.malloc.mmap_threshold and glibc.malloc.trim_threshold).")
 
 
 def diagnose(cell: CellView) -> list[Finding]:

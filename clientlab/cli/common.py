@@ -18,7 +18,9 @@ from clientlab import manifest, scenario
 from clientlab.errors import LabError, LabInputError
 from clientlab.output.cellfigures import said_once_line
 from clientlab.output.diagnosis import print_findings
-from clientlab.output.long import long_lines
+from clientlab.output.long import long_lines, summary_lines
+from clientlab.output.markdown import markdown_text
+from clientlab.output.wrap import print_wrapped
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.output.whatran import print_what_ran
 from clientlab.record import Cell, RunConfig
@@ -237,17 +239,22 @@ def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         return
     if fmt == "auto":
         fmt = "table" if out.is_terminal and out.width >= width_needed(cells) else "long"
+    if fmt == "markdown":
+        click.echo(markdown_text(cells, title), nl=False)
+        return
     if fmt == "table":
         out.print(results_table(cells, title))
     else:
-        out.print(title, highlight=False, soft_wrap=True)
-        for line in long_lines(cells):
+        print_wrapped(out, title, rest="  ")
+        for line in long_lines(cells, out.width):
             out.print(line, highlight=False, soft_wrap=True)
-        out.print(Text(CAPTION, style="dim"), soft_wrap=True)
+        print_wrapped(out, CAPTION, rest="", style="dim")
     if (line := said_once_line(cells)) is not None:
-        out.print(Text(line, style="magenta"), soft_wrap=True)
+        print_wrapped(out, line, rest="", style="magenta")
     print_findings(out, cells)
     print_what_ran(out, cells)
+    for line in summary_lines(cells, out.width):
+        out.print(line, highlight=False, soft_wrap=True)
 
 def counts_given(files: list, name: str, params: tuple[str, ...]) -> bool:
     """True when -p set a parameter that decides how often a request of scenario `name` repeats."""

@@ -29,7 +29,8 @@ from clientlab.record import RunConfig
 @click.option("--cell", "cells", multiple=True, metavar="DRIVER:SCENARIO",
               help="Also show every trial of this cell and what the server saw (repeatable; * matches all).")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "markdown", "json"]), default="auto", show_default=True,
-              help="table (drivers × scenarios), long (one line per cell), json; auto: the table when it fits.")
+              help="table (drivers × scenarios), long (a cell in one or two lines), markdown, json; auto: the "
+                   "table when it fits.")
 @click.option("--profile", "profiles", is_flag=True,
               help="The CPU profile of each --cell (every profiled cell without --cell): layers and top paths, as text.")
 @store_option

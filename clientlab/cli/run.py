@@ -43,6 +43,7 @@ from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_op
 from clientlab.errors import LabInputError
 from clientlab.netlab.lab import open_server_side
 from clientlab.output.progress import ProgressEvents
+from clientlab.output.wrap import print_wrapped
 from clientlab.runner import (
     INTERLEAVES,
     JIT_WARM_S,
@@ -121,9 +122,10 @@ if TYPE_CHECKING:
               help="Spread each cell's timed trials over this many driver processes, each warmed up, so that "
                    "one process's own state (its heap's place, its allocator) is not the cell's figure. "
                    "JIT drivers (Java, Node.js) keep one process: it takes them a minute to settle.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "json"]), default="auto", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "markdown", "json"]), default="auto", show_default=True,
               help="How the result is printed: a table (drivers × scenarios), long (one line per cell), "
-                   "json; auto: the table when the terminal is wide enough, else long.")
+                   "markdown (a table per scenario), json; auto: the table when the terminal is wide enough, "
+                   "else long.")
 @click.option("--net", "net_name", default="loopback", show_default=True, metavar="PROFILE",
               help="Network profile (networks/*.toml, see `clientlab net list`): e.g. lan-1g, lan-100m, wan-50ms, "
                    "dns-slow. Anything but loopback runs client and server in their own namespaces (needs root).")
@@ -281,8 +283,8 @@ def _measured(store: Store, config: dict, chosen: list[manifest.Driver], scenari
     run_id, interrupted = None, False
     try:
         with stored_run(store, config, options.placement) as (run_id, _placement):
-            err.print(f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network "
-                      f"'{network.name()}', results in {store.where}", highlight=False)
+            print_wrapped(err, f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network "
+                               f"'{network.name()}', results in {store.where}")
             with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err, len(chosen)) as events:
                 run_matrix(store, run_id, chosen, scenarios, options, events,
                            lambda _result: json_path and exporters.write(store, run_id, "json", json_path),

@@ -28,8 +28,18 @@ def throughput(f: CellFigures) -> str:
     return f"{_number(f.throughput)} {f.unit}"
 
 
+number = _number
+
+
 def precision(f: CellFigures) -> str:
     return "" if f.modes else f"±{f.precision * 100:.1f}%"
+
+
+def spread(f: CellFigures) -> str:
+    """The median's precision, where the median is the cell's figure: not for a cell whose own
+    trials fell into two modes (each is shown instead), but for one whose allocator modes were
+    measured beside its own processes' figure."""
+    return "" if f.modes and not f.modes[0].label else f"±{(f.precision or 0.0) * 100:.1f}%"
 
 
 def count(f: CellFigures) -> str:
@@ -67,9 +77,8 @@ BUDGET_CUT = "cut by time budget"
 
 def flags(f: CellFigures, said_once: frozenset[str] = frozenset()) -> list[str]:
     """The cell's flags, less those said once for the whole table (`said_once`)."""
+    # "noisy" is no flag of its own: the long form says where a spread changes a ranking (long.ties)
     out = []
-    if f.noisy:
-        out.append("noisy")
     if f.disturbed_kept:
         out.append(f"{f.disturbed_kept} disturbed")
     if f.cut_by_budget:

@@ -4,8 +4,8 @@ on, its evidence and its fix."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
+from clientlab.output.wrap import print_wrapped
 from clientlab.record import Cell, Finding
 
 STYLE = {"warn": "bold yellow", "info": "cyan"}
@@ -29,8 +29,8 @@ def print_findings(console: Console, cells: list[Cell]) -> None:
     for driver, f, scenarios in found:
         where = scenarios[0] if len(scenarios) == 1 else f"{len(scenarios)} scenarios ({', '.join(scenarios)})"
         also = f" (on {scenarios[0]})" if len(scenarios) > 1 else ""
-        console.print(f"[{STYLE.get(f.severity, '')}]{f.severity}[/] {escape(driver)} × {escape(where)}: "
-                      f"[bold]{escape(f.title)}[/]\n    {escape(f.evidence)}{escape(also)}\n"
-                      f"    fix: {escape(f.fix)}", highlight=False)
+        print_wrapped(console, f"{f.severity} {driver} × {where}: {f.title}", style=STYLE.get(f.severity, ""))
+        print_wrapped(console, f"{f.evidence}{also}", first="    ", rest="    ")
+        print_wrapped(console, f"fix: {f.fix}", first="    ", rest="         ", style="green")
     if not found and any(c.status == "ok" for c in cells):
         console.print("\nNo findings: no client showed a known slow pattern.")

@@ -9,6 +9,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from rich.text import Text
+
+from clientlab.output.wrap import wrapped
 from clientlab.runner import CellResult
 from clientlab.store import Trial
 
@@ -28,6 +31,7 @@ class ProgressEvents:
         self.task = self.progress.add_task("starting", total=cells)
         self._done_cells = 0
         self._running: dict[tuple[str, str], int] = {}   # (driver, scenario) → trials so far
+        self._not_measured: dict[tuple[str, str, str], int] = {}  # (driver, status, reason) → cells
 
     def __enter__(self) -> "ProgressEvents":
         self.progress.start()
@@ -35,6 +39,7 @@ class ProgressEvents:
 
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
+        self._say_not_measured()
 
     def _update(self, description: str) -> None:
         part = sum(min(n / TRIALS_PER_CELL_GUESS, 0.9) for n in self._running.values())
@@ -53,10 +58,23 @@ class ProgressEvents:
         self._running.pop((result.driver, result.scenario), None)
         self._done_cells += 1
         self._update(f"{result.scenario} — {result.driver}: {result.status}")
-        status = result.status if result.status != "failed" else "[bold red]FAILED[/]"
-        figure = ""
-        if result.figures:
-            figure = f"{result.figures.throughput:,.1f} {result.figures.unit}"
-        self.progress.console.print(f"  {result.driver} × {result.scenario}: {status} {figure}"
-                                    f"{' — ' + (result.reason or '').splitlines()[0] if result.reason else ''}",
-                                    highlight=False)
+        reason = (result.reason or "").strip().splitlines()[0] if (result.reason or "").strip() else ""
+        if result.status in ("unsupported", "not-installed"):
+            # a driver that cannot do several scenarios for one reason is said once, then counted
+            key = (result.driver, result.status, reason)
+            self._not_measured[key] = self._not_measured.get(key, 0) + 1
+            if self._not_measured[key] > 1:
+                return
+        status = result.status if result.status != "failed" else "FAILED"
+        figure = f" {result.figures.throughput:,.1f} {result.figures.unit}" if result.figures else ""
+        text = f"{result.driver} × {result.scenario}: {status}{figure}" + (f" — {reason}" if reason else "")
+        style = "bold red" if result.status == "failed" else "yellow" if result.status == "unsupported" else ""
+        for line in wrapped(text, self.progress.console.width, first="  ", rest="      "):
+            self.progress.console.print(Text(line, style=style), highlight=False, soft_wrap=True)
+
+    def _say_not_measured(self) -> None:
+        for (driver, status, reason), n in self._not_measured.items():
+            if n > 1:
+                text = f"{driver}: {status} on {n - 1} more scenario(s), for the same reason"
+                for line in wrapped(text, self.progress.console.width, first="  ", rest="      "):
+                    self.progress.console.print(Text(line, style="yellow"), highlight=False, soft_wrap=True)

@@ -4,9 +4,9 @@ its library's defaults."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
 from clientlab.output.cellfigures import DEPARTED
+from clientlab.output.wrap import print_wrapped
 from clientlab.record import Cell
 
 
@@ -26,11 +26,10 @@ def print_what_ran(console: Console, cells: list[Cell]) -> None:
         return
     console.print("\n[bold]Versions that ran[/]")
     for driver, seen in drivers.items():
-        console.print(f"  {escape(driver)}: [dim]{escape(versions_text(seen['versions'])) or '—'}[/]",
-                      highlight=False, soft_wrap=True)
+        print_wrapped(console, f"{driver}: {versions_text(seen['versions']) or '—'}", first="  ", rest="      ")
     departed = {d: s["departures"] for d, s in drivers.items() if s["departures"]}
     if departed:
         console.print(f"\n[bold]{DEPARTED} Settings of the driver's own, not its library's defaults[/]")
         for driver, departures in departed.items():
             for departure in departures:
-                console.print(f"  {escape(driver)}: {escape(departure)}", highlight=False, soft_wrap=True)
+                print_wrapped(console, f"{driver}: {departure}", first="  ", rest="      ")
