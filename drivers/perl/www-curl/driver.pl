@@ -108,15 +108,23 @@ sub run {
     my ($job, $client, $report) = @_;
     my $curl = $client->{curl};
     my $configured;    # the entry whose options the handle holds
+    my $plain;         # it has no file of its own (no upload, no file sink): only a buffer to set
     LabDriver::each_request($job, $report, sub {
         my ($r, $req) = @_;
         if (!defined $configured || $configured != $r) {
             undef $configured;    # until this entry's options are all set
             configure($job, $client, $req);
             $configured = $r;
+            $plain = !defined $req->{body_file} && !LabDriver::to_file($req);
         }
         my $body = '';
-        my $sink = attach($client, $req, \$body);
+        my $sink;
+        if ($plain) {
+            $curl->setopt(CURLOPT_WRITEDATA, \$body);    # a reference: it cannot be refused
+        }
+        else {
+            $sink = attach($client, $req, \$body);
+        }
         my $rc = $curl->perform;
         close delete $client->{upload} if $client->{upload};
         close $sink or die "writing $req->{sink_path}: $!\n" if $sink;
