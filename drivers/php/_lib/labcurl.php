@@ -1,8 +1,9 @@
 <?php
 // labcurl: what the PHP drivers on the curl extension share (php-curl, php-curl-multi). A handle
-// gets the job's settings once (job_options) and each request's options before its transfer
-// (request), without curl_reset: every per-request option is set again, as a program reusing one
-// handle does. finish() reads the response back into the report.
+// gets the job's settings once (job_options) and an entry's options when it starts a request of
+// another entry than its last (configure), without curl_reset: every per-entry option is set
+// again, as a program reusing one handle does; each transfer gets only its own files (attach).
+// finish() reads the response back into the report.
 
 declare(strict_types=1);
 
@@ -74,18 +75,20 @@ final class Transfer
 }
 
 /**
- * Set one request entry's options on $ch (after job_options). Returns the Transfer, or a string
- * saying why the request cannot start (a file that cannot be opened).
+ * Set one request entry's options on $ch (after job_options): everything but the transfer's own
+ * files. The handle keeps them for every repeat of the entry, as a program reusing one handle for
+ * the same request sets nothing again; attach() then gives each transfer its files. Returns null,
+ * or why the handle refused an option.
  */
-function request(\CurlHandle $ch, array $job, int $r, array $req): Transfer|string
+function configure(\CurlHandle $ch, array $job, array $req): ?string
 {
     $method = strtoupper($req['method']);
     $headers = [];
     foreach (($req['headers'] ?? []) as $name => $value) {
         $headers[] = $value === '' ? "$name;" : "$name: $value"; // "name;" sends an empty value
     }
-    // back to a plain GET first (no upload, no HEAD, no custom method left from the last request,
-    // libcurl's default of not following redirects), then this request's own options: two calls,
+    // back to a plain GET first (no upload, no HEAD, no custom method left from the last entry,
+    // libcurl's default of not following redirects), then this entry's own options: two calls,
     // as the order matters
     $plain = [CURLOPT_NOBODY => false, CURLOPT_UPLOAD => false, CURLOPT_HTTPGET => true, CURLOPT_CUSTOMREQUEST => null,
         CURLOPT_FOLLOWLOCATION => false];
@@ -94,20 +97,17 @@ function request(\CurlHandle $ch, array $job, int $r, array $req): Transfer|stri
         $opts[CURLOPT_FOLLOWLOCATION] = true;
     }
     $natural = $method === 'GET';
-    $upload = null;
+    $upload = false;
     if (isset($req['form'])) {
         // an array is sent as multipart/form-data (curl_mime), a string urlencoded
         $opts[CURLOPT_POSTFIELDS] = Lab\is_multipart($req) ? $req['form'] : Lab\urlencoded($req['form']);
         $natural = $method === 'POST';
     } elseif (!empty($req['body_file'])) {
-        if (($upload = @fopen($req['body_file'], 'rb')) === false) {
-            return "cannot read body_file {$req['body_file']}";
-        }
-        // streamed from the file by the extension's read callback; another method than PUT is
-        // sent as a custom request on the upload
+        // streamed from the file (opened by attach) by the extension's read callback; another
+        // method than PUT is sent as a custom request on the upload
+        $upload = true;
         $opts[CURLOPT_UPLOAD] = true;
-        $opts[CURLOPT_INFILE] = $upload;
-        $opts[CURLOPT_INFILESIZE] = filesize($req['body_file']);
+        $opts[CURLOPT_INFILESIZE] = (int)@filesize($req['body_file']);
         $natural = $method === 'PUT';
         $headers[] = 'Content-Type: ' . ($req['content_type'] ?? 'application/octet-stream');
     } elseif ($method === 'HEAD') {
@@ -118,23 +118,40 @@ function request(\CurlHandle $ch, array $job, int $r, array $req): Transfer|stri
         $opts[CURLOPT_CUSTOMREQUEST] = $method;
     }
     $expect = Lab\option($job, 'expect_100');
-    if ((isset($req['form']) || $upload !== null) && $expect !== null) {
+    if ((isset($req['form']) || $upload) && $expect !== null) {
         $headers[] = $expect ? 'Expect: 100-continue' : 'Expect:'; // "Expect:" removes libcurl's own
     }
     $opts[CURLOPT_HTTPHEADER] = $headers;
-    $sink = null;
-    if (Lab\to_file($req)) {
-        if (($sink = @fopen($req['sink_path'], 'wb')) === false) {
-            if ($upload !== null) fclose($upload);
-            return "cannot open sink_path {$req['sink_path']}";
-        }
-        $opts[CURLOPT_FILE] = $sink;
-    } else {
+    if (!Lab\to_file($req)) {
         $opts[CURLOPT_RETURNTRANSFER] = true; // the body as curl_exec's / curl_multi_getcontent's string
     }
     if (!curl_setopt_array($ch, $plain) || !curl_setopt_array($ch, $opts)) {
-        close($sink, $upload);
         return 'curl_setopt_array refused an option: ' . curl_error($ch);
+    }
+    return null;
+}
+
+/**
+ * One transfer of an entry configure() set on $ch: its upload's file and its sink file, opened
+ * anew, where it has them. Returns the Transfer, or a string saying why it cannot start.
+ */
+function attach(\CurlHandle $ch, int $r, array $req): Transfer|string
+{
+    $upload = $sink = null;
+    if (!empty($req['body_file'])) {
+        if (($upload = @fopen($req['body_file'], 'rb')) === false) {
+            return "cannot read body_file {$req['body_file']}";
+        }
+        if (!curl_setopt($ch, CURLOPT_INFILE, $upload)) {
+            fclose($upload);
+            return 'curl_setopt refused CURLOPT_INFILE: ' . curl_error($ch);
+        }
+    }
+    if (Lab\to_file($req)) {
+        if (($sink = @fopen($req['sink_path'], 'wb')) === false || !curl_setopt($ch, CURLOPT_FILE, $sink)) {
+            close($sink ?: null, $upload);
+            return "cannot open sink_path {$req['sink_path']}";
+        }
     }
     return new Transfer($r, $req, $sink, $upload);
 }

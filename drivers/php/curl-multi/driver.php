@@ -1,6 +1,7 @@
 <?php
 // php-curl-multi: curl_multi_exec + curl_multi_select with up to `concurrency` transfers in flight
-// on a pool of reused easy handles (no curl_reset: each request's options are set again);
+// on a pool of reused easy handles (no curl_reset: a handle's entry options are set again when it
+// takes a request of another entry than its last);
 // optionally a curl_share handle (DNS, TLS sessions, connections), CURLMOPT_MAX_HOST_CONNECTIONS,
 // and HTTP/2 multiplexing (CURLPIPE_MULTIPLEX, PIPEWAIT).
 
@@ -112,12 +113,23 @@ final class CurlMultiDriver extends Lab\Driver
         $multi = $state->multi;
         $pending = Lab\work($job);
         $running = []; // spl_object_id(handle) => Transfer
-        $start = function () use ($pending, &$running, $job, $state, $multi, $report): void {
+        $configured = []; // spl_object_id(handle) => the entry whose options it holds
+        $start = function () use ($pending, &$running, &$configured, $job, $state, $multi, $report): void {
             while ($state->idle && $pending->valid()) {
                 [$r, $req] = $pending->current();
                 $pending->next();
                 $ch = array_pop($state->idle);
-                $t = Lab\Curl\request($ch, $job, $r, $req);
+                $id = spl_object_id($ch);
+                if (($configured[$id] ?? null) !== $r) {
+                    unset($configured[$id]);
+                    if (($why = Lab\Curl\configure($ch, $job, $req)) !== null) {
+                        $report->fail($r, $why);
+                        $state->idle[] = $ch;
+                        continue;
+                    }
+                    $configured[$id] = $r;
+                }
+                $t = Lab\Curl\attach($ch, $r, $req);
                 if (is_string($t)) {
                     $report->fail($r, $t);
                     $state->idle[] = $ch;

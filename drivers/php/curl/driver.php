@@ -1,7 +1,8 @@
 <?php
 // php-curl: the curl extension's easy interface, one handle reused for every request of a job
 // (its connections, DNS cache, TLS sessions and cookies carry over), sequential. No curl_reset:
-// the job's settings are set once, each request's options before its curl_exec.
+// the job's settings are set once, an entry's options before its first curl_exec (its repeats
+// set only their own files).
 
 declare(strict_types=1);
 
@@ -55,8 +56,17 @@ final class CurlDriver extends Lab\Driver
     public function run(array $job, mixed $state, Lab\Collector $report): void
     {
         $ch = $state->ch;
+        $configured = null; // the entry whose options the handle holds: its repeats set none again
         foreach (Lab\work($job) as [$r, $req]) {
-            $t = Lab\Curl\request($ch, $job, $r, $req);
+            if ($configured !== $r) {
+                $configured = null;
+                if (($why = Lab\Curl\configure($ch, $job, $req)) !== null) {
+                    $report->fail($r, $why);
+                    continue;
+                }
+                $configured = $r;
+            }
+            $t = Lab\Curl\attach($ch, $r, $req);
             if (is_string($t)) {
                 $report->fail($r, $t);
                 continue;
