@@ -32,8 +32,12 @@ module LabDriver
   }.freeze
 
   # One entry of `job.requests`, done `repeat` times; `r` is its index.
+  # `parsed_uri` and `parsed_origin` are the URL's parts, taken once when the job is read (nil
+  # for a URL that does not parse: `uri` then raises at the request, which reports it), so that
+  # a request does not parse its URL again each time it is repeated.
   Request = Struct.new(:r, :method, :url, :repeat, :headers, :form, :form_encoding, :body_file,
-                       :content_type, :follow_redirects, :sink, :sink_path, keyword_init: true) do
+                       :content_type, :follow_redirects, :sink, :sink_path, :parsed_uri, :parsed_origin,
+                       keyword_init: true) do
     # Build from the job's JSON entry; unknown keys are ignored (newer labs may add some).
     def self.parse(r, data)
       raise ArgumentError, "request #{r} is not an object" unless data.is_a?(Hash)
@@ -41,10 +45,18 @@ module LabDriver
       form = data["form"]
       raise ArgumentError, "request #{r}: form is not an object" unless form.nil? || form.is_a?(Hash)
 
+      url = String(data.fetch("url"))
+      uri = begin
+        URI.parse(url).freeze
+      rescue URI::InvalidURIError
+        nil
+      end
       new(
         r: r,
         method: String(data.fetch("method")).upcase,
-        url: String(data.fetch("url")),
+        url: url,
+        parsed_uri: uri,
+        parsed_origin: uri && "#{uri.scheme}://#{uri.host}:#{uri.port}".freeze,
         repeat: Integer(data.fetch("repeat", 1) || 1),
         headers: (data["headers"] || {}).to_h { |k, v| [k.to_s, v.to_s] },
         form: form&.to_h { |k, v| [k.to_s, v.to_s] },
@@ -112,15 +124,17 @@ module LabDriver
       upload.merge(headers)
     end
 
-    # The URL parsed.
+    # The URL parsed (frozen: every repeat of the entry shares it).
     def uri
-      URI.parse(url)
+      parsed_uri || URI.parse(url)
     end
 
     # "scheme://host:port" of the URL (what a per-host client is keyed by).
     def origin
-      u = uri
-      "#{u.scheme}://#{u.host}:#{u.port}"
+      parsed_origin || begin
+        u = uri
+        "#{u.scheme}://#{u.host}:#{u.port}"
+      end
     end
   end
 
@@ -330,9 +344,11 @@ module LabDriver
   # Accepts "1.1", "HTTP/1.1", "HTTP/2", "2.0", 11, 20.
   def http_label(version)
     text = version.to_s.upcase.delete_prefix("HTTP/")
-    { "10" => "1.0", "11" => "1.1", "20" => "2", "2" => "2", "2.0" => "2", "1.0" => "1.0",
-      "1.1" => "1.1" }.fetch(text, text)
+    HTTP_LABELS.fetch(text, text)
   end
+
+  HTTP_LABELS = { "10" => "1.0", "11" => "1.1", "20" => "2", "2" => "2", "2.0" => "2", "1.0" => "1.0",
+                  "1.1" => "1.1" }.freeze
 
   # "Class: message" of an exception (or the text itself), valid UTF-8 for the report.
   def describe(error)
