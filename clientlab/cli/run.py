@@ -364,9 +364,10 @@ def _profile(**kwargs) -> None:
     try:
         ctx.invoke(run_cmd, **kwargs, profile_cells=True, on_hosts=None, job_size=None, baseline="c-libcurl")
     finally:
+        # the profiles of the run just made, however it ended (none when it never started)
         store = chosen_store()
-        run_id = store.resolve("last")
-        if store.run(run_id)["config"].get("profile"):
+        run_id = store.run_ids()[-1] if store.count_runs() else None
+        if run_id is not None and store.run(run_id)["config"].get("profile"):
             views = [render(store, c) for c in store.cells(run_id) if c["status"] == "ok"]
             if views:
                 click.echo("\n" + "\n\n".join(views))
