@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 import math
 import os
 import re
@@ -204,3 +207,9 @@ def scan_folder(folder, load):  # noqa: ANN001, ANN201 - (Path, Path -> T) -> (d
         except LabInputError as exc:
             broken[p.stem] = str(exc)
     return good, broken
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """' (did you mean python-requests?)' for a name close to a known one, else ''."""
+    close = difflib.get_close_matches(name, list(known), n=2, cutoff=0.8)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from clientlab import paths, runtimes
-from clientlab.errors import LabInputError, describe_validation_error, quote, read_toml, shown
+from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, quote, read_toml, shown
 
 Capability = Literal[
     "http1", "tls", "http2", "h2c", "http3", "cookies", "redirects", "form", "multipart", "upload",
@@ -232,6 +232,6 @@ def select(drivers: list[Driver], wanted: list[str] | None) -> list[Driver]:
     by_id = {d.id: d for d in drivers}
     unknown = [w for w in wanted if w not in by_id]
     if unknown:
-        known = ", ".join(sorted(by_id)) or "none"
-        raise LabInputError(f"unknown driver(s): {', '.join(unknown)} (known: {known})")
+        named = "; ".join(f"{w}{did_you_mean(w, by_id)}" for w in unknown)
+        raise LabInputError(f"unknown driver(s): {named}. `clientlab drivers` lists the {len(by_id)} there are")
     return [by_id[w] for w in wanted]

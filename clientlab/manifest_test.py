@@ -53,10 +53,13 @@ def test_broken_manifest_is_reported_and_others_still_load(tmp_path):
     assert any("b/driver.toml" in p for p in problems)
 
 
-def test_unknown_driver_name_is_an_error_listing_known_ones():
+def test_an_unknown_driver_name_is_an_error_that_suggests_the_nearest_and_where_to_look():
     drivers, _ = manifest.discover([TESTDRIVERS])
-    with pytest.raises(LabInputError, match="unknown driver.*python-fake-reference"):
-        manifest.select(drivers, ["python-nope"])
+    with pytest.raises(LabInputError, match=r"unknown driver\(s\): python-fake-refrence \(did you mean "
+                                            r"python-fake-reference\?\)\. `clientlab drivers` lists the \d+"):
+        manifest.select(drivers, ["python-fake-refrence"])
+    with pytest.raises(LabInputError, match=r"unknown driver\(s\): zzz\. "):
+        manifest.select(drivers, ["zzz"])  # nothing near: no guess
 
 
 def test_test_drivers_stay_out_of_default_runs():

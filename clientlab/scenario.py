@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from clientlab import paths
-from clientlab.errors import MAX_INT, LabInputError, describe_validation_error, quote, read_named_toml, shown
+from clientlab.errors import MAX_INT, LabInputError, describe_validation_error, did_you_mean, quote, read_named_toml, shown
 from clientlab.units import parse_size
 
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)(?::(bytes|path))?\}")
@@ -289,7 +289,28 @@ class ScenarioFile(BaseModel):
                 for f in fields)) from exc
 
     def expand(self, overrides: dict[str, Any] | None = None) -> Scenario:
-        """Fill in parameters (defaults, then `overrides`) and validate the result."""
+        """Fill in parameters (defaults, then `overrides`) and validate the result. A value given on
+        the command line that the scenario cannot take is blamed on that parameter, not the file."""
+        try:
+            return self._expand(overrides)
+        except LabInputError as exc:
+            if not overrides:
+                raise
+            try:
+                self._expand(None)
+            except LabInputError:
+                raise exc from None  # the file itself is broken: say so as it is
+            for key, value in overrides.items():
+                try:
+                    self._expand({key: value})
+                except LabInputError as mine:
+                    why = str(mine).split(": ", 1)[-1]
+                    default = self._declared_params().get(key)
+                    raise LabInputError(f"-p {key}={value}: {self.name} cannot take it for its parameter "
+                                        f"'{key}' ({why}; its default is {default!r})") from None
+            raise
+
+    def _expand(self, overrides: dict[str, Any] | None = None) -> Scenario:
         declared = self._declared_params()
         params = {**declared, **(overrides or {})}
         unknown = set(overrides or {}) - set(declared)
@@ -533,9 +554,8 @@ def select(
     if wanted:
         unknown = [w for w in wanted if w not in by_name]
         if unknown:
-            raise LabInputError(
-                f"unknown scenario(s): {', '.join(map(shown, unknown))} (known: {', '.join(sorted(by_name)) or 'none'})"
-            )
+            named = "; ".join(f"{shown(w)}{did_you_mean(w, by_name)}" for w in unknown)
+            raise LabInputError(f"unknown scenario(s): {named} (known: {', '.join(sorted(by_name)) or 'none'})")
         chosen = [by_name[w] for w in wanted]
     else:
         chosen = [f for f in files if f.default]
@@ -545,7 +565,9 @@ def select(
     generic = overrides.get(None, {})
     for key in generic:
         if not any(key in f.params for f in chosen):
-            raise LabInputError(f"parameter '{key}' is not a parameter of any selected scenario")
+            params = {p for f in chosen for p in f.params}
+            raise LabInputError(f"parameter '{key}' is not a parameter of any selected scenario"
+                                f"{did_you_mean(key, params)} (they have: {', '.join(sorted(params)) or 'none'})")
     scenarios = []
     for f in chosen:
         mine = {k: v for k, v in generic.items() if k in f.params}

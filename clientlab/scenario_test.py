@@ -119,3 +119,18 @@ def test_work_that_needs_order_refuses_concurrency(name, params):
     sc = shipped(name, **params)
     with pytest.raises(LabInputError, match="concurrency must be 1"):
         sc.with_client(concurrency=4)
+
+
+def test_a_value_the_scenario_cannot_take_is_blamed_on_the_parameter_given_not_the_file():
+    files, _ = scenario.discover()
+    with pytest.raises(LabInputError, match=r"^-p count=abc: get-small cannot take it for its parameter 'count' "
+                                            r"\(.*valid integer.*its default is 2000\)$"):
+        scenario.select(files, ["get-small"], scenario.parse_overrides(["count=abc"]))
+
+
+def test_a_misspelt_scenario_or_parameter_gets_the_nearest_name():
+    files, _ = scenario.discover()
+    with pytest.raises(LabInputError, match=r"unknown scenario\(s\): get-smal \(did you mean get-small\?\)"):
+        scenario.select(files, ["get-smal"], {})
+    with pytest.raises(LabInputError, match=r"parameter 'cuont' .* \(did you mean count\?\) \(they have: count, size\)"):
+        scenario.select(files, ["get-small"], scenario.parse_overrides(["cuont=5"]))

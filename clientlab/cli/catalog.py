@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
+from rich import box
 from rich.table import Table
 
 from clientlab import build as builder
@@ -29,8 +30,11 @@ from clientlab.output.cellfigures import DEPARTED
 @main.command("drivers")
 @driver_path_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool) -> None:
-    """List drivers, whether they are installed, and why not."""
+@click.option("--long", "long_form", is_flag=True, help="Also how each library is used, its library and runtime, "
+                                                       "and its declared departures from the library's defaults.")
+def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool, long_form: bool) -> None:
+    """List drivers by language: which a plain `clientlab run` takes (default), whether each is
+    installed (and why not), whether it has its library's plain loop, and what it can do."""
     drivers = load_drivers(driver_paths)
     rows = [{
         "id": d.id, "language": d.manifest.language, "library": d.manifest.library,
@@ -42,6 +46,9 @@ def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
+    if not long_form:
+        out.print(_drivers_table(drivers, rows))
+        return
     table = Table(title="drivers")
     for column in ("id", "library", "installed", "capabilities", "how it is used"):
         table.add_column(column, overflow="fold")
@@ -51,6 +58,38 @@ def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool) -> None:
         library = escape(r["library"]) + (f"\n[dim]on {escape(r['runtime'])}[/]" if r["runtime"] else "")
         table.add_row(r["id"], library, installed, ", ".join(r["capabilities"]), how)
     out.print(table)
+
+
+CAPABILITIES = ("http1", "tls", "http2", "h2c", "http3", "cookies", "redirects", "form", "multipart", "upload",
+                "sink_file", "gzip", "parallel", "keepalive", "keepalive_off")
+
+
+def _drivers_table(drivers: list[manifest.Driver], rows: list[dict]) -> Table:
+    """The compact listing: a section per language, a driver a row, capabilities folded."""
+    from clientlab.output.docs import LANGUAGE_ORDER, _language_name
+
+    by_id = {r["id"]: r for r in rows}
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption="default: in a plain `clientlab run`; plain: has its "
+                  "library's own plain loop (crosscheck --plain); cannot: the capabilities it does not claim, whose "
+                  "cells it answers unsupported (docs/driver-protocol.md §1); --long: how each is used and all it "
+                  "can do", caption_justify="left")
+    table.add_column("driver", no_wrap=True)
+    table.add_column("default", justify="center")
+    table.add_column("installed", overflow="fold", max_width=22)
+    table.add_column("plain", justify="center")
+    table.add_column("cannot", overflow="fold", ratio=1)
+    languages = sorted({d.manifest.language for d in drivers},
+                       key=lambda lang: (LANGUAGE_ORDER.index(lang) if lang in LANGUAGE_ORDER else 99, lang))
+    for lang in languages:
+        mine = sorted((d for d in drivers if d.manifest.language == lang), key=lambda d: d.id)
+        table.add_row(f"[bold]{escape(_language_name(lang))}[/]", "", "", "", "", end_section=False)
+        for d in mine:
+            r = by_id[d.id]
+            installed = "[green]yes[/]" if r["installed"] else f"[red]no[/]: [dim]{escape(r['why_not'])}[/]"
+            lacks = ", ".join(c for c in CAPABILITIES if c not in r["capabilities"])
+            table.add_row(f"  {escape(d.id)}", "✓" if r["default"] else "", installed,
+                          "✓" if d.manifest.plain else "", escape(lacks or "—"), end_section=d is mine[-1])
+    return table
 
 
 @main.command("scenarios")

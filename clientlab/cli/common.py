@@ -168,7 +168,8 @@ def main() -> None:
     Typical use:
       clientlab drivers                 what clients exist and which are installed
       clientlab scenarios               the workloads
-      clientlab run                     every installed driver on the default scenarios
+      clientlab run                     the default drivers (one per language) on the
+                                        default scenarios (--drivers all: every one)
       clientlab run -d python-requests -s get-small -p count=500
       clientlab show last               the table of the last run again
     """

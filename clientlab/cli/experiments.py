@@ -52,8 +52,10 @@ EXPERIMENT_CELL_S = 30.0
 @click.option("--list", "list_only", is_flag=True, help="List the experiments and what they run.")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
 @click.option("--findings", "findings_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=paths.ROOT / "docs" / "findings.md", show_default=True,
-              help="Write each experiment's section of the findings document here.")
+              help="Write each experiment's section of the findings document here.  [default: findings.md in "
+                   "the lab's data folder (.lab/); --write-docs: the project's docs/findings.md]")
+@click.option("--write-docs", is_flag=True,
+              help="Write the findings into the project's docs/findings.md (the published answers), not .lab/.")
 @click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
               help="Where driver and server run, as for `clientlab run`.")
 @click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
@@ -80,7 +82,7 @@ EXPERIMENT_CELL_S = 30.0
 @no_wait_option
 @store_option
 def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials: int | None,
-                   findings_path: Path, placement: str, retries: int, interleave: str | None,
+                   findings_path: Path | None, write_docs: bool, placement: str, retries: int, interleave: str | None,
                    time_budget: float | None, experiment_path: Path | None, server_host_name: str | None,
                    hosts_path: Path | None, on_hosts: str | None, driver_paths: tuple[Path, ...],
                    scenario_paths: tuple[Path, ...], no_wait: bool) -> None:
@@ -97,6 +99,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
         _list_experiments(hint=not names)
         return
     chosen = spec.get_from(list(names), experiment_path)
+    findings_path = findings_target(findings_path, write_docs)
     if on_hosts:  # this machine coordinates the lab hosts: it measures nothing and takes no lab lock
         from clientlab.cli.fleet import experiments_on_hosts
         experiments_on_hosts(click.get_current_context(), on_hosts, chosen, experiment_path, quick, findings_path)
@@ -184,15 +187,25 @@ def _minutes(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / 60:.3g}"
 
 
+def findings_target(given: Path | None, write_docs: bool) -> Path:
+    """Where findings go: the path given, else the project's docs/findings.md with --write-docs,
+    else the lab's data folder, so that a user's run never rewrites a tracked file unasked."""
+    if given is not None:
+        return given
+    return paths.ROOT / "docs" / "findings.md" if write_docs else paths.lab_home() / "findings.md"
+
+
 @main.command("findings")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              default=paths.ROOT / "docs" / "findings.md", show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="The document to write.  [default: findings.md in the lab's data folder (.lab/)]")
+@click.option("--write-docs", is_flag=True, help="Write the project's docs/findings.md instead.")
 @click.option("--quick-ok", is_flag=True, help="Also use quick-form runs when no full run exists.")
 @store_option
-def findings_cmd(output: Path, quick_ok: bool) -> None:
+def findings_cmd(output: Path | None, write_docs: bool, quick_ok: bool) -> None:
     """Write the findings document again from the newest stored run of each experiment."""
     from clientlab.experiment import findings, spec
 
+    output = findings_target(output, write_docs)
     store = chosen_store()
     runs = findings.latest_runs(store, quick_ok)
     for name, e in spec.discover().items():

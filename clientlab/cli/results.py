@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from clientlab import export as exporters
+from clientlab import paths
 from clientlab.cli.common import (
     chosen_store,
     diagnose_and_store,
@@ -96,7 +97,7 @@ def runs_cmd(limit: int) -> None:
 @main.command("export")
 @click.argument("run_ref", default="last", metavar="RUN")
 @click.option("--format", "fmt", type=click.Choice(sorted(exporters.EXPORTERS)), default="json", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout).")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout).")
 @store_option
 def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
     """Export a stored run (RUN: a run id or 'last') as JSON or CSV."""
@@ -110,18 +111,22 @@ def export_cmd(run_ref: str, fmt: str, output: Path | None) -> None:
 
 @main.command("report")
 @click.argument("run_ref", default="last", metavar="RUN")
-@click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The report: one self-contained HTML file (charts included), readable offline.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The report: one self-contained HTML file (charts included), readable offline.  "
+                   "[default: reports/run-N.html in the lab's data folder (.lab/)]")
 @click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Also write every chart of the report as a PNG into this folder (drawn by headless Chromium).")
 @store_option
-def report_cmd(run_ref: str, html_path: Path, plots_dir: Path | None) -> None:
+def report_cmd(run_ref: str, html_path: Path | None, plots_dir: Path | None) -> None:
     """An HTML report of a stored run (RUN: a run id or 'last'): the table, charts, sweeps, findings,
     machine, network and client versions."""
     from clientlab import report
 
     store = chosen_store()
     run_id = store.resolve(run_ref)
+    if html_path is None:
+        html_path = paths.lab_home() / "reports" / f"run-{run_id}.html"
+        html_path.parent.mkdir(parents=True, exist_ok=True)
     charts = report.write_html(store, run_id, html_path)
     err.print(f"run {run_id}: {html_path} ({charts} chart(s))", highlight=False)
     if plots_dir:
