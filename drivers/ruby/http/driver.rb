@@ -36,17 +36,23 @@ class HttpRbDriver < LabDriver::Driver
     @base = base # without persistent: "Connection: close" and a new connection per request
     @ssl = LabDriver.ssl_context(job)
     # origin => persistent HTTP::Client (it connects on its first request)
-    origins = job.requests.map { |req| origin(req.url) }.uniq
-    @clients = job.keep_alive ? origins.to_h { |origin| [origin, base.persistent(origin)] } : {}
+    # each URL's origin, parsed once (http.rb parses with Addressable: a parse per request costs
+    # a small answer's request several times over)
+    @origins = job.requests.to_h { |req| [req.url, origin(req.url)] }
+    @clients = job.keep_alive ? @origins.values.uniq.to_h { |origin| [origin, base.persistent(origin)] } : {}
   end
 
   def request(req)
     client = @base
     if @job.keep_alive
-      key = origin(req.url)
+      key = @origins[req.url] || origin(req.url)
       client = @clients[key] ||= @base.persistent(key)
     end
-    opts = { headers: req.upload_headers(length: false), ssl_context: @ssl } # http.rb sizes the body
+    # only the options a request has: each one is merged into the client's own per request
+    opts = {}
+    headers = req.upload_headers(length: false) # http.rb sizes the body
+    opts[:headers] = headers unless headers.empty?
+    opts[:ssl_context] = @ssl if req.url.start_with?("https:")
     # same client, same connection, http.rb's own hop limit; without it a 3xx is reported as it is
     opts[:follow] = true if req.follow?
     if req.multipart?

@@ -40,11 +40,14 @@ class TyphoeusDriver < LabDriver::Driver
   def open(job)
     @job = job
     @expect = job.option("expect_100")
-    @base = {
-      http_version: HTTP_VERSIONS.fetch(job.http),
-      timeout_ms: (job.timeout_s * 1000).ceil,
-      ssl_verifypeer: true, ssl_verifyhost: 2,
-    }
+    # Ethon sets every option of a request on its handle again each time: only the settings the
+    # job needs. Verification is libcurl's default (ssl_verifypeer, ssl_verifyhost 2) and stays
+    # on; HTTP/1.1 is libcurl's own choice for http:// URLs, asked for only where TLS could
+    # negotiate HTTP/2
+    @base = { timeout_ms: (job.timeout_s * 1000).ceil }
+    if job.http != "1.1" || job.requests.any? { |req| req.url.start_with?("https:") }
+      @base[:http_version] = HTTP_VERSIONS.fetch(job.http)
+    end
     @base[:cainfo] = job.tls_ca if job.tls_ca
     @base[:accept_encoding] = "gzip" if job.accept_gzip # libcurl asks for gzip and decodes it
     @base.update(forbid_reuse: true, fresh_connect: true) unless job.keep_alive
