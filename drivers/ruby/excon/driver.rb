@@ -48,20 +48,23 @@ class ExconDriver < LabDriver::Driver
   def request(req)
     uri = req.uri
     conn = @connections[req.origin] ||= Excon.new(req.origin, **@params)
-    params = { method: req.method, path: uri.path.empty? ? "/" : uri.path, query: uri.query, headers: req.upload_headers }
-    middlewares = Excon.defaults[:middlewares]
+    # only what the request has of its own: Excon merges each parameter into the connection's
+    params = { method: req.method, path: uri.path.empty? ? "/" : uri.path }
+    params[:query] = uri.query if uri.query
+    headers = req.upload_headers
     # RedirectFollower (its own redirect limit) follows on a new Excon::Connection per hop;
     # Excon's default stack reports a 3xx as it is
-    middlewares = FOLLOW if req.follow?
-    middlewares += GZIP if @job.accept_gzip
-    params[:middlewares] = middlewares
+    middlewares = req.follow? ? FOLLOW : nil
+    middlewares = (middlewares || Excon.defaults[:middlewares]) + GZIP if @job.accept_gzip
+    params[:middlewares] = middlewares if middlewares
     if req.multipart? # Excon has no form encoder: bodies built by hand, as its README does
       content_type, params[:body] = LabDriver.multipart(req.form)
-      params[:headers] = { "Content-Type" => content_type }.merge(params[:headers])
+      headers = { "Content-Type" => content_type }.merge(headers)
     elsif req.form
-      params[:headers] = { "Content-Type" => "application/x-www-form-urlencoded" }.merge(params[:headers])
+      headers = { "Content-Type" => "application/x-www-form-urlencoded" }.merge(headers)
       params[:body] = LabDriver.urlencoded(req.form)
     end
+    params[:headers] = headers unless headers.empty?
     req.open_body do |file|
       params[:body] = file if file # streamed from the file
       perform(conn, params, req)
