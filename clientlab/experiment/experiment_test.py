@@ -308,3 +308,16 @@ def test_a_matches_plain_claim_needs_the_experiment_to_run_its_plain_loops():
     with pytest.raises(ValidationError, match='beside = "plain"'):
         spec.Experiment.model_validate(raw)
     assert spec.Experiment.model_validate({**raw, "beside": "plain"}).beside == "plain"
+
+
+def test_an_effect_inside_its_noise_neither_confirms_nor_refutes():
+    from clientlab.experiment.verdict import NOT_DECIDED, _outcome
+
+    # 1.85× better, but the cells scatter by ±119 %: the noise decides nothing
+    assert _outcome(1.85, 1.2, 1.19) == NOT_DECIDED
+    # the same effect beyond a small noise confirms
+    assert _outcome(1.85, 1.2, 0.10) == CONFIRMED
+    # no effect where the asked 2× would have stood out of ±10 %: refuted
+    assert _outcome(1.02, 2.0, 0.10) == REFUTED
+    # the other way round beyond the noise: refuted, whatever was asked
+    assert _outcome(0.5, 1.2, 0.5) == REFUTED

@@ -113,7 +113,9 @@ def judge(claim: Claim, cells: list[Cell], sweep_order: dict[str, list]) -> Verd
         evidence = [f"{show(va, m, ok_a[0])}{_per_driver(ok_a)} ({', '.join(_name(c) for c in ok_a)}) against "
                     f"{show(vb, m, ok_b[0])}{_per_driver(ok_b)} ({', '.join(_name(c) for c in ok_b)}): {ratio:.2f}× "
                     f"{'better' if ratio >= 1 else 'worse'} (the claim needs {claim.ratio:g}×; "
-                    f"noise ±{max(MIN_EFFECT, noise):.0%})"]
+                    f"noise ±{max(MIN_EFFECT, noise):.0%}"
+                    + ("; the noise is larger than the effect asked, so it decides nothing" if outcome == NOT_DECIDED
+                       else "") + ")"]
         return Verdict(claim, outcome, evidence + problems)
     if claim.check == "similar":
         values = [(metric_value(c, m), c) for c in ok_a]
@@ -141,12 +143,21 @@ def _judge_each(claim: Claim, ok_a: list[Cell], ok_b: list[Cell], problems: list
         ratio = (vb / va if lower else va / vb) if min(va, vb) > 0 else float("inf")
         noise = _noise(mine_a, m) + _noise(mine_b, m)
         outcomes.append(_outcome(ratio, claim.ratio, noise))
-        within = "within the noise, " if ratio < claim.ratio and outcomes[-1] == REFUTED and ratio > 1 else "noise "
+        within = ("not decided, the noise larger than the effect asked: " if outcomes[-1] == NOT_DECIDED
+                  else "within the noise, " if ratio < claim.ratio and outcomes[-1] == REFUTED and ratio > 1
+                  else "noise ")
         evidence.append(f"{d}: {show(va, m, mine_a[0])} against {show(vb, m, mine_b[0])}: {ratio:.2f}× "
                         f"({within}±{max(MIN_EFFECT, noise):.0%})")
     held = sum(o == CONFIRMED for o in outcomes)
     evidence.append(f"holds for {held} of {len(drivers)} drivers (each needs {claim.ratio:g}×)")
-    outcome = (CONFIRMED if held == len(drivers) else REFUTED if all(o == REFUTED for o in outcomes) else PARTLY)
+    if held == len(drivers):
+        outcome = CONFIRMED
+    elif all(o == REFUTED for o in outcomes):
+        outcome = REFUTED
+    elif all(o in (REFUTED, NOT_DECIDED) for o in outcomes):
+        outcome = NOT_DECIDED
+    else:
+        outcome = PARTLY
     return Verdict(claim, outcome, evidence + problems)
 
 
@@ -185,10 +196,16 @@ def _noise(cells: list[Cell], metric: str) -> float:
 
 
 def _outcome(ratio: float, wanted: float, noise: float) -> str:
-    """Confirmed at the claim's ratio; partly when the effect is smaller but beyond the noise."""
-    if ratio >= wanted:
-        return CONFIRMED
-    return PARTLY if ratio > 1 + max(MIN_EFFECT, noise) else REFUTED
+    """An effect counts only beyond the noise: confirmed at the claim's ratio, partly when smaller;
+    refuted when an effect of the claimed size would have stood out of this noise and none did
+    (or the effect went the other way beyond it); else not decided, the noise being larger than
+    the effect the claim asks (a 1.85× "effect" at ±119 % confirms nothing)."""
+    floor = max(MIN_EFFECT, noise)
+    if ratio > 1 + floor:
+        return CONFIRMED if ratio >= wanted else PARTLY
+    if wanted - 1 > floor or ratio < 1 / (1 + floor):
+        return REFUTED
+    return NOT_DECIDED
 
 
 def _aggregate(cells: list[Cell], metric: str) -> float:
