@@ -127,6 +127,27 @@ def create(data_veth: bool = True) -> None:
     sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", "net.ipv4.tcp_tw_reuse=1")
 
 
+def set_tcp_congestion(algorithm: str) -> str:
+    """Pin TCP's congestion control in both namespaces (a new namespace inherits the machine's);
+    returns the machine's own, for the run's notes."""
+    own = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    # Outside the machine's own namespace the kernel takes as default only an algorithm that
+    # tcp_allowed_congestion_control lists (else EPERM): add it there (this only permits it; no
+    # socket of the machine changes).
+    allowed_file = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+    allowed = allowed_file.read_text().split()
+    if algorithm not in allowed:
+        sh("sysctl", "-q", "-w", f"net.ipv4.tcp_allowed_congestion_control={' '.join([*allowed, algorithm])}",
+           check=False)   # an algorithm the kernel lacks is refused here, and named below
+    for ns in (CLIENT_NS, SERVER_NS):
+        done = sh(*in_ns(ns), "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={algorithm}", check=False)
+        if done.returncode != 0:
+            available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+            raise LabError(f"tcp_congestion {algorithm!r} cannot be set in the lab's namespaces "
+                           f"({done.stderr.strip()}); this kernel has {', '.join(available)}")
+    return own
+
+
 def address_data_link() -> None:
     """The client's and the server's addresses on their ends of the data link, links up."""
     for ns, dev, addr in ((CLIENT_NS, CLIENT_DEV, CLIENT_IP), (SERVER_NS, SERVER_DEV, SERVER_IP)):

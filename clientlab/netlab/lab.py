@@ -41,6 +41,12 @@ class NetLab:
     def _start(self, cpu: int | None, check_rtt: bool) -> None:
         p = self.profile
         delay_done = self._link()
+        try:
+            own = hosts.set_tcp_congestion(p.tcp_congestion)
+        except LabError as exc:
+            raise LabError(f"network profile '{p.name}': {exc}") from None
+        self.notes.append(f"TCP congestion control {p.tcp_congestion} in both namespaces"
+                          + (f" (the machine's own is {own})" if own != p.tcp_congestion else ""))
         self.dns = LabDNS(p.dns_delay_ms)
         self._parts.append(self.dns)
         if p.dns_cache:

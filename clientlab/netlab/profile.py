@@ -33,6 +33,10 @@ class Profile(BaseModel):
     reorder_pct: float = Field(default=0, ge=0, le=100)         # each way: held back by reorder_extra_ms
     reorder_extra_ms: float = Field(default=10, gt=0, le=10_000)
     rate_up_mbit: float | None = Field(default=None, gt=0, le=100_000)   # client → server, when not rate_mbit
+    # TCP's congestion control in both namespaces. A new namespace inherits the machine's own
+    # (bbr on some images), which ignores random loss where cubic backs off: pinned, so that TCP
+    # figures do not depend on the machine, and like the QUIC stacks' default (all cubic).
+    tcp_congestion: str = Field(default="cubic", pattern=r"^[a-z0-9_]{1,15}$")
 
     @field_validator("jitter_ms", "loss_pct", "loss_burst", "reorder_pct", "rate_up_mbit")
     @classmethod
