@@ -58,6 +58,9 @@ class CellProfiler:
         names its JIT-compiled frames for perf only when started so), warmed up at the cell's count
         for OWN_WARM_S: the cell's timed trials ran in processes without it."""
         assert cell.work is not None
+        # the cell's own process stays what it was: kept warm for the driver's next scenario
+        # where the pool keeps JIT processes, shared with its other cells where they share one
+        trials.pool.release(cell, keep=True)
         trials.pool.spawn(cell, env=env)
         started = time.monotonic()
         while time.monotonic() - started < OWN_WARM_S:
