@@ -158,11 +158,17 @@ sub multipart {
     return ("multipart/form-data; boundary=$boundary", $body . "--$boundary--\r\n");
 }
 
-# "HTTP/1.1" => "1.1", "HTTP/2" or "HTTP/2.0" => "2".
+# "HTTP/1.1" => "1.1", "HTTP/2" or "HTTP/2.0" => "2"; each protocol string's label is worked
+# out once (it is asked for every response).
+my %HTTP_LABEL;
+
 sub http_label {
     my ($proto) = @_;
-    my $v = ($proto // '') =~ m{^HTTP/(\d(?:\.\d)?)} ? $1 : '1.1';
-    return $v eq '2.0' ? '2' : $v;
+    $proto //= '';
+    return $HTTP_LABEL{$proto} //= do {
+        my $v = $proto =~ m{^HTTP/(\d(?:\.\d)?)} ? $1 : '1.1';
+        $v eq '2.0' ? '2' : $v;
+    };
 }
 
 # --- the report ---------------------------------------------------------------------------

@@ -41,47 +41,60 @@ sub slurp {
     return scalar <$fh>;
 }
 
+# Hijk::request's arguments for one entry of the job, built once for all its repeats (as a
+# program repeating one request keeps its arguments); an upload's body is read per request.
+sub arguments {
+    my ($job, $client, $req) = @_;
+    my ($host, $port, $path, $query) = $req->{url} =~ m{^http://([^/:?]+)(?::(\d+))?(/[^?]*)?(?:\?(.*))?$}
+        or die "cannot split URL $req->{url}\n";
+    my @head = %{$req->{headers} || {}};
+    push @head, Connection => 'close' unless $job->{keep_alive};
+    my $body;
+    if (defined $req->{form}) {
+        if (LabDriver::is_multipart($req)) {
+            (my $type, $body) = LabDriver::multipart($req->{form});
+            push @head, 'Content-Type' => $type;
+        }
+        else {
+            $body = LabDriver::urlencoded($req->{form});
+            push @head, 'Content-Type' => 'application/x-www-form-urlencoded';
+        }
+    }
+    elsif (defined $req->{body_file}) {
+        push @head, 'Content-Type' => $req->{content_type} // 'application/octet-stream';
+    }
+    my %args = (
+        method => uc $req->{method}, host => $host, port => $port // 80, path => $path // '/',
+        defined $query ? (query_string => $query) : (), head => \@head,
+        defined $body ? (body => $body) : (),
+        timeout => $job->{timeout_s}, parse_chunked => 1, socket_cache => $client->{cache},
+    );
+    if (defined $client->{nodelay}) {
+        # Hijk calls on_connect right after it made a socket: ours is the only one in the cache
+        my $own = $client->{cache} // {};
+        $args{socket_cache} = $own;
+        $args{on_connect} = sub {
+            setsockopt($_, IPPROTO_TCP, TCP_NODELAY, $client->{nodelay} ? 1 : 0)
+                or die "setsockopt TCP_NODELAY: $!\n" for grep { defined } values %$own;
+        };
+    }
+    return \%args;
+}
+
 sub run {
     my ($job, $client, $report) = @_;
     my $cache = $client->{cache};
+    my ($entry, $args);    # the entry whose arguments are built, and those
     LabDriver::each_request($job, $report, sub {
         my ($r, $req) = @_;
-        my ($host, $port, $path, $query) = $req->{url} =~ m{^http://([^/:?]+)(?::(\d+))?(/[^?]*)?(?:\?(.*))?$}
-            or die "cannot split URL $req->{url}\n";
-        my @head = %{$req->{headers} || {}};
-        push @head, Connection => 'close' unless $job->{keep_alive};
-        my $body;
-        if (defined $req->{form}) {
-            if (LabDriver::is_multipart($req)) {
-                (my $type, $body) = LabDriver::multipart($req->{form});
-                push @head, 'Content-Type' => $type;
-            }
-            else {
-                $body = LabDriver::urlencoded($req->{form});
-                push @head, 'Content-Type' => 'application/x-www-form-urlencoded';
-            }
+        if (!defined $entry || $entry != $r) {
+            undef $entry;
+            $args = arguments($job, $client, $req);
+            $entry = $r;
         }
-        elsif (defined $req->{body_file}) {
-            $body = slurp($req->{body_file});
-            push @head, 'Content-Type' => $req->{content_type} // 'application/octet-stream';
-        }
-        my %args = (
-            method => uc $req->{method}, host => $host, port => $port // 80, path => $path // '/',
-            defined $query ? (query_string => $query) : (), head => \@head,
-            defined $body ? (body => $body) : (),
-            timeout => $job->{timeout_s}, parse_chunked => 1, socket_cache => $cache,
-        );
-        if (defined $client->{nodelay}) {
-            # Hijk calls on_connect right after it made a socket: ours is the only one in the cache
-            my $own = $cache // {};
-            $args{socket_cache} = $own;
-            $args{on_connect} = sub {
-                setsockopt($_, IPPROTO_TCP, TCP_NODELAY, $client->{nodelay} ? 1 : 0)
-                    or die "setsockopt TCP_NODELAY: $!\n" for grep { defined } values %$own;
-            };
-        }
-        my $res = Hijk::request(\%args);
-        %{$args{socket_cache}} = () if !$cache && $args{socket_cache};    # keep-alive off: no socket kept
+        $args->{body} = slurp($req->{body_file}) if defined $req->{body_file};
+        my $res = Hijk::request($args);
+        %{$args->{socket_cache}} = () if !$cache && $args->{socket_cache};    # keep-alive off: no socket kept
         die 'Hijk: ' . error_text($res) . "\n" if $res->{error};
         $report->body($r, $res->{status}, LabDriver::http_label($res->{proto}), \$res->{body});
     });
