@@ -265,7 +265,11 @@ impl<A: AsyncDriver> Driver for Parallel<A> {
 }
 
 /// Run every request of `job` on `concurrency` tasks: `request(client, job, r)` does one request
-/// of entry `r`.
+/// of entry `r`. With `concurrency` 1 the requests go one after another in the future that
+/// `block_on` runs on the calling thread, as the body of a `#[tokio::main]` program's loop runs
+/// (the client's connection tasks on the runtime's workers): spawned onto a worker, the loop would
+/// share the worker with the connection task and skip the wake-up between threads that every
+/// request of such a program pays.
 #[cfg(feature = "tokio")]
 fn run_all<C, F, Fut, O>(rt: &Runtime, job: &Arc<Job>, client: &C, request: F, into: &mut O)
 where
@@ -276,6 +280,14 @@ where
 {
     let queue = Arc::new(Queue::new(job));
     let workers = Queue::workers(job);
+    if workers == 1 {
+        rt.block_on(async {
+            while let Some(r) = queue.take() {
+                into.add(r, request(client.clone(), job.clone(), r).await);
+            }
+        });
+        return;
+    }
     rt.block_on(async {
         let tasks: Vec<_> = (0..workers)
             .map(|_| {
@@ -448,13 +460,16 @@ mod tests {
 
     #[cfg(feature = "tokio")]
     #[test]
-    fn parallel_with_concurrency_one_runs_one_request_at_a_time() {
+    fn parallel_with_concurrency_one_runs_in_order_on_the_calling_thread() {
         let mut driver = Parallel::new(FakeAsync);
         let job = job(1);
         driver.open(&job).unwrap();
         let mut report = Report::default();
         driver.run_all(&job, &mut report);
-        assert_eq!((report.responses.len(), report.errors.len()), (30, 10));
-        assert_eq!(driver.client.as_ref().unwrap().most(), 1);
+        let order: Vec<usize> = report.responses.iter().map(|(r, _)| *r).collect();
+        assert_eq!((order, report.errors.len()), (vec![0; 30], 10));
+        let client = driver.client.as_ref().unwrap();
+        assert_eq!(client.most(), 1);
+        assert_eq!(*client.threads.lock().unwrap(), [std::thread::current().id()].into());
     }
 }
