@@ -455,6 +455,7 @@ class RunConfig(Record):
     Every key is optional; a record built here writes only what was given."""
 
     kind: str | None = key(omit_default=True)          # crosscheck / calibration / selfbench / …; None: a run
+    command: str | None = key(omit_default=True)       # the command line that made the run, as typed
     experiment: str | None = key(omit_default=True)
     quick: bool | None = key(omit_default=True)
     seed: int | None = key(omit_default=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -245,7 +247,8 @@ def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], 
 def _run_config(chosen: list[manifest.Driver], scenarios: list[scenario.Scenario], options: RunOptions,
                 profile_name: str, net_name: str, runtime_specs: tuple[str, ...]) -> dict:
     """What the run stores about itself: what it ran, and how."""
-    return {"drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
+    return {"command": "clientlab " + shlex.join(sys.argv[1:]),
+            "drivers": [d.id for d in chosen], "scenarios": [s.label for s in scenarios],
             "params": {s.label: s.params for s in scenarios},
             "client": {s.label: s.client.model_dump() for s in scenarios},
             "server": {s.label: s.server.model_dump() for s in scenarios}, "warmup": options.warmup,

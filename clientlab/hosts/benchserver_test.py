@@ -159,7 +159,7 @@ def test_crosscheck_bare_puts_the_lab_and_the_plain_loop_against_the_server_host
                      "--hosts", str(hosts_file), home=lab_home)
     assert done.returncode in (0, 1), done.stderr   # 1: the lab and the loop disagreed, which a test cannot fix
     assert "server on host nshost" in " ".join(done.stdout.split())
-    assert "cells within 10% of the plain loop" in done.stdout
+    assert "cells within 10% of the driver's plain loop" in done.stdout
     with sqlite3.connect(lab_home / "results.sqlite") as db:
         config = json.loads(db.execute("SELECT config FROM runs").fetchone()[0])
     assert config["net"]["profile"] == "server-host:nshost" and config["server_host"] == "nshost"

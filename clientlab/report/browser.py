@@ -26,7 +26,7 @@ class Loaded:
 
 
 @contextmanager
-def open_report(path: Path, scale: float = 1) -> Iterator[Loaded]:
+def open_report(path: Path, scale: float = 1, width: int | None = None) -> Iterator[Loaded]:
     from playwright.sync_api import sync_playwright
 
     if not CHROMIUM.exists():
@@ -35,7 +35,8 @@ def open_report(path: Path, scale: float = 1) -> Iterator[Loaded]:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM))
         try:
-            page = browser.new_page(viewport=VIEWPORT, device_scale_factor=scale)
+            viewport = {**VIEWPORT, "width": width} if width else VIEWPORT
+            page = browser.new_page(viewport=viewport, device_scale_factor=scale)
             loaded = Loaded(page, 0)
             page.on("request", lambda r: loaded.requests.append(r.url))
             page.on("console", lambda m: loaded.errors.append(m.text) if m.type == "error" else None)

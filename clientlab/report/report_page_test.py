@@ -49,8 +49,9 @@ def test_every_chart_is_drawn_with_data(report):
         name: el.dataset.chart, svg: el.querySelectorAll('svg.main-svg').length,
         marks: el.querySelectorAll('.trace .point, .trace path.js-line').length,
         traces: el.data.map(t => t.y.length)}))""")
-    # get-small and three download-memory columns (3 charts each), the size sweep (throughput, RSS)
-    assert len(drawn) == loaded.charts == 4 * 3 + 2
+    # get-small and three download-memory columns (ranked throughput and CPU a request each), the
+    # size sweep (throughput, RSS)
+    assert len(drawn) == loaded.charts == 4 * 2 + 2
     for chart in drawn:
         assert chart["svg"] > 0 and chart["marks"] > 0 and all(n > 0 for n in chart["traces"]), chart
 
@@ -79,12 +80,15 @@ def test_charts_plot_the_stored_figures(report, stored):
     _, loaded = report
     cells = list(_cells(*stored).values())
     small = {c["driver"]: c["figures"] for c in cells if c["scenario"] == "get-small" and c["status"] == "ok"}
+    # the drivers ranked, one horizontal bar each, a trace per language (the test drivers are all Python's)
     bars = loaded.page.evaluate("""() => { const el = document.querySelector('div.chart[data-chart="throughput-get-small"]');
-        return {x: el.data[0].x, y: el.data[0].y}; }""")
-    assert dict(zip(bars["x"], bars["y"])) == {d: f["throughput"] for d, f in small.items()}
+        return {x: el.data[0].x, y: el.data[0].y, meta: el.data[0].meta}; }""")
+    assert bars["meta"] == "python"
+    assert dict(zip(bars["y"], bars["x"])) == {d: f["throughput"] for d, f in small.items()}
+    assert bars["x"] == sorted(bars["x"], reverse=True)
     # each timed trial a point beside its bar, at the rate its own wall time gives
     points = loaded.page.evaluate("""() => { const el = document.querySelector('div.chart[data-chart="throughput-get-small"]');
-        return {x: el.data[1].x, y: el.data[1].y}; }""")
+        const t = el.data[el.data.length - 1]; return {x: t.y, y: t.x}; }""")
     store, _ = stored
     expected = sorted((c["driver"], round(c["figures"]["throughput"] * c["figures"]["wall_s"]["median"] / t["wall_s"], 6))
                       for c in cells if c["scenario"] == "get-small" and c["status"] == "ok"
@@ -97,11 +101,42 @@ def test_charts_plot_the_stored_figures(report, stored):
                       "y": [c["figures"]["throughput"] for c in memory]}]
 
 
-def test_sweep_cells_get_their_own_columns(report):
+def test_sweep_cells_get_their_own_sections_in_the_runs_order(report):
     _, loaded = report
-    headers = loaded.page.eval_on_selector_all("#summary tr:first-child th", "ths => ths.map(t => t.textContent)")
-    assert headers == ["driver", "get-small", "parallel-feeds",
-                       *[f"download-memory (size={s})" for s in SIZES]]
+    headers = loaded.page.eval_on_selector_all("section.scenario h3", "hs => hs.map(h => h.textContent)")
+    assert headers == ["get-small", "parallel-feeds", *[f"download-memory (size={s})" for s in SIZES]]
+
+
+def test_each_scenario_ranks_its_drivers_fastest_first_and_lists_the_unmeasured_with_their_reason(report, stored):
+    _, loaded = report
+    rows = loaded.page.eval_on_selector_all(
+        'section.scenario[data-scenario="get-small"] table.ranking td[data-cell]',
+        "tds => tds.map(td => [td.dataset.driver, td.dataset.status, Number(td.dataset.sort || -1)])")
+    measured = [r for r in rows if r[1] == "ok"]
+    assert [r[2] for r in measured] == sorted((r[2] for r in measured), reverse=True)
+    assert rows[len(measured):] == [["python-fake-crash", "failed", -1]]
+    unsupported = loaded.page.inner_text('section.scenario[data-scenario="parallel-feeds"] td.unsupported')
+    assert "manifest does not claim parallel" in unsupported
+
+
+def test_the_header_says_what_made_the_run_and_the_glossary_what_the_figures_mean(report):
+    _, loaded = report
+    meta = loaded.page.inner_text("p.meta")
+    assert "machine" in meta and "placement" in meta and "trials" in meta
+    glossary = loaded.page.inner_text("dl.glossary")
+    assert "two modes" in glossary and "% of best" in glossary and "level with" in glossary
+
+
+def test_the_language_filter_hides_a_languages_rows_and_its_bars(report):
+    _, loaded = report
+    page = loaded.page
+    page.uncheck('#filter input[value="python"]')
+    hidden = page.eval_on_selector_all('tr[data-language="python"]', "rows => rows.every(r => r.offsetParent === null)")
+    visible = page.evaluate("""() => document.querySelector('div.chart[data-chart="throughput-get-small"]').data
+        .filter(t => t.meta === 'python').map(t => t.visible)""")
+    page.check('#filter input[value="python"]')
+    assert hidden and visible == [False]
+    assert page.eval_on_selector_all('tr[data-language="python"]', "rows => rows.some(r => r.offsetParent !== null)")
 
 
 def test_findings_machine_network_and_versions_are_shown(report, stored):
