@@ -12,6 +12,7 @@ and `clientlab docs` writes it anew from the manifests and experiment files; `cl
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +41,14 @@ def _by_language(drivers: list[manifest.Driver]) -> dict[str, list[manifest.Driv
             for lang in languages}
 
 
+WIDTH = 80   # the docs read in a terminal of 80 columns too
+
+
+def _item(text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent="- ", subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
 def drivers_by_language() -> str:
     """How many drivers in how many languages, and each language's clients by id."""
     drivers = _drivers()
@@ -47,16 +56,17 @@ def drivers_by_language() -> str:
     languages = [lang for lang in groups if lang != "cli"]
     lines = [f"{len(drivers)} drivers in {len(languages)} languages"
              + (" plus the curl command" if "cli" in groups else "") + ":", ""]
-    lines += [f"- **{_language_name(lang)}**: " + ", ".join(d.id.split("-", 1)[1] for d in ds)
-              for lang, ds in groups.items()]
+    for lang, ds in groups.items():
+        lines += _item(f"**{_language_name(lang)}**: " + ", ".join(d.id.split("-", 1)[1] for d in ds))
     return "\n".join(lines) + "\n"
 
 
 def default_drivers() -> str:
     """The drivers a plain `clientlab run` takes."""
     chosen = [d.id for d in manifest.select(_drivers(), None)]
-    return f"A plain `clientlab run` takes {len(chosen)} drivers, the most-used client of each language: " \
-           + ", ".join(f"`{d}`" for d in chosen) + ".\n"
+    text = (f"A plain `clientlab run` takes {len(chosen)} drivers, the most-used client of each language: "
+            + ", ".join(f"`{d}`" for d in chosen) + ".")
+    return "\n".join(textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False)) + "\n"
 
 
 def experiments_table() -> str:
@@ -64,19 +74,20 @@ def experiments_table() -> str:
     from clientlab.experiment import spec
     from clientlab.experiment.plan import plan
 
-    rows = ["| experiment | what it asks | cells (quick) | budget, minutes (quick) | in `experiment all` |",
-            "|---|---|---|---|---|"]
+    lines: list[str] = []
     for name, e in sorted(spec.discover().items()):
         full, quick = len(plan(e, quick=False)), len(plan(e, quick=True))
-        budget = (f"{(e.time_budget or 0) / 60:g} ({(e.quick_time_budget or 0) / 60:g})"
-                  if e.time_budget else "none")
-        rows.append(f"| `{name}` | {e.title} | {full} ({quick}) | {budget} | {'yes' if e.in_all else 'no, by name'} |")
+        budget = (f"{(e.time_budget or 0) / 60:g} min budget ({(e.quick_time_budget or 0) / 60:g} quick)"
+                  if e.time_budget else "no budget")
+        where = "" if e.in_all else "; by name only, not in `experiment all`"
+        lines += _item(f"`{name}`: {e.title} — {full} cells ({quick} quick), {budget}{where}.")
     everything = [e for e in spec.discover().values() if e.in_all]
     total = sum(e.time_budget or 0 for e in everything) / 60
     quick_total = sum(e.quick_time_budget or 0 for e in everything) / 60
-    rows += ["", f"`experiment all` runs {len(everything)} of them within {total:g} minutes of budgets "
-                 f"({quick_total:g} quick); a cell past the budget stops at its minimum of trials."]
-    return "\n".join(rows) + "\n"
+    lines += [""] + textwrap.wrap(
+        f"`experiment all` runs {len(everything)} of them within {total:g} minutes of budgets ({quick_total:g} "
+        "quick); a cell past the budget stops at its minimum of trials.", WIDTH)
+    return "\n".join(lines) + "\n"
 
 
 GENERATORS: dict[str, Callable[[], str]] = {

@@ -24,3 +24,11 @@ def test_a_stale_block_is_rewritten_and_named():
 def test_a_block_without_a_generator_is_named():
     with pytest.raises(KeyError, match="generated:nonesuch"):
         docs.rewrite("<!-- generated:nonesuch -->\nx\n<!-- /generated:nonesuch -->\n")
+
+
+def test_the_readme_reads_in_a_terminal_of_80_columns():
+    from clientlab import paths
+
+    long = [(i, line) for i, line in enumerate((paths.ROOT / "README.md").read_text().splitlines(), 1)
+            if len(line) > 80 and "](" not in line]
+    assert long == []
