@@ -105,6 +105,7 @@ func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
 		}
 		reply(w, map[string]any{"size": size, "sha256": digest})
 	})
+	faultControl(mux, reply)
 	want := []byte(secret)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get(secretHeader)), want) != 1 {

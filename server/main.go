@@ -183,7 +183,12 @@ func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret 
 		control.Close()
 		return nil, err
 	}
-	ready := map[string]any{"type": "listening", "control": port(control), "pid": os.Getpid(), "version": "1"}
+	if faults, err = startFaults(addr); err != nil {
+		control.Close()
+		return nil, err
+	}
+	ready := map[string]any{"type": "listening", "control": port(control), "pid": os.Getpid(), "version": "1",
+		"fault_a": port(faults.a), "fault_b": port(faults.b)}
 	for name, n := range p.ports() {
 		ready[name] = n
 	}

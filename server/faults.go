@@ -1,0 +1,343 @@
+package main
+
+// Faults: resources that misbehave byte for byte, for the behaviour matrix (docs/behaviour.md),
+// on two plain listeners of their own — two origins, "a" and "b", differing by port — and a
+// ledger of every request that reached them: its path, method, origin and which credentials
+// headers it carried. They are served by hand on raw connections, not by net/http, which would
+// finish a short body or a chunked stream's last chunk on the handler's behalf.
+//
+// Every answer closes its connection: a fault leaves the connection in no state worth reusing,
+// and the ledger then counts one request a connection.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	maxFaultHead     = 64 << 10 // a request head larger than this is refused
+	maxFaultWaitMs   = 60_000   // stall and trickle waits are bounded as delay_ms is
+	maxFaultBytes    = 1 << 20  // bodies of the faults are small: what matters is their shape
+	maxLedgerEntries = 10_000   // past this, requests are still counted per path, not listed
+)
+
+// credentialHeaders are the request headers that carry a user's credentials: the ones a client
+// must not forward to another origin when it follows a redirect.
+var credentialHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization"}
+
+// LedgerEntry is one request that reached a fault listener.
+type LedgerEntry struct {
+	Origin      string   `json:"origin"` // "a" or "b"
+	Port        int      `json:"port"`
+	Method      string   `json:"method"`
+	Path        string   `json:"path"`
+	Credentials []string `json:"credentials"` // which credentialHeaders arrived, in that order
+}
+
+type ledger struct {
+	mu      sync.Mutex
+	entries []LedgerEntry
+	counts  map[string]int // path -> requests
+}
+
+func (l *ledger) record(e LedgerEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.counts == nil {
+		l.counts = map[string]int{}
+	}
+	l.counts[e.Path]++
+	if len(l.entries) < maxLedgerEntries {
+		l.entries = append(l.entries, e)
+	}
+}
+
+// snapshot returns the ledger (and empties it when reset).
+func (l *ledger) snapshot(reset bool) ([]LedgerEntry, map[string]int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	entries := append([]LedgerEntry{}, l.entries...)
+	counts := map[string]int{}
+	for k, v := range l.counts {
+		counts[k] = v
+	}
+	if reset {
+		l.entries, l.counts = nil, nil
+	}
+	return entries, counts
+}
+
+// faultServer serves the fault resources on origins a and b.
+type faultServer struct {
+	a, b   net.Listener
+	ledger ledger
+	active atomic.Int64 // connections being served now: a stalled client that left must not stay
+}
+
+// faults is the running server's fault side (nil until start opened it).
+var faults *faultServer
+
+func startFaults(addr netip.Addr) (*faultServer, error) {
+	a, err := listenOn(addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s for the fault origin a: %w", addr, err)
+	}
+	b, err := listenOn(addr)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("cannot listen on %s for the fault origin b: %w", addr, err)
+	}
+	f := &faultServer{a: a, b: b}
+	go f.accept(a, "a")
+	go f.accept(b, "b")
+	return f, nil
+}
+
+func (f *faultServer) close() {
+	f.a.Close()
+	f.b.Close()
+}
+
+func (f *faultServer) accept(l net.Listener, origin string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		if !peerServed(c) {
+			c.Close()
+			continue
+		}
+		f.active.Add(1)
+		go func() {
+			defer f.active.Add(-1)
+			defer c.Close()
+			f.serve(c, origin, port(l))
+		}()
+	}
+}
+
+// faultRequest is a parsed request head.
+type faultRequest struct {
+	method, path string
+	query        url.Values
+	header       textproto.MIMEHeader
+}
+
+func readFaultRequest(r *bufio.Reader) (*faultRequest, error) {
+	tp := textproto.NewReader(bufio.NewReader(io.LimitReader(r, maxFaultHead)))
+	line, err := tp.ReadLine()
+	if err != nil {
+		return nil, err
+	}
+	method, rest, ok1 := strings.Cut(line, " ")
+	target, proto, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || !strings.HasPrefix(proto, "HTTP/1.") {
+		return nil, fmt.Errorf("not an HTTP/1 request line: %q", line)
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return nil, err
+	}
+	h, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return nil, err
+	}
+	return &faultRequest{method: method, path: u.Path, query: u.Query(), header: h}, nil
+}
+
+func (f *faultServer) serve(c net.Conn, origin string, port int) {
+	c.SetReadDeadline(time.Now().Add(headerTimeout))
+	req, err := readFaultRequest(bufio.NewReader(c))
+	if err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	entry := LedgerEntry{Origin: origin, Port: port, Method: cut(req.method), Path: cut(req.path), Credentials: []string{}}
+	for _, name := range credentialHeaders {
+		if len(req.header.Values(name)) > 0 {
+			entry.Credentials = append(entry.Credentials, name)
+		}
+	}
+	f.ledger.record(entry)
+	// gone closes when the client closes or resets its side: a stall or a trickle stops then,
+	// instead of holding a goroutine and a socket for its whole length
+	gone := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, c)
+		close(gone)
+	}()
+	f.answer(c, req, gone)
+}
+
+// intParam reads a bounded integer parameter, def when absent.
+func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s must be %d ... %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+func faultHead(status int, ctype string, fields ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nServer: clientlab/v1\r\nDate: %s\r\nContent-Type: %s\r\n",
+		status, statusText(status), time.Now().UTC().Format(http.TimeFormat), ctype)
+	for _, f := range fields {
+		b.WriteString(f + "\r\n")
+	}
+	b.WriteString("Connection: close\r\n\r\n")
+	return b.String()
+}
+
+func statusText(status int) string {
+	switch status {
+	case 200:
+		return "OK"
+	case 302:
+		return "Found"
+	case 400:
+		return "Bad Request"
+	case 404:
+		return "Not Found"
+	}
+	return "Status"
+}
+
+// faultBody is n bytes of the faults' bodies: a, b, ..., z, a, ... (a body's prefix tells how
+// far a client got).
+func faultBody(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte(i%26)
+	}
+	return b
+}
+
+func faultWhole(c net.Conn, status int, body string, fields ...string) {
+	fields = append(fields, "Content-Length: "+strconv.Itoa(len(body)))
+	io.WriteString(c, faultHead(status, "text/plain; charset=utf-8", fields...)+body)
+}
+
+// wait sleeps ms, or less when the client went away; it reports whether the client is still there.
+func faultWait(ms int, gone <-chan struct{}) bool {
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-gone:
+		return false
+	}
+}
+
+func (f *faultServer) answer(c net.Conn, req *faultRequest, gone <-chan struct{}) {
+	bad := func(err error) { faultWhole(c, 400, err.Error()+"\n") }
+	q := req.query
+	switch req.path {
+	case "/fault/stall-headers": // nothing at all for ms, then a whole small answer
+		ms, err := intParam(q, "ms", 1000, 0, maxFaultWaitMs)
+		if err != nil {
+			bad(err)
+			return
+		}
+		if faultWait(ms, gone) {
+			faultWhole(c, 200, "stalled "+strconv.Itoa(ms)+" ms\n")
+		}
+	case "/fault/trickle": // the head at once, then the body one byte every every_ms
+		n, err1 := intParam(q, "bytes", 100, 1, maxFaultBytes)
+		every, err2 := intParam(q, "every_ms", 100, 1, maxFaultWaitMs)
+		if err := firstErr(err1, err2); err != nil {
+			bad(err)
+			return
+		}
+		if _, err := io.WriteString(c, faultHead(200, "application/octet-stream", "Content-Length: "+strconv.Itoa(n))); err != nil {
+			return
+		}
+		body := faultBody(n)
+		for i := range body {
+			if !faultWait(every, gone) {
+				return
+			}
+			if _, err := c.Write(body[i : i+1]); err != nil {
+				return
+			}
+		}
+	case "/fault/short-body": // Content-Length says length, send bytes go out, then the close
+		length, err1 := intParam(q, "length", 1000, 1, maxFaultBytes)
+		send, err2 := intParam(q, "send", length/2, 0, maxFaultBytes)
+		if err := firstErr(err1, err2); err != nil || send >= length {
+			bad(firstErr(err, fmt.Errorf("send must be below length")))
+			return
+		}
+		io.WriteString(c, faultHead(200, "application/octet-stream", "Content-Length: "+strconv.Itoa(length))+string(faultBody(send)))
+	case "/fault/chunked-no-end": // one chunk of bytes, then the close without the last chunk
+		n, err := intParam(q, "bytes", 500, 1, maxFaultBytes)
+		if err != nil {
+			bad(err)
+			return
+		}
+		io.WriteString(c, faultHead(200, "application/octet-stream", "Transfer-Encoding: chunked")+
+			strconv.FormatInt(int64(n), 16)+"\r\n"+string(faultBody(n))+"\r\n")
+	case "/fault/redirect-other": // 302 to the same path `to` on the other origin
+		to := q.Get("to")
+		if to == "" {
+			to = "/fault/landing"
+		}
+		if !sameOriginPath(to) {
+			bad(fmt.Errorf("to must be a path"))
+			return
+		}
+		local := c.LocalAddr().(*net.TCPAddr)
+		other := f.b
+		if local.Port == port(f.b) {
+			other = f.a
+		}
+		faultWhole(c, 302, "redirecting\n", "Location: http://"+net.JoinHostPort(local.IP.String(), strconv.Itoa(port(other)))+to)
+	case "/fault/landing":
+		faultWhole(c, 200, "landed\n")
+	default:
+		faultWhole(c, 404, "no such fault\n")
+	}
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// faultControl adds the ledger to the control port: GET /faults (?reset=1 empties it after
+// reading), POST /faults/reset.
+func faultControl(mux *http.ServeMux, reply func(http.ResponseWriter, any)) {
+	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
+		entries, counts := faults.ledger.snapshot(r.URL.Query().Get("reset") == "1")
+		reply(w, map[string]any{"entries": entries, "counts": counts, "active": faults.active.Load(),
+			"ports": map[string]int{"a": port(faults.a), "b": port(faults.b)}})
+	})
+	mux.HandleFunc("POST /faults/reset", func(w http.ResponseWriter, r *http.Request) {
+		faults.ledger.snapshot(true)
+		reply(w, map[string]bool{"ok": true})
+	})
+}
