@@ -2,6 +2,7 @@
 importing them registers their commands on `main`."""
 
 from clientlab.cli import (  # noqa: F401
+    behave,
     catalog,
     checks,
     experiments,

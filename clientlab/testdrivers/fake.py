@@ -5,12 +5,19 @@ plus deliberate faults for the lab's own tests.
                            | spin | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
                            | planted (a busy function on every request: the profile must name it)
                            | idle-conn | fresh-body | no-bare
+                           | careful | lenient (the behaviour matrix: docs/behaviour.md)
 
 keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
 six are slow in the ways the diagnosis rules must recognise (idle-conn opens a connection it
 never uses in every job; fresh-body copies every body into memory mapped anew for it, as an
 allocator whose mmap threshold lies below the body does); no-bare has no calibration loop, as a
 driver written before it).
+
+For the behaviour matrix, the reference keeps http.client's ways: its timeout bounds each read,
+not the request (a trickled body never times out), and it forwards the job's headers on every
+redirect, to any origin. careful keeps a deadline on the whole request (the socket is shut down
+when it passes) and drops the credentials headers on a redirect to another origin; lenient takes
+a body that ends early as complete (the short 200 of psf/requests#4956).
 
 It is written for clarity, not speed, and is never run unless a test or a user asks for it.
 """
@@ -25,6 +32,7 @@ import os
 import socket
 import ssl
 import sys
+import threading
 import time
 import uuid
 from http.cookies import SimpleCookie
@@ -70,7 +78,11 @@ class Client:
                 if MODE == "redirect-new-conn":
                     self.close()  # a client that opens a new connection for every hop
                     self.conns.clear()
-                url = urljoin(url, location)
+                next_url = urljoin(url, location)
+                if MODE == "careful" and origin(next_url) != origin(url):
+                    entry = {**entry, "headers": {k: v for k, v in entry.get("headers", {}).items()
+                                                  if k.lower() not in CREDENTIALS}}
+                url = next_url
                 if status == 303 or (status in (301, 302) and method == "POST"):
                     method, entry = "GET", {k: v for k, v in entry.items() if k not in ("form", "body_file")}
                 continue
@@ -105,6 +117,7 @@ class Client:
             self._two_writes(conn, method, path, headers, body)
         else:
             conn.request(method, path, body=body, headers=headers)
+        self.live_sock = conn.sock  # careful's deadline shuts it down (http.client drops conn.sock on a close)
         response = conn.getresponse()
         if self.job.get("cookies"):
             for value in response.headers.get_all("Set-Cookie") or []:
@@ -125,6 +138,12 @@ class Client:
                     digest.update(chunk)
                     size += len(chunk)
             data = None
+        elif MODE == "lenient":
+            try:
+                data = response.read()
+            except http.client.IncompleteRead as exc:  # a body that ended early, taken as it came
+                data = exc.partial
+            size = len(data)
         else:
             data = response.read()
             size = len(data)
@@ -159,6 +178,40 @@ class Client:
         conn.send(body)
 
 
+CREDENTIALS = {"authorization", "cookie", "proxy-authorization"}
+
+
+def origin(url: str) -> tuple:
+    parts = urlsplit(url)
+    return parts.scheme, parts.hostname, parts.port
+
+
+def with_deadline(client: Client, entry: dict, seconds: float):  # noqa: ANN201
+    """careful: the request whole within `seconds`, however its bytes arrive: when the deadline
+    passes, the socket of the request under way is shut down, so that the read waiting on it fails."""
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        sock = getattr(client, "live_sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(seconds, expire)
+    timer.start()
+    try:
+        return client.request(entry)
+    except Exception:
+        if expired.is_set():
+            raise TimeoutError(f"the request's deadline of {seconds} s passed") from None
+        raise
+    finally:
+        timer.cancel()
+
+
 KEPT: list[Client] = []  # keep-conns: the one client, never closed
 
 
@@ -190,7 +243,10 @@ def do_job(job: dict) -> tuple[list, list]:
             repeat = max(1, repeat // 2)  # does half the work once the clock runs
         for _ in range(repeat):
             try:
-                status, body, size = client.request(entry)
+                if MODE == "careful":
+                    status, body, size = with_deadline(client, entry, job.get("timeout_s", 60))
+                else:
+                    status, body, size = client.request(entry)
             except Exception as exc:  # report, never crash: the lab counts errors
                 errors.append({"r": r, "message": f"{type(exc).__name__}: {exc}"})
                 continue

@@ -1,0 +1,122 @@
+"""`clientlab behave`: every chosen driver on every behaviour case, each in a driver process of
+its own, against the bench server's fault origins; the outcomes judged by behaviour.judge and
+stored as cells of a run of kind "behave" (CellFigures.behaviours).
+
+The lab's clock times the driver from go to done; the server's ledger tells what reached the
+other origin. A driver that crashes, hangs before its go or breaks the protocol fails its cell
+with the reason and its last stderr lines, as in a run; the matrix goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from clientlab import manifest
+from clientlab.behaviour import BehaviourCase, Observed, judge
+from clientlab.errors import LabError
+from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.record import BehaviourOutcome, CellFigures
+from clientlab.server import BenchServer
+from clientlab.store import Store
+
+START_S = 60.0    # a driver's hello and ready (a JVM's start on a busy host)
+REPORT_S = 30.0   # its report after done
+
+
+@dataclass
+class BehaveCell:
+    driver: str
+    case: str
+    status: str                       # ok (judged) / unsupported / not-installed / failed
+    outcome: BehaviourOutcome
+    versions: dict = field(default_factory=dict)
+    elapsed_s: float | None = None    # go to done by the lab's clock (None: not reached)
+
+
+def fault_origin(server: BenchServer) -> tuple[str, int]:
+    port = server.info.get("fault_a")
+    if not port:
+        raise LabError("the bench server has no fault origins (an older build): rebuild it with ./setup.sh")
+    return server.endpoint.host, int(port)
+
+
+def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) -> BehaveCell:
+    """One driver on one case, in a driver process of its own."""
+    def cell(status: str, outcome: str, detail: str, versions: dict | None = None) -> BehaveCell:
+        return BehaveCell(driver.id, bc.name, status, BehaviourOutcome(bc.name, outcome, detail), versions or {})
+
+    if reason := driver.missing():
+        return cell("not-installed", "not-installed", reason)
+    claimed = set(driver.manifest.capabilities) | ({"http1"} if driver.manifest.http1 else set())
+    if lacking := [c for c in bc.capabilities() if c not in claimed]:
+        return cell("unsupported", "unsupported", f"the manifest does not claim {', '.join(lacking)}")
+    host, port = fault_origin(server)
+    server.faults(reset=True)
+    proc = DriverProcess(driver.argv, driver.folder, env=driver.env())
+    versions: dict = {}
+    try:
+        versions = proc.hello(START_S).get("versions", {})
+        proc.send({"type": "job", "job": bc.job(host, port)})
+        ready = proc.receive({"ready"}, START_S)
+        if ready["type"] == "unsupported":
+            return cell("unsupported", "unsupported", str(ready.get("reason")), versions)
+        if ready["type"] == "error":
+            return cell("failed", "failed", f"the driver refused the job: {ready.get('message')}", versions)
+        proc.send({"type": "go"})
+        t0 = time.monotonic()
+        try:
+            done = proc.receive({"done"}, bc.limit_s)
+        except DriverTimeout:
+            proc.kill()
+            seen = Observed(None, [], [], server.faults(reset=True)["entries"])
+            return cell("ok", *_pair(judge(bc, seen)), versions)
+        elapsed = time.monotonic() - t0
+        if done["type"] != "done":
+            return cell("failed", "failed", f"the driver answered go with {done['type']}: "
+                                            f"{done.get('message') or done.get('reason')}", versions)
+        report = proc.receive({"report"}, REPORT_S)
+        if report["type"] != "report":
+            return cell("failed", "failed", f"the driver sent {report['type']} instead of its report", versions)
+    except DriverFault as exc:
+        return cell("failed", "failed", str(exc), versions)
+    finally:
+        proc.close()
+    seen = Observed(elapsed, list(report.get("responses") or []), list(report.get("errors") or []),
+                    server.faults(reset=True)["entries"])
+    result = cell("ok", *_pair(judge(bc, seen)), versions)
+    result.elapsed_s = elapsed
+    return result
+
+
+def _pair(outcome: BehaviourOutcome) -> tuple[str, str]:
+    return outcome.outcome, outcome.detail or ""
+
+
+def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store: Store | None,
+               config: dict, machine: dict, on_cell: Callable[[BehaveCell], None] = lambda _c: None
+               ) -> tuple[int | None, list[BehaveCell]]:
+    """Every driver on every case, driver by driver; each cell stored as it completes."""
+    run_id = store.start_run(machine, {**config, "kind": "behave", "drivers": [d.id for d in drivers],
+                                       "scenarios": [c.name for c in cases]}) if store else None
+    cells: list[BehaveCell] = []
+    status = "failed"
+    try:
+        with BenchServer() as server:
+            fault_origin(server)
+            for driver in drivers:
+                for bc in cases:
+                    cell_id = store.start_cell(run_id, driver.id, bc.name, dict(bc.case.query), "behaviour") if store else None
+                    result = run_cell(driver, bc, server)
+                    if store and cell_id is not None:
+                        store.finish_cell(cell_id, result.status,
+                                          None if result.status == "ok" else result.outcome.detail,
+                                          CellFigures(behaviours=(result.outcome,)), result.versions or None)
+                    cells.append(result)
+                    on_cell(result)
+        status = "done"
+    finally:
+        if store and run_id is not None:
+            store.finish_run(run_id, status)
+    return run_id, cells

@@ -1,0 +1,63 @@
+"""clientlab behave: does each client keep its promises when the server misbehaves?"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from clientlab import behave, behaviour, machine, manifest
+from clientlab.cli.common import (
+    chosen_store,
+    driver_path_option,
+    err,
+    load_drivers,
+    main,
+    split_names,
+    store_option,
+)
+from clientlab.output.behave import matrix_json, matrix_lines
+
+
+@main.command("behave")
+@driver_path_option
+@store_option
+@click.option("-d", "--drivers", "driver_names", multiple=True,
+              help="Drivers (comma-separated). Default: the default drivers (one a language).")
+@click.option("-s", "--cases", "case_names", multiple=True,
+              help="Behaviour cases (comma-separated; behaviours/*.toml). Default: every one.")
+@click.option("--json", "json_path", metavar="FILE", help="Also write the matrix as JSON to FILE ('-': stdout, instead of the table).")
+@click.option("--no-store", is_flag=True, help="Do not store the outcomes as a run.")
+def behave_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], case_names: tuple[str, ...],
+               json_path: str | None, no_store: bool) -> None:
+    """Every chosen driver on every behaviour case against the bench server's fault origins: a
+    stall before the answer, a trickled body, a body short of its length, a chunked body without
+    its end, a redirect to another origin with credentials. Each cell runs in a driver process
+    of its own; the lab's clock and the server's ledger judge it (docs/behaviour.md). A client
+    that does otherwise than correct is a finding, not a failure: the exit code is 1 only when a
+    driver broke."""
+    cases = behaviour.select(behaviour.discover(), split_names(case_names))
+    drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
+    store = None if no_store else chosen_store()
+    config = {"command": "clientlab " + shlex.join(sys.argv[1:])}
+
+    def progress(cell: behave.BehaveCell) -> None:
+        err.print(f"  {escape(cell.driver)} {escape(cell.case)}: {escape(cell.outcome.outcome)}", highlight=False)
+
+    err.print(f"behave: {len(drivers)} driver(s) × {len(cases)} case(s), each cell in a driver process of its own",
+              highlight=False)
+    run_id, cells = behave.run_matrix(drivers, cases, store, config, machine.describe(), progress)
+    if json_path:
+        text = json.dumps(matrix_json(cells, cases, run_id), indent=2)
+        if json_path == "-":
+            click.echo(text)
+        else:
+            Path(json_path).write_text(text + "\n")
+    if json_path != "-":
+        click.echo("\n".join(matrix_lines(cells, cases, run_id)))
+    if any(c.status == "failed" for c in cells):
+        sys.exit(1)

@@ -1,0 +1,94 @@
+"""The behaviour matrix as text (drivers down, cases across, a compact code a cell, within 80
+columns), the evidence of every cell that is not "ok", the legend and the versions; and as JSON.
+It prints only what behave.run_matrix recorded: no computing here but the overshoot's
+subtraction of the case's timeout from the lab's clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clientlab.behave import BehaveCell
+from clientlab.behaviour import CREDENTIALS, BehaviourCase
+
+WIDTH = 80
+COLUMN = 10
+
+CORRECT = {"deadline": "an error within the timeout + 10 %", "truncation": "an error, not a short 200",
+           "credentials": "no credentials header at the other origin"}
+
+LEGEND = (
+    "ok+N    the error came N ms after the timeout (within its 10 %): the deadline was kept\n"
+    "LATE+N  an error, but N ms after the timeout: more than 10 % late\n"
+    "NODEAD  no error within the lab's limit (killed), or the request completed: no deadline\n"
+    "ok      truncation reported as an error / no credentials reached the other origin\n"
+    "SHORT   a truncated body reported as a complete response\n"
+    "LEAK:x  credentials that reached the other origin: A Authorization, C Cookie, P Proxy-Authorization\n"
+    "NOFOLLOW  the redirect was not followed; HUNG  no answer after the close (killed)\n"
+    "unsup   the driver cannot do the job (reason below); FAIL  the driver broke (reason below); n/i  not installed"
+)
+
+
+def overshoot_ms(cell: BehaveCell, bc: BehaviourCase) -> int | None:
+    if cell.elapsed_s is None or bc.case.check != "deadline":
+        return None
+    return round((cell.elapsed_s - bc.case.timeout_s) * 1000)
+
+
+def code(cell: BehaveCell, bc: BehaviourCase) -> str:
+    o = cell.outcome.outcome
+    over = overshoot_ms(cell, bc)
+    if o == "ok" and over is not None:
+        return f"ok{over:+d}"
+    if o == "late":
+        return f"LATE{over:+d}"
+    if o == "leaked":
+        detail = cell.outcome.detail or ""
+        return "LEAK:" + "".join(h[0] for h in CREDENTIALS if h in detail.split(" reached")[0].split(", "))
+    return {"ok": "ok", "no-deadline": "NODEAD", "accepted-short": "SHORT", "not-followed": "NOFOLLOW",
+            "hung": "HUNG", "not-sent": "NOTSENT", "unsupported": "unsup", "failed": "FAIL",
+            "not-installed": "n/i"}.get(o, o[:COLUMN - 1])
+
+
+def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int | None) -> list[str]:
+    drivers = list(dict.fromkeys(c.driver for c in cells))
+    by = {(c.driver, c.case): c for c in cells}
+    name_w = max([len(d) for d in drivers] + [6]) + 1
+    per_row = max(1, (WIDTH - name_w) // COLUMN)
+    lines: list[str] = []
+    for start in range(0, len(cases), per_row):
+        group = cases[start:start + per_row]
+        lines.append("driver".ljust(name_w) + "".join(bc.label.ljust(COLUMN) for bc in group).rstrip())
+        for d in drivers:
+            row = "".join((code(by[(d, bc.name)], bc) if (d, bc.name) in by else "").ljust(COLUMN) for bc in group)
+            lines.append(d.ljust(name_w) + row.rstrip())
+        lines.append("")
+    lines.append("cases:")
+    lines += [f"  {bc.label:<9} {bc.name}: {CORRECT[bc.case.check]} (timeout {bc.case.timeout_s:g} s)" for bc in cases]
+    lines += ["", *LEGEND.splitlines(), ""]
+    evidence = [c for c in cells if c.outcome.outcome != "ok"]
+    if evidence:
+        lines.append("evidence:")
+        for c in evidence:
+            detail = (c.outcome.detail or "").splitlines()
+            lines.append(f"  {c.driver} {c.case}: {detail[0] if detail else ''}")
+            lines += [f"      {extra}" for extra in detail[1:]]
+        lines.append("")
+    lines.append("versions:")
+    for d in drivers:
+        versions = next((c.versions for c in cells if c.driver == d and c.versions), {})
+        lines.append(f"  {d}: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "-"))
+    if run_id is not None:
+        lines.append(f"stored as run {run_id}")
+    return lines
+
+
+def matrix_json(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int | None) -> dict[str, Any]:
+    by_name = {bc.name: bc for bc in cases}
+    return {
+        "run": run_id,
+        "cases": [{"name": bc.name, "label": bc.label, "description": bc.case.description, "check": bc.case.check,
+                   "timeout_s": bc.case.timeout_s, "references": bc.case.references} for bc in cases],
+        "cells": [{"driver": c.driver, "case": c.case, "status": c.status, "outcome": c.outcome.outcome,
+                   "code": code(c, by_name[c.case]), "detail": c.outcome.detail, "elapsed_s": c.elapsed_s,
+                   "overshoot_ms": overshoot_ms(c, by_name[c.case]), "versions": c.versions} for c in cells],
+    }
