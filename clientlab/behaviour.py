@@ -21,7 +21,8 @@ from clientlab.errors import LabInputError, describe_validation_error, did_you_m
 from clientlab.record import BehaviourOutcome
 
 # the fault resources of the bench server (server/faults.go), each at /fault/<name>
-Fault = Literal["stall-headers", "trickle", "short-body", "chunked-no-end", "redirect-other"]
+Fault = Literal["stall-headers", "trickle", "short-body", "chunked-no-end", "redirect-other", "redirect-other-host"]
+REDIRECTS = ("redirect-other", "redirect-other-host")
 Check = Literal["deadline", "truncation", "credentials"]
 
 CREDENTIALS = ("Authorization", "Cookie", "Proxy-Authorization")
@@ -46,12 +47,13 @@ class Case(BaseModel):
     @model_validator(mode="after")
     def _fits_its_check(self) -> "Case":
         if self.check == "credentials":
-            if self.fault != "redirect-other" or self.follow_redirects is not True:
-                raise ValueError("check = \"credentials\" needs fault = \"redirect-other\" and follow_redirects = true")
+            if self.fault not in REDIRECTS or self.follow_redirects is not True:
+                raise ValueError("check = \"credentials\" needs a fault of redirect-other, redirect-other-host "
+                                 "and follow_redirects = true")
             if not any(h.lower() in {c.lower() for c in CREDENTIALS} for h in self.headers):
                 raise ValueError(f"check = \"credentials\" needs at least one of {', '.join(CREDENTIALS)} in headers")
-        elif self.fault == "redirect-other":
-            raise ValueError("fault = \"redirect-other\" is judged by check = \"credentials\"")
+        elif self.fault in REDIRECTS:
+            raise ValueError(f"fault = \"{self.fault}\" is judged by check = \"credentials\"")
         return self
 
 
@@ -157,20 +159,22 @@ def judge(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
         if seen.responses:
             return BehaviourOutcome(bc.name, "accepted-short", f"reported {answered}: the truncation went unseen")
         return BehaviourOutcome(bc.name, "ok", f"error: {error}")
-    # credentials
+    # credentials: judged on the headers the client sent to the first origin
     at_a = [e for e in seen.ledger if e.get("origin") == "a"]
-    at_b = [e for e in seen.ledger if e.get("origin") == "b"]
-    sent = sorted({h for e in at_a for h in e.get("credentials", [])})
-    asked = sorted(h for h in CREDENTIALS if any(h.lower() == k.lower() for k in c.headers))
-    if not at_b:
+    elsewhere = [e for e in seen.ledger if e.get("origin") != "a"]
+    sent = [h for h in CREDENTIALS if any(h in e.get("credentials", []) for e in at_a)]
+    asked = [h for h in CREDENTIALS if any(h.lower() == k.lower() for k in c.headers)]
+    unsent = [h for h in asked if h not in sent]
+    note = f" (it did not send {', '.join(unsent)} even to the first origin)" if unsent else ""
+    if not elsewhere:
         how = f"reported {answered}" if answered else (f"error: {error}" if error else "no report")
         if seen.elapsed_s is None:
             how = f"nothing within {bc.limit_s:g} s: the lab killed it"
         return BehaviourOutcome(bc.name, "not-followed", f"no request reached the other origin ({how})")
-    if sent != asked:
-        return BehaviourOutcome(bc.name, "not-sent", f"asked to send {', '.join(asked)}, sent {', '.join(sent) or 'none'} "
+    if not sent:
+        return BehaviourOutcome(bc.name, "not-sent", f"asked to send {', '.join(asked)}, it sent none of them "
                                 "to the first origin: the case shows nothing")
-    leaked = sorted({h for e in at_b for h in e.get("credentials", [])})
+    leaked = [h for h in CREDENTIALS if any(h in e.get("credentials", []) for e in elsewhere)]
     if leaked:
-        return BehaviourOutcome(bc.name, "leaked", f"{', '.join(leaked)} reached the other origin")
-    return BehaviourOutcome(bc.name, "ok", f"none of {', '.join(asked)} reached the other origin")
+        return BehaviourOutcome(bc.name, "leaked", f"{', '.join(leaked)} reached the other origin{note}")
+    return BehaviourOutcome(bc.name, "ok", f"none of {', '.join(sent)} reached the other origin{note}")

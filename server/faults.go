@@ -1,7 +1,8 @@
 package main
 
 // Faults: resources that misbehave byte for byte, for the behaviour matrix (docs/behaviour.md),
-// on two plain listeners of their own — two origins, "a" and "b", differing by port — and a
+// on plain listeners of their own — origins "a" and "b", differing by port, and on loopback "c",
+// another host (the next address, 127.0.0.2 beside 127.0.0.1) — and a
 // ledger of every request that reached them: its path, method, origin and which credentials
 // headers it carried. They are served by hand on raw connections, not by net/http, which would
 // finish a short body or a chunked stream's last chunk on the handler's behalf.
@@ -81,6 +82,7 @@ func (l *ledger) snapshot(reset bool) ([]LedgerEntry, map[string]int) {
 // faultServer serves the fault resources on origins a and b.
 type faultServer struct {
 	a, b   net.Listener
+	c      net.Listener // another host; nil where the next address is not this host's (the network lab)
 	ledger ledger
 	active atomic.Int64 // connections being served now: a stalled client that left must not stay
 }
@@ -99,6 +101,12 @@ func startFaults(addr netip.Addr) (*faultServer, error) {
 		return nil, fmt.Errorf("cannot listen on %s for the fault origin b: %w", addr, err)
 	}
 	f := &faultServer{a: a, b: b}
+	if addr.Is4() && addr.IsLoopback() {
+		if c, err := listenOn(addr.Next()); err == nil {
+			f.c = c
+			go f.accept(c, "c")
+		}
+	}
 	go f.accept(a, "a")
 	go f.accept(b, "b")
 	return f, nil
@@ -107,6 +115,18 @@ func startFaults(addr netip.Addr) (*faultServer, error) {
 func (f *faultServer) close() {
 	f.a.Close()
 	f.b.Close()
+	if f.c != nil {
+		f.c.Close()
+	}
+}
+
+// ports names the origins' ports (c only where it listens).
+func (f *faultServer) ports() map[string]int {
+	ports := map[string]int{"a": port(f.a), "b": port(f.b)}
+	if f.c != nil {
+		ports["c"] = port(f.c)
+	}
+	return ports
 }
 
 func (f *faultServer) accept(l net.Listener, origin string) {
@@ -312,6 +332,16 @@ func (f *faultServer) answer(c net.Conn, req *faultRequest, gone <-chan struct{}
 			other = f.a
 		}
 		faultWhole(c, 302, "redirecting\n", "Location: http://"+net.JoinHostPort(local.IP.String(), strconv.Itoa(port(other)))+to)
+	case "/fault/redirect-other-host": // 302 to the same path `to` on origin c, another host
+		to := q.Get("to")
+		if to == "" {
+			to = "/fault/landing"
+		}
+		if !sameOriginPath(to) || f.c == nil {
+			bad(fmt.Errorf("to must be a path, on a server listening on loopback (origin c)"))
+			return
+		}
+		faultWhole(c, 302, "redirecting\n", "Location: http://"+f.c.Addr().String()+to)
 	case "/fault/landing":
 		faultWhole(c, 200, "landed\n")
 	default:
@@ -334,7 +364,7 @@ func faultControl(mux *http.ServeMux, reply func(http.ResponseWriter, any)) {
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
 		entries, counts := faults.ledger.snapshot(r.URL.Query().Get("reset") == "1")
 		reply(w, map[string]any{"entries": entries, "counts": counts, "active": faults.active.Load(),
-			"ports": map[string]int{"a": port(faults.a), "b": port(faults.b)}})
+			"ports": faults.ports()})
 	})
 	mux.HandleFunc("POST /faults/reset", func(w http.ResponseWriter, r *http.Request) {
 		faults.ledger.snapshot(true)

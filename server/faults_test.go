@@ -241,3 +241,20 @@ func TestAFaultWithParametersOutOfBoundsIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestRedirectToAnotherHostPointsAtOriginCOnTheNextLoopbackAddress(t *testing.T) {
+	if faults.c == nil {
+		t.Fatal("no origin c on loopback")
+	}
+	faultLedger(t)
+	head, _ := splitAnswer(t, rawFault(t, faults.a, "/fault/redirect-other-host"))
+	want := fmt.Sprintf("\r\nLocation: http://127.0.0.2:%d/fault/landing\r\n", port(faults.c))
+	if !strings.Contains(head, want) {
+		t.Fatalf("head %q, want %q", head, want)
+	}
+	rawFault(t, faults.c, "/fault/landing", "Authorization: Basic eDp5")
+	entries, _, _ := faultLedger(t)
+	if len(entries) != 2 || entries[1].Origin != "c" || strings.Join(entries[1].Credentials, ",") != "Authorization" {
+		t.Fatalf("entries %+v", entries)
+	}
+}

@@ -189,6 +189,9 @@ func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret 
 	}
 	ready := map[string]any{"type": "listening", "control": port(control), "pid": os.Getpid(), "version": "1",
 		"fault_a": port(faults.a), "fault_b": port(faults.b)}
+	if faults.c != nil {
+		ready["fault_c"] = port(faults.c)
+	}
 	for name, n := range p.ports() {
 		ready[name] = n
 	}
