@@ -24,6 +24,7 @@ from clientlab.profile import tools
 from clientlab.profile.folded import Folded, parse_perf_script, parse_pyspy
 
 READY_TIMEOUT_S = 20.0
+ACK_TIMEOUT_S = 30.0   # perf answering on its control FIFO: seconds on a loaded host (5 s was missed)
 PERF_HZ = 999        # cpu-clock samples a second of CPU (software timer: these VMs have no PMU)
 PY_SPY_HZ = 250      # py-spy stops the process at each sample (--native): its cost grows with the rate
 
@@ -95,7 +96,7 @@ class Perf:
     def _command(self, what: str) -> None:
         assert self._ctl is not None and self._ack is not None
         os.write(self._ctl, f"{what}\n".encode())
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + ACK_TIMEOUT_S
         got = b""
         os.set_blocking(self._ack, False)
         while b"ack" not in got and time.monotonic() < deadline:
