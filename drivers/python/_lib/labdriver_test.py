@@ -6,6 +6,8 @@ import asyncio
 import hashlib
 import io
 import json
+import os
+import sys
 
 import labdriver
 import pytest
@@ -395,3 +397,13 @@ def test_async_bare_rounds_keep_every_request_in_flight_counted():
     replies = converse(FakeAsyncDriver(), [{"type": "bare", "job": job_dict(verify=False, concurrency=3, requests=[
         {"method": "GET", "url": "http://h/a", "repeat": 7}])}])
     assert (replies[0]["type"], replies[0]["requests"], replies[0]["errors"]) == ("bare", 7, 0)
+
+
+def test_leave_import_path_drops_the_lab_folders_and_keeps_the_rest(monkeypatch):
+    lib = os.path.dirname(os.path.abspath(labdriver.__file__))
+    other = os.path.join(lib, "..", "elsewhere")
+    monkeypatch.setattr(sys, "path", [os.path.join(lib, "..", "_lib"), "/kept", other, lib])
+    labdriver.leave_import_path()
+    assert sys.path == ["/kept", other]
+    labdriver.leave_import_path(other)
+    assert sys.path == ["/kept"]

@@ -10,10 +10,12 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "_lib"), os.path.join(HERE, "..", "httpx-async")]
+SHARED = os.path.join(HERE, "..", "httpx-async")  # the driver class, python-httpx-async's
+sys.path[:0] = [os.path.join(HERE, "..", "_lib"), SHARED]
 
 import labdriver  # noqa: E402
 from httpx_async import HttpxAsyncDriver  # noqa: E402
 
 if __name__ == "__main__":
+    labdriver.leave_import_path(SHARED)  # main() leaves _lib's folder
     labdriver.main(HttpxAsyncDriver())
