@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from clientlab.errors import LabError
+from clientlab.measure import process_tree
 from clientlab.profile import tools
 from clientlab.profile.folded import Folded, parse_perf_script, parse_pyspy
 
@@ -55,19 +56,21 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen, what: str) -> None:
 
 
 class Perf:
-    """perf record -e cpu-clock with DWARF call graphs, attached to the tree's processes (all their
-    threads, and threads they start), started disabled and switched on and off through its control
-    FIFO, so that only the timed phase is sampled."""
+    """perf record -e cpu-clock with DWARF call graphs (frame pointers where asked), on the core the
+    driver is pinned to (its tree's samples kept), or else attached to the tree's processes (all
+    their threads, and threads they start); started disabled and switched on and off through its
+    control FIFO, so that only the timed phase is sampled."""
 
     name = "perf"
     blind_spots = ("interpreted and JIT-compiled frames appear as the runtime's own functions or as "
-                   "unnamed addresses; processes started during the trial are not followed; DWARF "
+                   "unnamed addresses; processes started and ended within the trial are not seen; DWARF "
                    "unwinding stops at 16 KB of stack (Go: frame pointers); stripped libraries "
                    "(libcurl) show as '?' in their module")
 
     def __init__(self, hz: int = PERF_HZ, call_graph: str = "dwarf,16384", jvm_map: bool = False):
         self.hz, self.call_graph, self.jvm_map = hz, call_graph, jvm_map
         self.pids: list[int] = []
+        self.per_core = False
         self.dir = Path(tempfile.mkdtemp(prefix="clientlab-perf-"))
         self.proc: subprocess.Popen | None = None
         self._ctl: int | None = None
@@ -81,12 +84,17 @@ class Perf:
         os.mkfifo(ctl)
         os.mkfifo(ack)
         err = self.dir / "stderr"
+        core = _one_core(pids[0])
+        # a driver pinned to one core: that core sampled whole and the tree's samples kept (perf
+        # script --pid); events per task would be switched at each of the driver's context
+        # switches, a cost in the driver's own CPU on every request
+        target = ["-C", str(core)] if core is not None else ["-p", ",".join(str(p) for p in pids)]
+        self.per_core = core is not None
         with open(err, "w") as stderr:
             self.proc = subprocess.Popen(
                 [binary, "record", "--no-buildid-cache", "-e", "cpu-clock",
                  "-F", str(self.hz), "--call-graph", self.call_graph, "-D", "-1",
-                 "--control", f"fifo:{ctl},{ack}", "-o", str(self.dir / "perf.data"),
-                 "-p", ",".join(str(p) for p in pids)],
+                 "--control", f"fifo:{ctl},{ack}", "-o", str(self.dir / "perf.data"), *target],
                 stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
         _wait_for(err, "Events disabled", self.proc, "perf record")
         self._ctl = os.open(ctl, os.O_RDWR)
@@ -117,6 +125,9 @@ class Perf:
             self.proc.kill()
             raise ProfilerFailed("perf record did not finish writing its data within 60 s") from None
         self._stopped = True
+        if self.per_core:
+            # the tree as it is now too: processes it started during the trial and still has
+            self.pids = sorted(set(self.pids) | {p for root in self.pids[:1] for p in process_tree(root)})
         if self.jvm_map:
             _jvm_perf_maps(self.pids)
 
@@ -126,7 +137,8 @@ class Perf:
             return self._folded
         if not getattr(self, "_stopped", False):
             raise ProfilerFailed("perf gave no profile")
-        script = subprocess.run([tools.perf(), "script", "-i", str(self.dir / "perf.data"),
+        only = ["--pid", ",".join(str(p) for p in self.pids)] if self.per_core else []
+        script = subprocess.run([tools.perf(), "script", "-i", str(self.dir / "perf.data"), *only,
                                  "-F", "comm,tid,ip,sym,dso"], capture_output=True, text=True, errors="replace")
         if script.returncode != 0:
             raise ProfilerFailed(f"perf script failed: {script.stderr.strip()[-300:]}")
@@ -196,6 +208,15 @@ class PySpy:
         for f in self.dir.iterdir():
             f.unlink(missing_ok=True)
         self.dir.rmdir()
+
+
+def _one_core(pid: int) -> int | None:
+    """The core a process is pinned to, if it is pinned to one."""
+    try:
+        cores = os.sched_getaffinity(pid)
+    except OSError:
+        return None
+    return next(iter(cores)) if len(cores) == 1 else None
 
 
 def _jvm_perf_maps(pids: list[int]) -> None:
