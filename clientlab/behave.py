@@ -9,6 +9,7 @@ with the reason and its last stderr lines, as in a run; the matrix goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,11 @@ class BehaveCell:
     status: str                       # ok (judged) / unsupported / not-installed / failed
     outcome: BehaviourOutcome
     versions: dict = field(default_factory=dict)
-    elapsed_s: float | None = None    # go to done by the lab's clock (None: not reached)
+
+    @property
+    def elapsed_s(self) -> float | None:
+        """Go to done by the lab's clock (None: done never came)."""
+        return self.outcome.elapsed_s
 
 
 def fault_origin(server: BenchServer) -> tuple[str, int]:
@@ -85,9 +90,8 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) ->
         proc.close()
     seen = Observed(elapsed, list(report.get("responses") or []), list(report.get("errors") or []),
                     server.faults(reset=True)["entries"])
-    result = cell("ok", *_pair(judge(bc, seen)), versions)
-    result.elapsed_s = elapsed
-    return result
+    outcome = dataclasses.replace(judge(bc, seen), elapsed_s=round(elapsed, 4))
+    return BehaveCell(driver.id, bc.name, "ok", outcome, versions)
 
 
 def _pair(outcome: BehaviourOutcome) -> tuple[str, str]:
@@ -107,7 +111,7 @@ def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store
             fault_origin(server)
             for driver in drivers:
                 for bc in cases:
-                    cell_id = store.start_cell(run_id, driver.id, bc.name, dict(bc.case.query), "behaviour") if store else None
+                    cell_id = store.start_cell(run_id, driver.id, bc.name, bc.params(), "behaviour") if store else None
                     result = run_cell(driver, bc, server)
                     if store and cell_id is not None:
                         store.finish_cell(cell_id, result.status,

@@ -18,7 +18,7 @@ from clientlab import behave, behaviour
 from clientlab.behaviour import Observed, judge
 from clientlab.cli import main
 from clientlab.errors import LabInputError
-from clientlab.output.behave import matrix_lines
+from clientlab.output.behave import matrix_lines, stored_matrix_lines
 
 CASES = {bc.name: bc for bc in behaviour.discover()}
 KEPT = ("ok", "late")  # an error came: the deadline held, within its slack or past it
@@ -163,6 +163,7 @@ def test_the_matrix_is_stored_and_fits_80_columns(store, test_drivers):
     assert max(map(len, lines[:3])) <= 80
     assert lines[1].split() == ["python-fake-reference", "ok", "ok"]
     assert lines[2].split() == ["python-fake-lenient", "SHORT", "SHORT"]
+    assert stored_matrix_lines(stored, run_id) == lines  # what `clientlab show` prints of the run
 
 
 @pytest.mark.serial
@@ -182,3 +183,5 @@ def test_behave_end_to_end_on_two_real_drivers(lab_home, tmp_path):
         assert cells[(driver, "redirect-other-port")]["outcome"] in ("ok", "leaked")
         assert cells[(driver, "stall-headers")]["overshoot_ms"] is not None
     assert f"stored as run {matrix['run']}" in result.output
+    shown = CliRunner().invoke(main, ["show", str(matrix["run"])])
+    assert shown.exit_code == 0 and "c-libcurl" in shown.output and "trickle" in shown.output, shown.output

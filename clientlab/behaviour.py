@@ -87,6 +87,10 @@ class BehaviourCase:
                 "timeout_s": c.timeout_s, "options": {"tcp_nodelay": None, "max_host_connections": None},
                 "requests": [entry]}
 
+    def params(self) -> dict[str, Any]:
+        """What a stored cell keeps of its case: the fault's query and the timeout."""
+        return {**self.case.query, "timeout_s": self.case.timeout_s}
+
     def capabilities(self) -> list[str]:
         return ["http1", "redirects"] if self.case.follow_redirects else ["http1"]
 

@@ -239,6 +239,7 @@ class BehaviourOutcome(Record):
     behaviour: str = key("")
     outcome: str = key("")
     detail: str | None = key(omit_default=True)
+    elapsed_s: float | None = key(omit_default=True)  # go to done by the lab's clock, where done came
 
 
 @dataclass(frozen=True, slots=True)

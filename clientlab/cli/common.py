@@ -238,6 +238,12 @@ def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
     if not cells:
         out.print(f"{title}: no cells measured")
         return
+    if config.kind == "behave":  # a behaviour matrix: outcomes, not figures (docs/behaviour.md)
+        from clientlab.output.behave import stored_matrix_lines
+
+        print_wrapped(out, title, rest="  ")
+        click.echo("\n".join(stored_matrix_lines(cells, run_id)))
+        return
     if fmt == "auto":
         fmt = "table" if out.is_terminal and out.width >= width_needed(cells) else "long"
     if fmt == "markdown":

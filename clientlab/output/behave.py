@@ -5,10 +5,13 @@ subtraction of the case's timeout from the lab's clock."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from clientlab import behaviour
 from clientlab.behave import BehaveCell
 from clientlab.behaviour import CREDENTIALS, BehaviourCase
+from clientlab.record import Cell
 
 WIDTH = 80
 COLUMN = 10
@@ -40,7 +43,7 @@ def code(cell: BehaveCell, bc: BehaviourCase) -> str:
     if o == "ok" and over is not None:
         return f"ok{over:+d}"
     if o == "late":
-        return f"LATE{over:+d}"
+        return "LATE" if over is None else f"LATE{over:+d}"
     if o == "leaked":
         detail = cell.outcome.detail or ""
         return "LEAK:" + "".join(h[0] for h in CREDENTIALS if h in detail.split(" reached")[0].split(", "))
@@ -92,3 +95,19 @@ def matrix_json(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int
                    "code": code(c, by_name[c.case]), "detail": c.outcome.detail, "elapsed_s": c.elapsed_s,
                    "overshoot_ms": overshoot_ms(c, by_name[c.case]), "versions": c.versions} for c in cells],
     }
+
+
+def stored_matrix_lines(stored: list[Cell], run_id: int) -> list[str]:
+    """The matrix of a stored run of kind behave: its cases as behaviours/ describes them, with
+    the timeout each cell ran with (its params); cells of a case no longer there are left out."""
+    known = {bc.name: bc for bc in behaviour.discover()}
+    cells, cases = [], {}
+    for c in stored:
+        if c.figures is None or not c.figures.behaviours or c.scenario not in known:
+            continue
+        bc = known[c.scenario]
+        if isinstance((c.params or {}).get("timeout_s"), (int, float)):
+            bc = dataclasses.replace(bc, case=bc.case.model_copy(update={"timeout_s": c.params["timeout_s"]}))
+        cases.setdefault(c.scenario, bc)
+        cells.append(BehaveCell(c.driver, c.scenario, c.status, c.figures.behaviours[0], dict(c.versions or {})))
+    return matrix_lines(cells, list(cases.values()), run_id)
