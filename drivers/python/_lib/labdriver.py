@@ -59,6 +59,13 @@ class Request:
     follow_redirects: bool | None = None
     sink: str = "memory"
     sink_path: str | None = None
+    # a GET of the URL and nothing else (no headers, body, redirect setting or file sink): what a
+    # user's program asks for as `get(url)`, with no arguments for the library to merge
+    plain_get: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plain_get", self.method == "GET" and not self.headers and self.form is None
+                           and self.body_file is None and self.follow_redirects is None and self.sink == "memory")
 
     @property
     def multipart(self) -> bool:

@@ -407,3 +407,11 @@ def test_leave_import_path_drops_the_lab_folders_and_keeps_the_rest(monkeypatch)
     assert sys.path == ["/kept", other]
     labdriver.leave_import_path(other)
     assert sys.path == ["/kept"]
+
+
+def test_request_is_a_plain_get_only_without_anything_asked_beyond_the_url():
+    url = "http://127.0.0.1:1/bytes/10"
+    assert labdriver.Request.parse(0, {"method": "get", "url": url, "repeat": 3}).plain_get
+    for extra in ({"headers": {"X-A": "1"}}, {"follow_redirects": False}, {"method": "POST"},
+                  {"form": {"a": "b"}}, {"body_file": "/dev/null"}, {"sink": "file", "sink_path": "/tmp/x"}):
+        assert not labdriver.Request.parse(0, {"method": "GET", "url": url, **extra}).plain_get, extra

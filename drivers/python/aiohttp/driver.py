@@ -39,6 +39,9 @@ class AiohttpDriver(labdriver.AsyncDriver):
         )
 
     async def request(self, req: labdriver.Request) -> labdriver.Response:
+        if req.plain_get:  # as aiohttp's docs get a URL, with no arguments to merge
+            async with self.session.get(req.url) as resp:
+                return labdriver.Response.of(resp.status, resp.version, await resp.read(), self.job.verify)
         kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("allow_redirects")}
         if req.has_body and self.job.option("expect_100"):
             kwargs["expect100"] = True  # sends Expect: 100-continue and waits for the 100

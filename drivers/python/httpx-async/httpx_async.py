@@ -64,6 +64,10 @@ class HttpxAsyncDriver(labdriver.AsyncDriver):
                                         timeout=job.timeout_s)
 
     async def request(self, req: labdriver.Request) -> labdriver.Response:
+        if req.plain_get:  # as httpx's docs get a URL, with no arguments to merge
+            resp = await self.client.get(req.url)
+            self._check_version(resp)
+            return labdriver.Response.of(resp.status_code, resp.http_version, resp.content, self.job.verify)
         kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("follow_redirects")}
         kwargs.update(req.form_kwargs())
         with req.open_body() as body:

@@ -46,6 +46,9 @@ class HttpxDriver(labdriver.Driver):
         self.client = httpx.Client(transport=transport, headers=headers, cookies=jar, timeout=job.timeout_s)
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
+        if req.plain_get:  # as httpx's docs get a URL, with no arguments to merge
+            resp = self.client.get(req.url)
+            return labdriver.Response.of(resp.status_code, resp.http_version, resp.content, self.job.verify)
         kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("follow_redirects")}
         kwargs.update(req.form_kwargs())
         with req.open_body() as body:

@@ -43,6 +43,9 @@ class Urllib3Driver(labdriver.Driver):
         self.pool = urllib3.PoolManager(headers=headers, **kwargs)
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
+        if req.plain_get:  # as urllib3's README asks for a URL: the pool's headers, nothing to merge
+            resp = self.pool.request("GET", req.url)
+            return labdriver.Response.of(resp.status, resp.version, resp.data, self.job.verify)
         headers = {**self.pool.headers, **req.upload_headers()}
         kwargs: dict = {"headers": headers, **req.redirect_kwargs("redirect"), "preload_content": not req.to_file}
         if req.form is not None:
