@@ -185,3 +185,5 @@ def test_behave_end_to_end_on_two_real_drivers(lab_home, tmp_path):
     assert f"stored as run {matrix['run']}" in result.output
     shown = CliRunner().invoke(main, ["show", str(matrix["run"])])
     assert shown.exit_code == 0 and "c-libcurl" in shown.output and "trickle" in shown.output, shown.output
+    charted = CliRunner().invoke(main, ["report", str(matrix["run"])])
+    assert isinstance(charted.exception, LabInputError) and "behaviour matrix" in str(charted.exception)

@@ -127,6 +127,9 @@ def report_cmd(run_ref: str, html_path: Path | None, plots_dir: Path | None) -> 
     if html_path is None:
         html_path = paths.lab_home() / "reports" / f"run-{run_id}.html"
         html_path.parent.mkdir(parents=True, exist_ok=True)
+    if store.run_config(run_id).kind == "behave":  # outcomes, not figures: nothing to chart
+        raise LabInputError(f"run {run_id} is a behaviour matrix (clientlab behave), which has outcomes, not "
+                            f"figures: `clientlab show {run_id}` prints it")
     charts = report.write_html(store, run_id, html_path)
     err.print(f"run {run_id}: {html_path} ({charts} chart(s))", highlight=False)
     if plots_dir:
