@@ -24,6 +24,7 @@ from clientlab.store import Store
 
 START_S = 60.0    # a driver's hello and ready (a JVM's start on a busy host)
 REPORT_S = 30.0   # its report after done
+LATE_TRIES = 3    # a late deadline is tried again, up to this many tries in all (run_judged)
 
 
 @dataclass
@@ -94,6 +95,22 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) ->
     return BehaveCell(driver.id, bc.name, "ok", outcome, versions)
 
 
+def run_judged(try_once: Callable[[], BehaveCell], timeout_s: float, tries_at_most: int = LATE_TRIES) -> BehaveCell:
+    """A cell, its late deadline tried again (try_once runs the cell once): a busy host can make
+    a try late, never early, so the earliest error of the tries is the client's. The detail lists
+    every try's overshoot."""
+    tries = [try_once()]
+    while tries[-1].outcome.outcome == "late" and len(tries) < tries_at_most:
+        tries.append(try_once())
+    if len(tries) == 1:
+        return tries[0]
+    judged = [t for t in tries if t.outcome.outcome in ("ok", "late") and t.elapsed_s is not None]
+    best = min(judged, key=lambda t: t.elapsed_s or 0.0) if judged else tries[-1]
+    overs = ", ".join(f"{round(((t.elapsed_s or 0.0) - timeout_s) * 1000):+d}" for t in judged)
+    note = f" [{len(tries)} tries, the earliest counts: {overs} ms]"
+    return dataclasses.replace(best, outcome=dataclasses.replace(best.outcome, detail=(best.outcome.detail or "") + note))
+
+
 def _pair(outcome: BehaviourOutcome) -> tuple[str, str]:
     return outcome.outcome, outcome.detail or ""
 
@@ -112,7 +129,7 @@ def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store
             for driver in drivers:
                 for bc in cases:
                     cell_id = store.start_cell(run_id, driver.id, bc.name, bc.params(), "behaviour") if store else None
-                    result = run_cell(driver, bc, server)
+                    result = run_judged(lambda: run_cell(driver, bc, server), bc.case.timeout_s)
                     if store and cell_id is not None:
                         store.finish_cell(cell_id, result.status,
                                           None if result.status == "ok" else result.outcome.detail,

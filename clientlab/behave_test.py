@@ -7,6 +7,7 @@ late."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.request
 from pathlib import Path
@@ -131,6 +132,23 @@ def test_each_fault_tells_a_client_that_handles_it_from_one_that_does_not(bench_
     assert bad.outcome.outcome == failure, bad.outcome
 
 
+def test_a_late_deadline_is_tried_again_and_the_earliest_try_counts():
+    stall = CASES["stall-headers"]  # timeout_s = 2
+    error = [{"r": 0, "message": "timed out"}]
+
+    def tries(*clock):  # the lab's clock for each try, judged as run_cell judges it
+        cells = iter([behave.BehaveCell("d", stall.name, "ok", dataclasses.replace(
+            judge(stall, Observed(t, [], error, [])), elapsed_s=t)) for t in clock])
+        return lambda: next(cells)
+
+    kept = behave.run_judged(tries(2.9, 2.1, 2.6), 2)
+    assert kept.outcome.outcome == "ok" and kept.elapsed_s == 2.1
+    assert kept.outcome.detail.endswith("[2 tries, the earliest counts: +900, +100 ms]")
+    late = behave.run_judged(tries(2.9, 2.6, 2.7, 2.05), 2)
+    assert late.outcome.outcome == "late" and late.elapsed_s == 2.6 and "3 tries" in late.outcome.detail
+    assert behave.run_judged(tries(2.05, 2.9), 2).outcome.detail.count("tries") == 0
+
+
 def test_a_driver_that_crashes_fails_its_cell_with_its_stderr_and_the_matrix_goes_on(bench_server, test_drivers):
     crashed = behave.run_cell(test_drivers["python-fake-crash"], CASES["short-body"], bench_server)
     assert crashed.status == "failed" and "crashing on purpose" in crashed.outcome.detail
@@ -142,8 +160,6 @@ def test_a_driver_that_hangs_after_go_is_killed_and_judged_without_a_deadline(be
 
 
 def test_a_case_needing_redirects_is_unsupported_for_a_driver_that_does_not_claim_them(bench_server, test_drivers):
-    import dataclasses
-
     driver = test_drivers["python-fake-reference"]
     without = dataclasses.replace(driver, manifest=driver.manifest.model_copy(update={"capabilities": ["tls"]}))
     cell = behave.run_cell(without, CASES["redirect-other-port"], bench_server)
