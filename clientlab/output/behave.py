@@ -6,6 +6,7 @@ subtraction of the case's timeout from the lab's clock."""
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from typing import Any
 
 from clientlab import behaviour
@@ -20,15 +21,22 @@ CORRECT = {"deadline": "an error within the timeout + 10 %", "truncation": "an e
            "credentials": "no credentials header at the other origin"}
 
 LEGEND = (
-    "ok+N    the error came N ms after the timeout (within its 10 %): the deadline was kept\n"
-    "LATE+N  an error, but N ms after the timeout: more than 10 % late\n"
-    "NODEAD  no error within the lab's limit (killed), or the request completed: no deadline\n"
-    "ok      truncation reported as an error / no credentials reached the other origin\n"
-    "SHORT   a truncated body reported as a complete response\n"
-    "LEAK:x  credentials that reached the other origin: A Authorization, C Cookie, P Proxy-Authorization\n"
-    "NOFOLLOW  the redirect was not followed; HUNG  no answer after the close (killed)\n"
-    "unsup   the driver cannot do the job (reason below); FAIL  the driver broke (reason below); n/i  not installed"
+    ("ok+N", "an error N ms after the timeout, within its 10 %: a deadline kept"),
+    ("LATE+N", "an error more than 10 % after the timeout (the earliest of 3 tries)"),
+    ("NODEAD", "no error within the lab's limit (killed), or the request completed"),
+    ("ok", "truncation reported as an error; no credentials at the other origin"),
+    ("SHORT", "a truncated body reported as a complete response"),
+    ("LEAK:x", "at the other origin: A Authorization, C Cookie, P Proxy-Authorization"),
+    ("NOFOLLOW", "the redirect was not followed"),
+    ("HUNG", "no answer after the server closed (killed)"),
+    ("unsup", "the driver cannot do the job (the reason below)"),
+    ("FAIL", "the driver broke (the reason below)"),
+    ("n/i", "the driver is not installed"),
 )
+
+
+def _wrapped(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [""]
 
 
 def overshoot_ms(cell: BehaveCell, bc: BehaviourCase) -> int | None:
@@ -66,20 +74,24 @@ def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: in
             lines.append(d.ljust(name_w) + row.rstrip())
         lines.append("")
     lines.append("cases:")
-    lines += [f"  {bc.label:<9} {bc.name}: {CORRECT[bc.case.check]} (timeout {bc.case.timeout_s:g} s)" for bc in cases]
-    lines += ["", *LEGEND.splitlines(), ""]
+    for bc in cases:
+        lines += _wrapped(f"  {bc.label:<9} {bc.name}: {CORRECT[bc.case.check]} (timeout {bc.case.timeout_s:g} s)", " " * 12)
+    lines.append("")
+    lines += [f"{mark:<9}{meaning}" for mark, meaning in LEGEND]
+    lines.append("")
     evidence = [c for c in cells if c.outcome.outcome != "ok"]
     if evidence:
         lines.append("evidence:")
         for c in evidence:
             detail = (c.outcome.detail or "").splitlines()
-            lines.append(f"  {c.driver} {c.case}: {detail[0] if detail else ''}")
-            lines += [f"      {extra}" for extra in detail[1:]]
+            lines += _wrapped(f"  {c.driver} {c.case}: {detail[0] if detail else ''}", " " * 6)
+            for extra in detail[1:]:
+                lines += _wrapped(f"      {extra}", " " * 6)
         lines.append("")
     lines.append("versions:")
     for d in drivers:
         versions = next((c.versions for c in cells if c.driver == d and c.versions), {})
-        lines.append(f"  {d}: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "-"))
+        lines += _wrapped(f"  {d}: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "-"), " " * 6)
     if run_id is not None:
         lines.append(f"stored as run {run_id}")
     return lines

@@ -56,6 +56,7 @@ class Client:
         self.conns: dict[tuple, http.client.HTTPConnection] = {}
         self.cookies: dict[str, str] = {}
         self.ssl = ssl.create_default_context(cafile=job["tls_ca"]) if job.get("tls_ca") else None
+        self.live_sock: socket.socket | None = None  # the socket of the request under way
 
     def _conn(self, url) -> http.client.HTTPConnection:  # noqa: ANN001
         key = (url.scheme, url.hostname, url.port)
