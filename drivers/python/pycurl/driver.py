@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import sys
@@ -66,6 +67,18 @@ class PycurlDriver(labdriver.Driver):
         c = self.curl
         if req is not self.prepared:  # a repeat of the same GET finds the handle set up already
             self._prepare(c, req)
+            if req is not self.prepared:  # a method, a body or a file sink
+                return self._transfer(c, req)
+        # a GET into memory, as pycurl's quickstart makes one: WRITEDATA into a BytesIO, perform()
+        buffer = io.BytesIO()
+        c.setopt(pycurl.WRITEDATA, buffer)
+        c.perform()
+        body = buffer.getvalue()
+        return labdriver.Response(c.getinfo(pycurl.RESPONSE_CODE), len(body), self._http(c),
+                                  hashlib.sha256(body).hexdigest() if self.job.verify else None)
+
+    def _transfer(self, c: pycurl.Curl, req: labdriver.Request) -> labdriver.Response:
+        """A request with a method or a body of its own, or into a file."""
         if not req.has_body:
             return self._perform(c, req)
         with req.open_body() as body:
@@ -88,7 +101,7 @@ class PycurlDriver(labdriver.Driver):
             self.applied = dict(PER_REQUEST_DEFAULTS)
         self.changed_method = req.has_body or req.method != "GET"
         # a request that sets a method or a body is set up again (after a reset) every time
-        self.prepared = None if self.changed_method else req
+        self.prepared = None if self.changed_method or req.to_file else req
         self._set(pycurl.URL, req.url)
         # not followed when the job does not say: libcurl's default
         self._set(pycurl.FOLLOWLOCATION, int(bool(req.follow_redirects)))
@@ -137,7 +150,7 @@ class PycurlDriver(labdriver.Driver):
     @staticmethod
     def _http(c: pycurl.Curl) -> str:
         version = c.getinfo(pycurl.INFO_HTTP_VERSION)
-        return HTTP_LABELS.get(version, str(version))
+        return HTTP_LABELS.get(version) or str(version)
 
     def close(self) -> None:
         self.curl.close()
