@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import stats
 from clientlab.protocol import DriverFault
+from clientlab.runner.warming import scale
 from clientlab.store.profiles import add_profile
 from clientlab.profile import folded as fold
 from clientlab.profile.layers import layers
@@ -21,12 +22,15 @@ from clientlab.profile.samplers import ProfilerFailed, Sampler, for_language, pr
 
 if TYPE_CHECKING:
     from clientlab.runner.cell import Cell
+    from clientlab.scenario import Scenario
     from clientlab.runner.trial import Trials
     from clientlab.store import Store
 
 KIND = "profiled"
 MIN_PROFILED_S = 1.5   # profiled trials until they sampled this much wall time…
-MAX_TRIALS = 5         # …or this many
+MAX_TRIALS = 20        # …or this many
+TRIAL_S = 0.5          # a profiled trial's count is raised so that it lasts about this long (up to the
+                       # scenario's own count): a profile needs samples, a trial fitted to 0.3 s has few
 OWN_WARM_S = 10.0      # a JIT runtime's own profiling process warms up this long first
 
 
@@ -71,6 +75,7 @@ class CellProfiler:
     def _profiled(self, cell: Cell, trials: Trials) -> dict:
         assert cell.work is not None
         language = cell.driver.manifest.language
+        work = _profiled_work(cell)
         profiles: dict[str, fold.Folded] = {}
         walls: list[float] = []
         cpu_s, requests = 0.0, 0
@@ -80,7 +85,7 @@ class CellProfiler:
             while len(walls) < self.max_trials and sum(walls) < self.min_seconds:
                 samplers: list[Sampler] = for_language(language)
                 try:
-                    trial = trials.run(cell, cell.work, KIND, cell.log.take_idx(), samplers=samplers)
+                    trial = trials.run(cell, work, KIND, cell.log.take_idx(), samplers=samplers)
                     trials.record(cell, trial)
                     if not trial.ok:
                         raise ProfilerFailed(f"the profiled trial failed: {'; '.join(trial.problems or [])}")
@@ -93,12 +98,14 @@ class CellProfiler:
                         s.close()
                 walls.append(trial.wall_s or 0.0)
                 cpu_s += (trial.user_s or 0.0) + (trial.sys_s or 0.0)
-                requests += cell.work.total_requests
+                requests += work.total_requests
         finally:
             for pid in maps:   # the JIT runtimes' perf maps (/tmp/perf-PID.map), read by now
                 Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
         timed = [w for w in cell.log.timed_walls if w]
-        overhead = stats.median(walls) / stats.median(timed) - 1 if timed and walls else None
+        # wall time a request, the profiled trials' against the timed ones' (their counts may differ)
+        overhead = (stats.median(walls) / work.total_requests) / (stats.median(timed) / cell.work.total_requests) - 1 \
+            if timed and walls else None
         timed_cpu = [(t.user_s or 0.0) + (t.sys_s or 0.0) for t in cell.log.trials if t.kind == "timed" and t.ok]
         # what sampling cost the driver's own CPU (py-spy --native stops it at every sample)
         cpu_overhead = (cpu_s / requests) / (stats.median(timed_cpu) / cell.work.total_requests) - 1 \
@@ -114,6 +121,19 @@ class CellProfiler:
                             "cpu_s": cpu_s, "wall_s": walls, "overhead": found.overhead,
                             "cpu_overhead": round(cpu_overhead, 4) if cpu_overhead is not None else None,
                             "blind_spots": blind}}
+
+
+def _profiled_work(cell: Cell) -> Scenario:
+    """The cell's work at a count that lasts about TRIAL_S (by its timed trials), never more than
+    the scenario's own count, never less than the timed trials'."""
+    assert cell.work is not None
+    timed = [w for w in cell.log.timed_walls if w]
+    if not timed:
+        return cell.work
+    wanted = cell.work.total_requests * TRIAL_S / stats.median(timed)
+    if wanted <= cell.work.total_requests:
+        return cell.work
+    return scale(cell.scenario, min(1.0, wanted / cell.scenario.total_requests))
 
 
 def _with(figs: Any, added: dict) -> Any:
