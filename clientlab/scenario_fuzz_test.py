@@ -146,7 +146,9 @@ def test_any_parameter_value_expands_safely_or_is_explained(name, values):
     try:
         sc = f.expand(mine)
     except LabInputError as exc:
-        assert str(exc).startswith(str(f.path))
+        # the file's own fault names the file; a value it cannot take names the value and the file
+        message = str(exc)
+        assert message.startswith(str(f.path)) or (message.startswith("-p ") and str(f.path) in message)
         return
     all_on_the_lab_server(sc)
 
