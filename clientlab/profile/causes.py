@@ -137,8 +137,8 @@ def harness_finding(cell: dict) -> dict[str, Any] | None:
 def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:
     s_us, f_us = cpu_us(slow), cpu_us(fast)
     assert s_us is not None and f_us is not None
-    title = (f"CPU a request {s_us / f_us:.1f}× the fastest {language_of(slow['driver'])} client's "
-             f"({fast['driver']}: {s_us:.0f} against {f_us:.0f} µs)")
+    title = (f"CPU a request {s_us / f_us:.1f}× the fastest {language_of(slow['driver'])} client's: "
+             f"{s_us:.0f} µs against {fast['driver']}'s {f_us:.0f} µs")
     rules = Rules.load(language_of(slow["driver"]), _folder(store, slow))
     ws, profiles = profile_of(store, slow, rules)
     wf, _ = profile_of(store, fast, Rules.load(language_of(fast["driver"]), _folder(store, fast)))
