@@ -105,7 +105,7 @@ def test_two_runs_of_the_same_driver_show_no_significant_difference(measure, sto
     a, b = measure(driver, sc), measure(driver, sc)
     [row] = compare.compare_runs(store, a, b)
     assert row.verdict == "no significant difference", row
-    assert row.trials_a == row.trials_b == TRIALS and row.throughput_ratio == pytest.approx(1, abs=0.02)
+    assert row.trials_a == row.trials_b == TRIALS
 
 
 def test_a_driver_that_got_slower_is_slower_with_a_small_p(measure, store, test_drivers, tmp_path):
