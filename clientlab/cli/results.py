@@ -165,8 +165,10 @@ def spread_cmd(run_refs: tuple[str, ...], json_path: Path | None) -> None:
 @click.argument("run_b", metavar="RUN_B")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the comparison as JSON here.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the comparison as one self-contained HTML page here.")
 @store_option
-def compare_cmd(run_a: str, run_b: str, json_path: Path | None) -> None:
+def compare_cmd(run_a: str, run_b: str, json_path: Path | None, html_path: Path | None) -> None:
     """Is run B faster or slower than run A, beyond the noise? Every cell in both runs: throughput
     ratio B/A with a Mann–Whitney U test on the timed trials, CPU and peak RSS ratios."""
     from clientlab import compare
@@ -182,3 +184,8 @@ def compare_cmd(run_a: str, run_b: str, json_path: Path | None) -> None:
         err.print(f"[yellow]not like for like:[/] {escape(note)}", highlight=False)
     if json_path:
         json_path.write_text(json.dumps(compare.document(a, b, rows, notes), indent=2) + "\n")
+    if html_path:
+        from clientlab.report.compare import page
+
+        html_path.write_text(page(a, b, rows, notes))
+        err.print(f"{html_path}", highlight=False)
