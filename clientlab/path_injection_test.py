@@ -17,8 +17,8 @@ def test_the_issues_redirect_injection_is_refused_naming_parameter_and_character
         shipped("redirect-get", hops="1?to=//example.com/x#")
     message = str(info.value)
     # blamed on the value given, with the field it would have gone into
-    assert message.startswith("-p hops=1?to=//example.com/x#: redirect-get (")
-    assert "redirect-get.toml) cannot take it for its parameter 'hops'" in message
+    assert message.startswith("scenario redirect-get (")
+    assert "redirect-get.toml) cannot take hops=1?to=//example.com/x# for its parameter 'hops'" in message
     assert "field 'requests.0.path'" in message
     assert "parameter 'hops' = '1?to=//example.com/x#' would put '?' into the path" in message
 

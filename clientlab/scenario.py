@@ -306,8 +306,8 @@ class ScenarioFile(BaseModel):
                 except LabInputError as mine:
                     why = str(mine).split(": ", 1)[-1]
                     default = self._declared_params().get(key)
-                    raise LabInputError(f"-p {key}={value}: {self.name} ({shown(self.path)}) cannot take it for "
-                                        f"its parameter '{key}' ({why}; its default is {default!r})") from None
+                    raise LabInputError(f"scenario {self.name} ({shown(self.path)}) cannot take {key}={value} for its "
+                                        f"parameter '{key}' ({why}; its default is {default!r})") from None
             raise
 
     def _expand(self, overrides: dict[str, Any] | None = None) -> Scenario:

@@ -148,7 +148,7 @@ def test_any_parameter_value_expands_safely_or_is_explained(name, values):
     except LabInputError as exc:
         # the file's own fault names the file; a value it cannot take names the value and the file
         message = str(exc)
-        assert message.startswith(str(f.path)) or (message.startswith("-p ") and str(f.path) in message)
+        assert message.startswith(str(f.path)) or (message.startswith(f"scenario {f.name} ({f.path})"))
         return
     all_on_the_lab_server(sc)
 

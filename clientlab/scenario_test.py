@@ -123,7 +123,7 @@ def test_work_that_needs_order_refuses_concurrency(name, params):
 
 def test_a_value_the_scenario_cannot_take_is_blamed_on_the_parameter_given_not_the_file():
     files, _ = scenario.discover()
-    with pytest.raises(LabInputError, match=r"^-p count=abc: get-small \(.*get-small.toml\) cannot take it for its parameter 'count' "
+    with pytest.raises(LabInputError, match=r"^scenario get-small \(.*get-small.toml\) cannot take count=abc for its parameter 'count' "
                                             r"\(.*valid integer.*its default is 2000\)$"):
         scenario.select(files, ["get-small"], scenario.parse_overrides(["count=abc"]))
 
