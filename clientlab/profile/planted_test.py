@@ -51,6 +51,8 @@ def test_a_planted_slow_path_is_found_and_named(language, bench_server, store, t
     slow = next(c for c in cells if c["driver"] == slow_id)
     gaps = [f for f in slow["figures"].get("findings") or [] if f["rule"] == "cpu-gap"]
     assert gaps, f"no CPU finding for {slow_id}: {slow['figures'].get('findings')}"
+    notes = {c["driver"]: c["figures"].get("notes") for c in cells}
+    assert gaps[0]["paths"], f"{gaps[0]['evidence']}; the cells' notes: {notes}"
     first = gaps[0]["paths"][0]
     assert function in first["frames"][-1], gaps[0]
     assert first["cause"] == "planted-slow-path" and first["us_per_request"] > 0

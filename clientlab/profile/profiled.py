@@ -34,6 +34,9 @@ TRIAL_S = 0.5          # a profiled trial's count is raised so that it lasts abo
 OWN_WARM_S = 10.0      # a JIT runtime's own profiling process warms up this long first
 
 
+ATTEMPTS = 2   # a profiler that failed to start is tried once more
+
+
 class CellProfiler:
     """The runner's `profiler` hook: profiles each cell that finished measured."""
 
@@ -45,16 +48,25 @@ class CellProfiler:
         if result is None or result.status != "ok" or cell.running is None or cell.work is None:
             return
         env = process_env(cell.driver.manifest.language)
-        try:
-            if env:
-                self._own_process(cell, trials, env)
-            added = self._profiled(cell, trials)
-        except (ProfilerFailed, DriverFault) as exc:
-            result.figures = _with_note(result.figures, f"no profile: {str(exc).splitlines()[0]}")
-            return
-        finally:
-            if env:
-                trials.pool.release(cell)   # the profiling process serves no timed trial, ever
+        for attempt in range(ATTEMPTS):
+            try:
+                if env:
+                    self._own_process(cell, trials, env)
+                added = self._profiled(cell, trials)
+                break
+            except ProfilerFailed as exc:
+                # a sampler that did not start or wrote nothing (a busy moment of the host) is tried
+                # once more; the cell keeps its figures either way
+                if attempt + 1 < ATTEMPTS:
+                    continue
+                result.figures = _with_note(result.figures, f"no profile: {str(exc).splitlines()[0]}")
+                return
+            except DriverFault as exc:
+                result.figures = _with_note(result.figures, f"no profile: {str(exc).splitlines()[0]}")
+                return
+            finally:
+                if env:
+                    trials.pool.release(cell)   # the profiling process serves no timed trial, ever
         result.figures = _with(result.figures, added)
 
     def _own_process(self, cell: Cell, trials: Trials, env: dict[str, str]) -> None:
