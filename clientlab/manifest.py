@@ -49,6 +49,9 @@ class Manifest(BaseModel):
     default: bool = True
     # the runtime the driver runs on, when the lab can offer several of its lines (setup/runtimes.toml)
     runtime: Literal["node", "go", "python"] | None = None
+    # other runtimes that run the driver's code unchanged (Bun and Deno run Node's), each of their
+    # lines its own cell when a run names it (`--runtimes bun=1.4`): `node-fetch@bun1.4`
+    also_on: list[Literal["bun", "deno"]] = []
     # JIT runtimes (Java, Node) reach steady state only after some work: at least this many
     # untimed warm-up trials run in the driver's process before the timed ones
     warmup: int = Field(default=1, ge=0, le=20)
@@ -72,6 +75,13 @@ class Manifest(BaseModel):
         elif not self.http1 and "http1" in self.capabilities:
             raise PydanticCustomError("http1", "field 'capabilities': claims http1, and http1 = false says it has none",
                                       {})
+        return self
+
+    @model_validator(mode="after")
+    def _also_on_node(self) -> "Manifest":
+        if self.also_on and self.runtime != "node":
+            raise PydanticCustomError("also_on", "field 'also_on': Bun and Deno run code written for Node, so the "
+                                      "driver must say runtime = \"node\"", {})
         return self
 
     @model_validator(mode="after")
@@ -103,10 +113,21 @@ class Driver:
             return self.variant
         return runtimes.default(self.manifest.runtime) if self.manifest.runtime else None
 
+    @property
+    def runtime_kinds(self) -> list[str]:
+        """The runtimes whose lines this driver can run on: its own and those it is also on."""
+        return [self.manifest.runtime, *self.manifest.also_on] if self.manifest.runtime else []
+
+    def also_on_lines(self) -> list["Driver"]:
+        """This driver on every pinned line of the other runtimes it is also on (`also_on`)."""
+        return [self.on(runtimes.Runtime(kind, line, version))
+                for kind in self.manifest.also_on for line, version in runtimes.lines(kind).items()]
+
     def on(self, runtime: runtimes.Runtime) -> "Driver":
         """This driver on another line of its runtime (its own build, its own cells)."""
-        if runtime.kind != self.manifest.runtime:
-            raise LabInputError(f"{self.id} runs on {self.manifest.runtime or 'no selectable runtime'}, not {runtime.kind}")
+        if runtime.kind not in self.runtime_kinds:
+            raise LabInputError(f"{self.id} runs on {', '.join(self.runtime_kinds) or 'no selectable runtime'}, "
+                                f"not {runtime.kind}")
         return dataclasses.replace(self, variant=runtime)
 
     def env(self) -> dict[str, str] | None:
@@ -120,14 +141,18 @@ class Driver:
         return [a.replace("{here}", str(self.folder)).replace("{root}", str(paths.ROOT)).replace("{variant}", variant)
                 for a in argv]
 
+    def _launch(self, argv: list[str]) -> list[str]:
+        # a Node program on Bun or Deno: that runtime's binary starts it
+        return self.variant.launch(argv) if self.variant else argv
+
     @property
     def argv(self) -> list[str]:
-        return self.expand(self.manifest.run)
+        return self._launch(self.expand(self.manifest.run))
 
     @property
     def plain_argv(self) -> list[str] | None:
         """The library's own plain loop (docs/driver-protocol.md §9), or None when it has none."""
-        return self.expand(self.manifest.plain) if self.manifest.plain else None
+        return self._launch(self.expand(self.manifest.plain)) if self.manifest.plain else None
 
     def missing(self) -> str | None:
         """Why this driver cannot run now, or None when it is installed."""
@@ -203,12 +228,13 @@ def on_runtimes(drivers: list[Driver], chosen: dict[str, list[runtimes.Runtime]]
     """Each driver that runs on a kind named in `chosen`, once per line asked for; the others as
     they are. A kind that none of the drivers runs on is an error (it would measure nothing)."""
     for kind in chosen:
-        if not any(d.manifest.runtime == kind for d in drivers):
+        if not any(kind in d.runtime_kinds for d in drivers):
             raise LabInputError(f"--runtimes {kind}=…: none of the chosen drivers runs on {kind} "
-                                f"(drivers say so with runtime = \"{kind}\" in driver.toml)")
+                                f"(drivers say so with runtime = \"{kind}\" in driver.toml"
+                                + (", or also_on for Bun and Deno)" if kind in ("bun", "deno") else ")"))
     out: list[Driver] = []
     for d in drivers:
-        lines = chosen.get(d.manifest.runtime or "")
+        lines = [r for kind in d.runtime_kinds for r in chosen.get(kind, [])]
         out.extend(d.on(r) for r in lines) if lines else out.append(d)
     return out
 
@@ -220,9 +246,11 @@ def variant(drivers: dict[str, Driver], driver_id: str) -> Driver | None:
     base = drivers.get(base_id)
     if base is None or not at:
         return base
-    kind = base.manifest.runtime or ""
-    version = runtimes.lines(kind).get(label[len(kind):]) if label.startswith(kind) and kind else None
-    return base.on(runtimes.Runtime(kind, label[len(kind):], version)) if version else None
+    for kind in base.runtime_kinds:
+        version = runtimes.lines(kind).get(label[len(kind):]) if label.startswith(kind) else None
+        if version:
+            return base.on(runtimes.Runtime(kind, label[len(kind):], version))
+    return None
 
 
 def select(drivers: list[Driver], wanted: list[str] | None) -> list[Driver]:

@@ -41,6 +41,7 @@ REDIRECTING_ENV = frozenset({
     "http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy",
     "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY",
     "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+    "DENO_CERT", "DENO_TLS_CA_STORE",
 })
 
 

@@ -43,7 +43,8 @@ DEFAULT_FORKS = 3  # a cell's figure is not one process's state (docs/measuremen
 runtimes_option = click.option(
     "--runtimes", "runtime_specs", multiple=True, metavar="KIND=LINE[,LINE…]",
     help="Run each chosen driver of this runtime on these lines, each its own cell (node-fetch@node22), "
-         "e.g. --runtimes node=20,22,24,26 --runtimes go=1.24,1.26 --runtimes python=3.12; the lines "
+         "e.g. --runtimes node=20,22,24,26 --runtimes go=1.24,1.26 --runtimes python=3.12, or Node, Bun and "
+         "Deno at once for the drivers also on Bun and Deno: --runtimes js=node24,bun,deno; the lines "
          "pinned in setup/runtimes.toml. A line's build is made on first use.")
 
 driver_path_option = click.option(

@@ -91,7 +91,7 @@ def drivers_of(part: Part, quick: bool = False) -> list[str]:
         chosen = runtimes.parse(part.runtimes)
         out = [v for d in out for v in
                ([x.id for x in manifest.on_runtimes([known[d]], {k: r for k, r in chosen.items()
-                                                                  if k == known[d].manifest.runtime})]
+                                                                  if k in known[d].runtime_kinds})]
                 if d in known else [d])]
     return out
 
