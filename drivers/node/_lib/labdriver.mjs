@@ -264,7 +264,7 @@ export async function fileResponse(req, source, status, http, verify) {
 }
 
 /** sha256 of a file's content, in hex. */
-async function fileDigest(path) {
+export async function fileDigest(path) {
   const digest = createHash('sha256');
   for await (const chunk of createReadStream(path)) digest.update(chunk);
   return digest.digest('hex');
@@ -330,9 +330,14 @@ export class Tally {
 
 /* ---------------------------------------------------------------- the driver */
 
-/** Versions every Node driver reports: the runtime and its TLS library. */
+/** Versions every Node driver reports: the runtime and its TLS library. Bun and Deno answer
+ * `process.versions.node` with the Node.js version they are compatible with, so the runtime that
+ * ran is named beside it. */
 export function baseVersions() {
-  return { node: process.versions.node, openssl: process.versions.openssl };
+  const versions = { node: process.versions.node, openssl: process.versions.openssl };
+  if (globalThis.Bun) versions.bun = globalThis.Bun.version;
+  if (globalThis.Deno) versions.deno = globalThis.Deno.version.deno;
+  return versions;
 }
 
 /** The version of an installed package, read from its package.json beside the driver

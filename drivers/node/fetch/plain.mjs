@@ -1,22 +1,31 @@
-// node-fetch's plain loop (docs/driver-protocol.md §9): Node's global fetch as its docs show it.
+// node-fetch's plain loop (docs/driver-protocol.md §9): the runtime's global fetch as its docs
+// show it, on Node.js, Bun or Deno.
 // Usage: node plain.mjs URL COUNT keep-alive|close WARMUP_S
 const [url, count, mode, warmupS] = [process.argv[2], Number(process.argv[3]), process.argv[4], Number(process.argv[5])];
-
-// keep-alive: fetch's own global dispatcher. close: an Agent of Node's bundled undici with
-// pipelining 0 (undici's way to close after each request), as the driver does for keep-alive
-// off; Node exports no Agent, so its class is taken from the global dispatcher fetch sets up.
-let dispatcher;
-if (mode === 'close') {
-  await fetch('data:,');
-  const key = [Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')].find((s) => globalThis[s]);
-  dispatcher = new globalThis[key].constructor({ pipelining: 0 });
-} else if (mode !== 'keep-alive') {
+if (mode !== 'keep-alive' && mode !== 'close') {
   console.error(`mode must be keep-alive or close, not ${mode}`);
   process.exit(1);
 }
 
+// keep-alive: fetch's own defaults. close, each runtime's documented way to close after each
+// request: Bun's `keepalive: false`; a Deno HttpClient that keeps no idle connection; on Node an
+// Agent of its bundled undici with pipelining 0 (undici's way), as the driver does for keep-alive
+// off: Node exports no Agent, so its class is taken from the global dispatcher fetch sets up.
+let init = {};
+if (mode === 'close') {
+  if (globalThis.Bun) {
+    init = { keepalive: false };
+  } else if (globalThis.Deno) {
+    init = { client: Deno.createHttpClient({ poolMaxIdlePerHost: 0 }) };
+  } else {
+    await fetch('data:,');
+    const key = [Symbol.for('undici.globalDispatcher.2'), Symbol.for('undici.globalDispatcher.1')].find((s) => globalThis[s]);
+    init = { dispatcher: new globalThis[key].constructor({ pipelining: 0 }) };
+  }
+}
+
 async function get() {
-  const res = await fetch(url, { dispatcher });
+  const res = await fetch(url, init);
   const body = await res.arrayBuffer();
   if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
   return body.byteLength;
