@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -44,12 +45,18 @@ type LedgerEntry struct {
 	Method      string   `json:"method"`
 	Path        string   `json:"path"`
 	Credentials []string `json:"credentials"` // which credentialHeaders arrived, in that order
+	N           string   `json:"n,omitempty"` // the request's number, its query's n: the driver numbers them
+	Conn        int64    `json:"conn"`        // the connection it came on (a serial number)
+	Seq         int      `json:"seq"`         // its place on that connection: 1 is a fresh connection's first
+	BodyBytes   int64    `json:"body_bytes"`  // the request body's length as it arrived
 }
 
 type ledger struct {
 	mu      sync.Mutex
 	entries []LedgerEntry
 	counts  map[string]int // path -> requests
+	// path?n=<n> -> requests: how often each numbered request arrived (a retry shows as 2)
+	numbered map[string]int
 }
 
 func (l *ledger) record(e LedgerEntry) {
@@ -59,38 +66,54 @@ func (l *ledger) record(e LedgerEntry) {
 		l.counts = map[string]int{}
 	}
 	l.counts[e.Path]++
+	if e.N != "" {
+		if l.numbered == nil {
+			l.numbered = map[string]int{}
+		}
+		l.numbered[e.Path+"?n="+e.N]++
+	}
 	if len(l.entries) < maxLedgerEntries {
 		l.entries = append(l.entries, e)
 	}
 }
 
-// snapshot returns the ledger (and empties it when reset).
-func (l *ledger) snapshot(reset bool) ([]LedgerEntry, map[string]int) {
+// snapshot returns the ledger: its entries, the counts per path and per numbered request (and
+// empties it when reset).
+func (l *ledger) snapshot(reset bool) ([]LedgerEntry, map[string]int, map[string]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	entries := append([]LedgerEntry{}, l.entries...)
-	counts := map[string]int{}
+	counts, numbered := map[string]int{}, map[string]int{}
 	for k, v := range l.counts {
 		counts[k] = v
 	}
-	if reset {
-		l.entries, l.counts = nil, nil
+	for k, v := range l.numbered {
+		numbered[k] = v
 	}
-	return entries, counts
+	if reset {
+		l.entries, l.counts, l.numbered = nil, nil, nil
+	}
+	return entries, counts, numbered
 }
 
 // faultServer serves the fault resources on origins a and b.
 type faultServer struct {
-	a, b   net.Listener
-	c      net.Listener // another host; nil where the next address is not this host's (the network lab)
-	ledger ledger
-	active atomic.Int64 // connections being served now: a stalled client that left must not stay
+	a, b     net.Listener
+	c        net.Listener // another host; nil where the next address is not this host's (the network lab)
+	ledger   ledger
+	active   atomic.Int64 // connections being served now: a stalled client that left must not stay
+	conns    atomic.Int64 // connections accepted so far: each ledger entry names its own
+	s        net.Listener // origin s: TLS, the https side of a redirect to plain http (faults_redirect.go)
+	sConfig  *tls.Config
+	h2       net.Listener // origin h2: TLS, HTTP/2 alone (faults_h2.go)
+	h2Config *tls.Config
+	dark     *darkOrigin // a port whose accept queue is full: SYNs go unanswered (faults_connect.go)
 }
 
 // faults is the running server's fault side (nil until start opened it).
 var faults *faultServer
 
-func startFaults(addr netip.Addr) (*faultServer, error) {
+func startFaults(addr netip.Addr, base *tls.Config) (*faultServer, error) {
 	a, err := listenOn(addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s for the fault origin a: %w", addr, err)
@@ -107,6 +130,10 @@ func startFaults(addr netip.Addr) (*faultServer, error) {
 			go f.accept(c, "c")
 		}
 	}
+	if err := f.startMore(addr, base); err != nil {
+		f.close()
+		return nil, err
+	}
 	go f.accept(a, "a")
 	go f.accept(b, "b")
 	return f, nil
@@ -118,6 +145,7 @@ func (f *faultServer) close() {
 	if f.c != nil {
 		f.c.Close()
 	}
+	f.closeMore()
 }
 
 // ports names the origins' ports (c only where it listens).
@@ -126,6 +154,7 @@ func (f *faultServer) ports() map[string]int {
 	if f.c != nil {
 		ports["c"] = port(f.c)
 	}
+	f.morePorts(ports)
 	return ports
 }
 
@@ -142,10 +171,17 @@ func (f *faultServer) accept(l net.Listener, origin string) {
 			c.Close()
 			continue
 		}
+		if origin == "s" {
+			c = tls.Server(c, f.sConfig)
+		}
 		f.active.Add(1)
 		go func() {
 			defer f.active.Add(-1)
 			defer c.Close()
+			if origin == "h2" {
+				f.serveH2(c, port(l))
+				return
+			}
 			f.serve(c, origin, port(l))
 		}()
 	}
@@ -158,8 +194,10 @@ type faultRequest struct {
 	header       textproto.MIMEHeader
 }
 
+// readFaultRequest reads a request head from r, which stays the connection's reader (its body
+// and the next request come after it): the head's size is bounded by the reader's source.
 func readFaultRequest(r *bufio.Reader) (*faultRequest, error) {
-	tp := textproto.NewReader(bufio.NewReader(io.LimitReader(r, maxFaultHead)))
+	tp := textproto.NewReader(r)
 	line, err := tp.ReadLine()
 	if err != nil {
 		return nil, err
@@ -180,20 +218,50 @@ func readFaultRequest(r *bufio.Reader) (*faultRequest, error) {
 	return &faultRequest{method: method, path: u.Path, query: u.Query(), header: h}, nil
 }
 
+// serve reads each request whole (its head and its body, whose length the ledger keeps) and
+// answers it. Only the keep-alive race keeps a connection for a next request; every other answer
+// closes it.
 func (f *faultServer) serve(c net.Conn, origin string, port int) {
-	c.SetReadDeadline(time.Now().Add(headerTimeout))
-	req, err := readFaultRequest(bufio.NewReader(c))
-	if err != nil {
-		return
-	}
-	c.SetReadDeadline(time.Time{})
-	entry := LedgerEntry{Origin: origin, Port: port, Method: cut(req.method), Path: cut(req.path), Credentials: []string{}}
-	for _, name := range credentialHeaders {
-		if len(req.header.Values(name)) > 0 {
-			entry.Credentials = append(entry.Credentials, name)
+	conn := f.conns.Add(1)
+	src := &io.LimitedReader{R: c}
+	r := bufio.NewReader(src)
+	var race *raceConn
+	var req *faultRequest
+	for seq := 1; ; seq++ {
+		var err error
+		src.N = maxFaultHead
+		c.SetReadDeadline(time.Now().Add(headerTimeout))
+		req, err = readFaultRequest(r)
+		if err != nil {
+			return
 		}
+		src.N = maxFaultBytes + maxFaultHead // a body's chunk framing included
+		bodyBytes, err := readFaultBody(r, req.header)
+		if err != nil {
+			faultWhole(c, 400, err.Error()+"\n")
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		entry := LedgerEntry{Origin: origin, Port: port, Method: cut(req.method), Path: cut(req.path),
+			Credentials: []string{}, N: cut(req.query.Get("n")), Conn: conn, Seq: seq, BodyBytes: bodyBytes}
+		for _, name := range credentialHeaders {
+			if len(req.header.Values(name)) > 0 {
+				entry.Credentials = append(entry.Credentials, name)
+			}
+		}
+		f.ledger.record(entry)
+		if race != nil { // a request on a kept connection: the server closes it as the request arrives
+			race.drop(c)
+			return
+		}
+		if req.path == "/fault/keepalive-race" {
+			if race, err = answerRaceFirst(c, req); err != nil {
+				return
+			}
+			continue
+		}
+		break
 	}
-	f.ledger.record(entry)
 	// gone closes when the client closes or resets its side: a stall or a trickle stops then,
 	// instead of holding a goroutine and a socket for its whole length
 	gone := make(chan struct{})
@@ -221,10 +289,15 @@ func faultHead(status int, ctype string, fields ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nServer: clientlab/v1\r\nDate: %s\r\nContent-Type: %s\r\n",
 		status, statusText(status), time.Now().UTC().Format(http.TimeFormat), ctype)
+	keep := false // the keep-alive race's first answer keeps its connection; every other closes it
 	for _, f := range fields {
 		b.WriteString(f + "\r\n")
+		keep = keep || strings.HasPrefix(f, "Connection: keep-alive")
 	}
-	b.WriteString("Connection: close\r\n\r\n")
+	if !keep {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
 	return b.String()
 }
 
@@ -234,6 +307,8 @@ func statusText(status int) string {
 		return "OK"
 	case 302:
 		return "Found"
+	case 303:
+		return "See Other"
 	case 400:
 		return "Bad Request"
 	case 404:
@@ -345,6 +420,9 @@ func (f *faultServer) answer(c net.Conn, req *faultRequest, gone <-chan struct{}
 	case "/fault/landing":
 		faultWhole(c, 200, "landed\n")
 	default:
+		if f.answerMore(c, req, gone) {
+			return
+		}
 		faultWhole(c, 404, "no such fault\n")
 	}
 }
@@ -362,8 +440,8 @@ func firstErr(errs ...error) error {
 // reading), POST /faults/reset.
 func faultControl(mux *http.ServeMux, reply func(http.ResponseWriter, any)) {
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
-		entries, counts := faults.ledger.snapshot(r.URL.Query().Get("reset") == "1")
-		reply(w, map[string]any{"entries": entries, "counts": counts, "active": faults.active.Load(),
+		entries, counts, numbered := faults.ledger.snapshot(r.URL.Query().Get("reset") == "1")
+		reply(w, map[string]any{"entries": entries, "counts": counts, "numbered": numbered, "active": faults.active.Load(),
 			"ports": faults.ports()})
 	})
 	mux.HandleFunc("POST /faults/reset", func(w http.ResponseWriter, r *http.Request) {

@@ -163,7 +163,7 @@ func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
 			io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
 			// the request is being served once the ledger holds it
 			for i := 0; ; i++ {
-				if entries, _ := faults.ledger.snapshot(false); len(entries) == 1 {
+				if entries, _, _ := faults.ledger.snapshot(false); len(entries) == 1 {
 					break
 				}
 				if i == 500 {

@@ -183,14 +183,14 @@ func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret 
 		control.Close()
 		return nil, err
 	}
-	if faults, err = startFaults(addr); err != nil {
+	if faults, err = startFaults(addr, base); err != nil {
 		control.Close()
 		return nil, err
 	}
 	ready := map[string]any{"type": "listening", "control": port(control), "pid": os.Getpid(), "version": "1",
 		"fault_a": port(faults.a), "fault_b": port(faults.b)}
-	if faults.c != nil {
-		ready["fault_c"] = port(faults.c)
+	for origin, n := range faults.ports() { // fault_a, fault_b, and those that listen here: c, s, dark
+		ready["fault_"+origin] = n
 	}
 	for name, n := range p.ports() {
 		ready[name] = n

@@ -1,0 +1,104 @@
+package main
+
+// The fault side's second set of origins and resources: the TLS origin s and the dark port
+// (faults_redirect.go, faults_connect.go), and the request bodies the ledger measures.
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http/httputil"
+	"net/netip"
+	"net/textproto"
+	"strconv"
+	"strings"
+)
+
+// startMore opens origin s (where the server has a certificate) and the dark port.
+func (f *faultServer) startMore(addr netip.Addr, base *tls.Config) error {
+	if base != nil {
+		s, err := listenOn(addr)
+		if err != nil {
+			return fmt.Errorf("cannot listen on %s for the fault origin s: %w", addr, err)
+		}
+		cfg := base.Clone()
+		cfg.NextProtos = []string{"http/1.1"} // the fault origins speak HTTP/1.1 alone
+		f.s, f.sConfig = s, cfg
+		go f.accept(s, "s")
+		h2, err := listenOn(addr)
+		if err != nil {
+			return fmt.Errorf("cannot listen on %s for the fault origin h2: %w", addr, err)
+		}
+		cfg = base.Clone()
+		cfg.NextProtos = []string{"h2"} // HTTP/2 alone (faults_h2.go)
+		f.h2, f.h2Config = h2, cfg
+		go f.accept(h2, "h2")
+	}
+	dark, err := openDark(addr)
+	if err != nil {
+		return err
+	}
+	f.dark = dark
+	return nil
+}
+
+func (f *faultServer) closeMore() {
+	if f.s != nil {
+		f.s.Close()
+	}
+	if f.h2 != nil {
+		f.h2.Close()
+	}
+	if f.dark != nil {
+		f.dark.close()
+	}
+}
+
+func (f *faultServer) morePorts(ports map[string]int) {
+	if f.s != nil {
+		ports["s"] = port(f.s)
+	}
+	if f.h2 != nil {
+		ports["h2"] = port(f.h2)
+	}
+	if f.dark != nil {
+		ports["dark"] = f.dark.port()
+	}
+}
+
+// answerMore serves the resources of faults_*.go; false: not one of theirs.
+func (f *faultServer) answerMore(c net.Conn, req *faultRequest, gone <-chan struct{}) bool {
+	switch req.path {
+	case "/fault/see-other", "/fault/redirect-to-plain":
+		f.answerRedirect(c, req)
+	case "/fault/gzip-bomb":
+		answerBomb(c, req)
+	case "/fault/big-header", "/fault/many-headers":
+		answerHeaders(c, req)
+	default:
+		return false
+	}
+	return true
+}
+
+// readFaultBody reads a request's body (Content-Length or chunked) and returns its length.
+func readFaultBody(r io.Reader, h textproto.MIMEHeader) (int64, error) {
+	if strings.EqualFold(h.Get("Transfer-Encoding"), "chunked") {
+		n, err := io.Copy(io.Discard, io.LimitReader(httputil.NewChunkedReader(r), maxFaultBytes+1))
+		if err == nil && n > maxFaultBytes {
+			err = fmt.Errorf("a request body over %d bytes", maxFaultBytes)
+		}
+		return n, err
+	}
+	v := h.Get("Content-Length")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > maxFaultBytes {
+		return 0, fmt.Errorf("Content-Length must be 0 ... %d", maxFaultBytes)
+	}
+	_, err = io.CopyN(io.Discard, r, n)
+	return n, err
+}
