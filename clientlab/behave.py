@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clientlab import manifest
+from clientlab import cgroup, manifest
 from clientlab.behaviour import BehaviourCase, Observed, judge
 from clientlab.errors import LabError
 from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
@@ -59,12 +59,33 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) ->
     if lacking := [c for c in bc.capabilities() if c not in claimed]:
         return cell("unsupported", "unsupported", f"the manifest does not claim {', '.join(lacking)}")
     host, port = fault_origin(server)
+    group, argv = None, driver.argv
+    if bc.case.memory_cap_mib:
+        group = cgroup.open_group("behave")
+        if group is None:
+            return cell("unsupported", "no-cap", "the lab cannot make a control group here (not root, or no memory "
+                        "controller): a case that can eat the host's memory runs only under a cap")
+        group.limit_memory(bc.case.memory_cap_mib << 20)
+        argv = group.wrap(argv)
     server.faults(reset=True)
-    proc = DriverProcess(driver.argv, driver.folder, env=driver.env())
+    try:
+        return _run_cell(driver, bc, server, host, port, argv, group, cell)
+    finally:
+        if group is not None:
+            group.remove()
+
+
+def _run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, host: str, port: int,
+              argv: list[str], group: cgroup.Group | None, cell: Callable[..., BehaveCell]) -> BehaveCell:
+    def memory() -> dict:
+        """The driver's peak and whether the cap ended it, where it ran under one."""
+        return {} if group is None else {"peak_bytes": group.peak_bytes(), "capped": group.oom_kills() > 0}
+
+    proc = DriverProcess(argv, driver.folder, env=driver.env())
     versions: dict = {}
     try:
         versions = proc.hello(START_S).get("versions", {})
-        proc.send({"type": "job", "job": bc.job(host, port)})
+        proc.send({"type": "job", "job": bc.job(host, port, server.info, str(server.endpoint.ca_file))})
         ready = proc.receive({"ready"}, START_S)
         if ready["type"] == "unsupported":
             return cell("unsupported", "unsupported", str(ready.get("reason")), versions)
@@ -76,8 +97,8 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) ->
             done = proc.receive({"done"}, bc.limit_s)
         except DriverTimeout:
             proc.kill()
-            seen = Observed(None, [], [], server.faults(reset=True)["entries"])
-            return cell("ok", *_pair(judge(bc, seen)), versions)
+            seen = Observed(None, [], [], server.faults(reset=True)["entries"], **memory())
+            return BehaveCell(driver.id, bc.name, "ok", judge(bc, seen), versions)
         elapsed = time.monotonic() - t0
         if done["type"] != "done":
             return cell("failed", "failed", f"the driver answered go with {done['type']}: "
@@ -86,11 +107,14 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) ->
         if report["type"] != "report":
             return cell("failed", "failed", f"the driver sent {report['type']} instead of its report", versions)
     except DriverFault as exc:
+        if group is not None and group.oom_kills() > 0:  # the cap ended it: the case's finding, not a broken driver
+            seen = Observed(None, [], [], server.faults(reset=True)["entries"], **memory())
+            return BehaveCell(driver.id, bc.name, "ok", judge(bc, seen), versions)
         return cell("failed", "failed", str(exc), versions)
     finally:
         proc.close()
     seen = Observed(elapsed, list(report.get("responses") or []), list(report.get("errors") or []),
-                    server.faults(reset=True)["entries"])
+                    server.faults(reset=True)["entries"], **memory())
     outcome = dataclasses.replace(judge(bc, seen), elapsed_s=round(elapsed, 4))
     return BehaveCell(driver.id, bc.name, "ok", outcome, versions)
 
@@ -109,10 +133,6 @@ def run_judged(try_once: Callable[[], BehaveCell], timeout_s: float, tries_at_mo
     overs = ", ".join(f"{round(((t.elapsed_s or 0.0) - timeout_s) * 1000):+d}" for t in judged)
     note = f" [{len(tries)} tries, the earliest counts: {overs} ms]"
     return dataclasses.replace(best, outcome=dataclasses.replace(best.outcome, detail=(best.outcome.detail or "") + note))
-
-
-def _pair(outcome: BehaviourOutcome) -> tuple[str, str]:
-    return outcome.outcome, outcome.detail or ""
 
 
 def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store: Store | None,

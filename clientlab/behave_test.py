@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from clientlab import behave, behaviour
+from clientlab import behave, behaviour, manifest
 from clientlab.behaviour import Observed, judge
 from clientlab.cli import main
 from clientlab.errors import LabInputError
@@ -26,7 +26,8 @@ KEPT = ("ok", "late")  # an error came: the deadline held, within its slack or p
 
 
 def test_the_shipped_cases_load_and_cover_every_check():
-    assert {bc.case.check for bc in CASES.values()} == {"deadline", "truncation", "credentials"}
+    assert {bc.case.check for bc in CASES.values()} == {"deadline", "truncation", "credentials", "retry", "see-other",
+                                                        "bomb", "headers", "streams"}
     assert {"stall-headers", "trickle-body", "short-body", "chunked-no-end", "redirect-other-port",
             "redirect-other-host"} <= set(CASES)
 
@@ -37,6 +38,10 @@ def test_the_shipped_cases_load_and_cover_every_check():
     ('description = "x"\nfault = "stall-headers"\ntimeout_s = 1\ncheck = "deadline"\ncolour = "red"\n', "colour"),
     ('description = "x"\nfault = "stall-everything"\ntimeout_s = 1\ncheck = "deadline"\n', "fault"),
     ('description = "x"\nfault = "short-body"\ntimeout_s = 0\ncheck = "truncation"\n', "timeout_s"),
+    ('description = "x"\nfault = "keepalive-race"\ntimeout_s = 1\ncheck = "retry"\n', "reuse = true"),
+    ('description = "x"\nfault = "keepalive-race"\ntimeout_s = 1\ncheck = "deadline"\n', 'goes with fault = "keepalive-race"'),
+    ('description = "x"\nfault = "see-other"\ntimeout_s = 1\ncheck = "see-other"\nfollow_redirects = true\n', "a form"),
+    ('description = "x"\nfault = "stall-headers"\ntimeout_s = 1\ncheck = "deadline"\nform = { a = "1" }\n', "POST"),
 ])
 def test_a_bad_case_file_is_refused_naming_the_file_and_the_problem(tmp_path, text, complaint):
     path = tmp_path / "bad-case.toml"
@@ -122,6 +127,17 @@ def test_the_ledger_counts_each_request_and_its_credentials_exactly(bench_server
     ("chunked-no-end", "python-fake-reference", "python-fake-lenient", "accepted-short"),
     ("redirect-other-port", "python-fake-careful", "python-fake-reference", "leaked"),
     ("redirect-other-host", "python-fake-careful", "python-fake-reference", "leaked"),
+    ("keepalive-fin-get", "python-fake-careful", "python-fake-reference", "no-retry"),
+    ("keepalive-rst-get", "python-fake-careful", "python-fake-reference", "no-retry"),
+    ("keepalive-fin-post", "python-fake-careful", "python-fake-eager", "duplicated"),
+    ("keepalive-rst-post", "python-fake-reference", "python-fake-eager", "duplicated"),
+    ("connect-deadline", "python-fake-careful", "python-fake-lenient", "no-deadline"),
+    ("see-other-post", "python-fake-careful", "python-fake-eager", "kept-post"),
+    ("redirect-to-plain", "python-fake-careful", "python-fake-reference", "leaked"),
+    ("gzip-bomb", "python-fake-careful", "python-fake-lenient", "held-all"),
+    ("gzip-bomb-nested", "python-fake-careful", "python-fake-lenient", "held-all"),
+    ("big-header", "python-fake-careful", "python-fake-lenient", "accepted"),
+    ("many-headers", "python-fake-careful", "python-fake-lenient", "accepted"),
 ])
 def test_each_fault_tells_a_client_that_handles_it_from_one_that_does_not(bench_server, test_drivers,
                                                                            case, passes, fails, failure):
@@ -189,7 +205,12 @@ def test_behave_end_to_end_on_two_real_drivers(lab_home, tmp_path):
     assert result.exit_code == 0, result.output
     matrix = json.loads(out.read_text())
     cells = {(c["driver"], c["case"]): c for c in matrix["cells"]}
-    assert len(cells) == 2 * len(CASES) and all(c["status"] == "ok" for c in cells.values())
+    assert len(cells) == 2 * len(CASES)
+    # a case whose capabilities the manifest lacks (HTTP/2 streams in parallel) is unsupported, every other judged
+    claimed = {d.id: {"http1", *d.manifest.capabilities} for d in manifest.discover()[0]
+               if d.id in ("python-requests", "c-libcurl")}
+    assert all(c["status"] == ("ok" if set(CASES[c["case"]].capabilities()) <= claimed[c["driver"]] else "unsupported")
+               for c in cells.values()), [c for c in cells.values() if c["status"] != "ok"]
     # requests' timeout bounds each read, not the request (psf/requests#3520); libcurl's
     # CURLOPT_TIMEOUT bounds the whole transfer
     assert cells[("python-requests", "trickle-body")]["outcome"] == "no-deadline"
@@ -201,5 +222,8 @@ def test_behave_end_to_end_on_two_real_drivers(lab_home, tmp_path):
     assert f"stored as run {matrix['run']}" in result.output
     shown = CliRunner().invoke(main, ["show", str(matrix["run"])])
     assert shown.exit_code == 0 and "c-libcurl" in shown.output and "trickle" in shown.output, shown.output
-    charted = CliRunner().invoke(main, ["report", str(matrix["run"])])
-    assert isinstance(charted.exception, LabInputError) and "behaviour matrix" in str(charted.exception)
+    page = tmp_path / "matrix.html"
+    reported = CliRunner().invoke(main, ["report", str(matrix["run"]), "--html", str(page)])
+    assert reported.exit_code == 0, reported.output
+    html = page.read_text()
+    assert "c-libcurl" in html and "<details><summary>" in html and "trickle" in html

@@ -85,6 +85,15 @@ class Group:
     def memory_stat(self) -> dict[str, int]:
         raise NotImplementedError
 
+    def limit_memory(self, limit: int) -> None:
+        """Cap the group's memory at `limit` bytes, swap included: past it the kernel's OOM
+        killer ends a process of the group (the behaviour matrix's bombs), never the host."""
+        raise NotImplementedError
+
+    def oom_kills(self) -> int:
+        """How many processes of the group the OOM killer ended (its memory cap reached)."""
+        raise NotImplementedError
+
     def pids(self) -> list[int]:
         d = next(iter(self.dirs.values()))
         try:
@@ -147,6 +156,16 @@ class V1Group(Group):
     def peak_bytes(self) -> int:
         return int((self.dirs["memory"] / "memory.max_usage_in_bytes").read_text())
 
+    def limit_memory(self, limit: int) -> None:
+        d = self.dirs["memory"]
+        _write(d / "memory.limit_in_bytes", str(limit))
+        if (d / "memory.memsw.limit_in_bytes").exists():  # no swapping past the cap (after the cap: it must be >= it)
+            _write(d / "memory.memsw.limit_in_bytes", str(limit))
+
+    def oom_kills(self) -> int:
+        fields = dict(line.split() for line in (self.dirs["memory"] / "memory.oom_control").read_text().splitlines())
+        return int(fields.get("oom_kill", 0))
+
     def memory_stat(self) -> dict[str, int]:
         out = {}
         for line in (self.dirs["memory"] / "memory.stat").read_text().splitlines():
@@ -176,6 +195,16 @@ class V2Group(Group):
 
     def peak_bytes(self) -> int:
         return int((self.dirs["unified"] / "memory.peak").read_text())
+
+    def limit_memory(self, limit: int) -> None:
+        d = self.dirs["unified"]
+        _write(d / "memory.max", str(limit))
+        if (d / "memory.swap.max").exists():
+            _write(d / "memory.swap.max", "0")
+
+    def oom_kills(self) -> int:
+        fields = dict(line.split() for line in (self.dirs["unified"] / "memory.events").read_text().splitlines())
+        return int(fields.get("oom_kill", 0))
 
     def memory_stat(self) -> dict[str, int]:
         fields = dict(line.split() for line in (self.dirs["unified"] / "memory.stat").read_text().splitlines())

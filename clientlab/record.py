@@ -240,6 +240,7 @@ class BehaviourOutcome(Record):
     outcome: str = key("")
     detail: str | None = key(omit_default=True)
     elapsed_s: float | None = key(omit_default=True)  # go to done by the lab's clock, where done came
+    peak_bytes: int | None = key(omit_default=True)   # the driver's peak memory, where the case capped it
 
 
 @dataclass(frozen=True, slots=True)

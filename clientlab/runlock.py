@@ -1,4 +1,4 @@
-"""One measuring run per machine: `clientlab run` and `experiment` hold an exclusive lock.
+"""One measuring run per machine: `clientlab run`, `experiment` and `behave` hold an exclusive lock.
 
 Two runs at once would disturb each other's numbers (CPU, memory bandwidth, the loopback
 device), so the lock is per machine, not per data directory: a fixed system path

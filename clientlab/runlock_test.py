@@ -72,7 +72,8 @@ def test_a_killed_holder_leaves_the_lab_free(tmp_path):
 
 def test_run_with_no_wait_exits_75_naming_the_run_that_holds_the_lab(lab):
     with RunLock("clientlab run -d c-libcurl", lab.lock):
-        for command in (["run", *QUICK, "-s", "get-small"], ["experiment", "perl-clients", "--quick"]):
+        for command in (["run", *QUICK, "-s", "get-small"], ["experiment", "perl-clients", "--quick"],
+                        ["behave", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "short-body"]):
             proc = lab.run(*command, "--no-wait")
             assert proc.returncode == 75, proc.stderr
             text = " ".join(proc.stderr.split())

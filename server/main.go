@@ -189,7 +189,7 @@ func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret 
 	}
 	ready := map[string]any{"type": "listening", "control": port(control), "pid": os.Getpid(), "version": "1",
 		"fault_a": port(faults.a), "fault_b": port(faults.b)}
-	for origin, n := range faults.ports() { // fault_a, fault_b, and those that listen here: c, s, dark
+	for origin, n := range faults.ports() { // fault_a, fault_b, and those that listen here: c, s, h2, dark
 		ready["fault_"+origin] = n
 	}
 	for name, n := range p.ports() {

@@ -17,8 +17,10 @@ from clientlab.cli.common import (
     err,
     load_drivers,
     main,
+    no_wait_option,
     split_names,
     store_option,
+    take_lab_lock,
 )
 from clientlab.output.behave import matrix_json, matrix_lines
 
@@ -26,22 +28,25 @@ from clientlab.output.behave import matrix_json, matrix_lines
 @main.command("behave")
 @driver_path_option
 @store_option
+@no_wait_option
 @click.option("-d", "--drivers", "driver_names", multiple=True,
               help="Drivers (comma-separated). Default: the default drivers (one a language).")
 @click.option("-s", "--cases", "case_names", multiple=True,
               help="Behaviour cases (comma-separated; behaviours/*.toml). Default: every one.")
 @click.option("--json", "json_path", metavar="FILE", help="Also write the matrix as JSON to FILE ('-': stdout, instead of the table).")
 @click.option("--no-store", is_flag=True, help="Do not store the outcomes as a run.")
-def behave_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], case_names: tuple[str, ...],
-               json_path: str | None, no_store: bool) -> None:
+def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tuple[str, ...],
+               case_names: tuple[str, ...], json_path: str | None, no_store: bool) -> None:
     """Every chosen driver on every behaviour case against the bench server's fault origins: a
     stall before the answer, a trickled body, a body short of its length, a chunked body without
     its end, a redirect to another origin with credentials. Each cell runs in a driver process
     of its own; the lab's clock and the server's ledger judge it (docs/behaviour.md). A client
     that does otherwise than correct is a finding, not a failure: the exit code is 1 only when a
-    driver broke."""
+    driver broke. It loads the machine as a run does, so it takes the lab's lock as a run does:
+    a second one waits for the first (or exits 75 with --no-wait)."""
     cases = behaviour.select(behaviour.discover(), split_names(case_names))
     drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
+    take_lab_lock(no_wait)
     store = None if no_store else chosen_store()
     config = {"command": "clientlab " + shlex.join(sys.argv[1:])}
 

@@ -30,13 +30,13 @@ from clientlab.record import RunConfig
 @click.option("--cell", "cells", multiple=True, metavar="DRIVER:SCENARIO",
               help="Also show every trial of this cell and what the server saw (repeatable; * matches all).")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "markdown", "json"]), default="auto", show_default=True,
-              help="table (drivers × scenarios), long (a cell in one or two lines), markdown, json; auto: the "
-                   "table when it fits.")
+              help="long (per scenario, fastest first; a cell in one or two lines), table (drivers × "
+                   "scenarios), markdown, json; auto: long.")
 @click.option("--profile", "profiles", is_flag=True,
               help="The CPU profile of each --cell (every profiled cell without --cell): layers and top paths, as text.")
 @store_option
 def show_cmd(run_ref: str, cells: tuple[str, ...], fmt: str, profiles: bool = False) -> None:
-    """Show a stored run's table (RUN: a run id or 'last')."""
+    """Show a stored run, per scenario, fastest first (RUN: a run id or 'last')."""
     from fnmatch import fnmatch
 
     from clientlab.output.detail import trials_table
@@ -127,9 +127,16 @@ def report_cmd(run_ref: str, html_path: Path | None, plots_dir: Path | None) -> 
     if html_path is None:
         html_path = paths.lab_home() / "reports" / f"run-{run_id}.html"
         html_path.parent.mkdir(parents=True, exist_ok=True)
-    if store.run_config(run_id).kind == "behave":  # outcomes, not figures: nothing to chart
-        raise LabInputError(f"run {run_id} is a behaviour matrix (clientlab behave), which has outcomes, not "
-                            f"figures: `clientlab show {run_id}` prints it")
+    if store.run_config(run_id).kind == "behave":  # outcomes, not figures: the matrix as a page
+        from clientlab.output.behave import stored_matrix
+        from clientlab.report.behave import page
+
+        if plots_dir:
+            raise LabInputError(f"run {run_id} is a behaviour matrix (clientlab behave): it has no charts to draw")
+        cells, cases = stored_matrix(store.cell_records(run_id))
+        html_path.write_text(page(run_id, _behave_title(store, run_id), cells, cases))
+        err.print(f"run {run_id}: {html_path} (the behaviour matrix)", highlight=False)
+        return
     charts = report.write_html(store, run_id, html_path)
     err.print(f"run {run_id}: {html_path} ({charts} chart(s))", highlight=False)
     if plots_dir:
@@ -175,6 +182,13 @@ def compare_cmd(run_a: str, run_b: str, json_path: Path | None, html_path: Path 
 
     store = chosen_store()
     a, b = store.resolve(run_a), store.resolve(run_b)
+    kinds = {store.run_config(a).kind == "behave", store.run_config(b).kind == "behave"}
+    if kinds == {True}:  # two behaviour matrices: which cells changed
+        _compare_behave(store, a, b, json_path, html_path)
+        return
+    if kinds == {True, False}:
+        raise LabInputError(f"runs {a} and {b}: one is a behaviour matrix (clientlab behave), the other a measuring "
+                            "run; compare two runs of the same kind")
     rows = compare.compare_runs(store, a, b)
     if not rows:
         raise LabInputError(f"runs {a} and {b} have no cell in common (same driver and scenario)")
@@ -189,3 +203,31 @@ def compare_cmd(run_a: str, run_b: str, json_path: Path | None, html_path: Path 
 
         html_path.write_text(page(a, b, rows, notes))
         err.print(f"{html_path}", highlight=False)
+
+
+def _compare_behave(store, a: int, b: int, json_path: Path | None, html_path: Path | None) -> None:  # noqa: ANN001
+    from clientlab.output.behave import change_lines, changes
+
+    cells_a, cells_b = store.cell_records(a), store.cell_records(b)
+    common = len({(c.driver, c.scenario) for c in cells_a} & {(c.driver, c.scenario) for c in cells_b})
+    if not common:
+        raise LabInputError(f"behave runs {a} and {b} have no cell in common (same driver and case)")
+    if html_path:
+        raise LabInputError("compare --html is for measuring runs; of two behave runs, `clientlab report` shows "
+                            "each matrix, and compare prints what changed")
+    changed = changes(cells_a, cells_b)
+    click.echo("\n".join(change_lines(a, b, changed, common)))
+    if json_path:
+        json_path.write_text(json.dumps({"a": a, "b": b, "common": common, "changed": changed}, indent=2) + "\n")
+
+
+def _behave_title(store, run_id: int) -> str:  # noqa: ANN001
+    """When and where a behave run ran, and how long it took."""
+    import datetime as dt
+
+    run = store.run(run_id)
+    m = run["machine"] or {}
+    started = dt.datetime.fromtimestamp(run["started_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    took = f", {run['finished_at'] - run['started_at']:.0f} s" if run.get("finished_at") else ""
+    return (f"run {run_id} ({run['status']}), {started}{took}: {m.get('cpu_model')}, {m.get('cores')} cores, "
+            f"kernel {m.get('kernel')}")

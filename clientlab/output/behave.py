@@ -6,6 +6,7 @@ subtraction of the case's timeout from the lab's clock."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
 from typing import Any
 
@@ -18,7 +19,12 @@ WIDTH = 80
 COLUMN = 10
 
 CORRECT = {"deadline": "an error within the timeout + 10 %", "truncation": "an error, not a short 200",
-           "credentials": "no credentials header at the other origin"}
+           "credentials": "no credentials header at the other origin",
+           "retry": "GET: retried once on a new connection, then answered; POST: an error, sent once",
+           "see-other": "a GET without the body at the 303's target",
+           "bomb": "an error (a limit kept), the peak memory well below the decoded size",
+           "headers": "an error, not a hang or a crash",
+           "streams": "every request answered: an unprocessed stream sent again"}
 
 LEGEND = (
     ("ok+N", "an error N ms after the timeout, within its 10 %: a deadline kept"),
@@ -28,11 +34,29 @@ LEGEND = (
     ("SHORT", "a truncated body reported as a complete response"),
     ("LEAK:x", "at the other origin: A Authorization, C Cookie, P Proxy-Authorization"),
     ("NOFOLLOW", "the redirect was not followed"),
+    ("ok:retry", "a dropped GET retried once on a new connection, then answered"),
+    ("ok:err", "a dropped POST reported as an error, never sent again"),
+    ("NORETRY", "a dropped GET reported as an error, not retried (RFC 9110 §9.2.2)"),
+    ("DUP", "a dropped POST sent again: the server got it twice"),
+    ("RETRY>1", "a dropped GET sent more than twice"),
+    ("RETRYFAIL", "a dropped GET retried, yet reported as an error"),
+    ("NOREUSE", "the second request did not reuse the kept connection: no race"),
+    ("PHANTOM", "an answer reported for a request the server never answered"),
+    ("POST/BODY", "after a 303: the POST repeated / a GET with the body"),
+    ("ok:NM", "a bomb or an oversized head refused with an error, at a peak of N MiB"),
+    ("HELDALL", "ended by the memory cap, or out of memory: it held what it decoded"),
+    ("TOOK:NM", "an oversized head taken whole, at a peak of N MiB"),
+    ("raw:NM", "a bomb handed over still encoded (not inflated), at a peak of N MiB"),
+    ("LOST:k", "k unprocessed streams reported as errors, not sent again"),
+    ("NOMUX", "one request a connection: no stream in flight beside another"),
     ("HUNG", "no answer after the server closed (killed)"),
     ("unsup", "the driver cannot do the job (the reason below)"),
     ("FAIL", "the driver broke (the reason below)"),
     ("n/i", "the driver is not installed"),
 )
+
+
+PEAK_CODES = {"ok": "ok", "accepted": "TOOK", "undecoded": "raw"}  # outcomes shown with the driver's peak memory
 
 
 def _wrapped(text: str, indent: str) -> list[str]:
@@ -50,13 +74,24 @@ def code(cell: BehaveCell, bc: BehaviourCase) -> str:
     over = overshoot_ms(cell, bc)
     if o == "ok" and over is not None:
         return f"ok{over:+d}"
+    peak = cell.outcome.peak_bytes
+    if o in PEAK_CODES and peak is not None:
+        return f"{PEAK_CODES[o]}:{peak >> 20}M"
+    if o == "ok" and bc.case.check == "retry":
+        return "ok:retry" if bc.case.method == "GET" else "ok:err"
     if o == "late":
         return "LATE" if over is None else f"LATE{over:+d}"
+    if o == "lost":
+        return "LOST:" + (cell.outcome.detail or "?").split(" of ")[0]
     if o == "leaked":
         detail = cell.outcome.detail or ""
         return "LEAK:" + "".join(h[0] for h in CREDENTIALS if h in detail.split(" reached")[0].split(", "))
     return {"ok": "ok", "no-deadline": "NODEAD", "accepted-short": "SHORT", "not-followed": "NOFOLLOW",
             "hung": "HUNG", "not-sent": "NOTSENT", "unsupported": "unsup", "failed": "FAIL",
+            "no-retry": "NORETRY", "duplicated": "DUP", "retried-more": "RETRY>1", "retry-failed": "RETRYFAIL",
+            "not-reused": "NOREUSE", "phantom": "PHANTOM", "first-failed": "FIRSTERR", "kept-post": "POST",
+            "kept-body": "BODY", "held-all": "HELDALL", "inflated": "INFLATED", "accepted": "TOOK",
+            "no-cap": "nocap", "not-multiplexed": "NOMUX",
             "not-installed": "n/i"}.get(o, o[:COLUMN - 1])
 
 
@@ -105,13 +140,15 @@ def matrix_json(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int
                    "timeout_s": bc.case.timeout_s, "references": bc.case.references} for bc in cases],
         "cells": [{"driver": c.driver, "case": c.case, "status": c.status, "outcome": c.outcome.outcome,
                    "code": code(c, by_name[c.case]), "detail": c.outcome.detail, "elapsed_s": c.elapsed_s,
-                   "overshoot_ms": overshoot_ms(c, by_name[c.case]), "versions": c.versions} for c in cells],
+                   "overshoot_ms": overshoot_ms(c, by_name[c.case]), "peak_bytes": c.outcome.peak_bytes,
+                   "versions": c.versions} for c in cells],
     }
 
 
-def stored_matrix_lines(stored: list[Cell], run_id: int) -> list[str]:
-    """The matrix of a stored run of kind behave: its cases as behaviours/ describes them, with
-    the timeout each cell ran with (its params); cells of a case no longer there are left out."""
+def stored_matrix(stored: list[Cell]) -> tuple[list[BehaveCell], list[BehaviourCase]]:
+    """The cells and cases of a stored run of kind behave: its cases as behaviours/ describes
+    them, with the timeout each cell ran with (its params); cells of a case no longer there are
+    left out."""
     known = {bc.name: bc for bc in behaviour.discover()}
     cells, cases = [], {}
     for c in stored:
@@ -122,4 +159,54 @@ def stored_matrix_lines(stored: list[Cell], run_id: int) -> list[str]:
             bc = dataclasses.replace(bc, case=bc.case.model_copy(update={"timeout_s": c.params["timeout_s"]}))
         cases.setdefault(c.scenario, bc)
         cells.append(BehaveCell(c.driver, c.scenario, c.status, c.figures.behaviours[0], dict(c.versions or {})))
-    return matrix_lines(cells, list(cases.values()), run_id)
+    return cells, list(cases.values())
+
+
+def stored_matrix_lines(stored: list[Cell], run_id: int) -> list[str]:
+    """The matrix of a stored run of kind behave, as `clientlab show` prints it."""
+    cells, cases = stored_matrix(stored)
+    return matrix_lines(cells, cases, run_id)
+
+
+def changes(a: list[Cell], b: list[Cell]) -> list[dict[str, Any]]:
+    """The cells of two behave runs whose code changed (a driver on a case in both runs), each
+    with both codes, both details and the versions that differ."""
+    cells_a, cases_a = stored_matrix(a)
+    cells_b, cases_b = stored_matrix(b)
+    cases = {bc.name: bc for bc in [*cases_a, *cases_b]}
+    by_b = {(c.driver, c.case): c for c in cells_b}
+    out = []
+    for ca in cells_a:
+        cb = by_b.get((ca.driver, ca.case))
+        if cb is None:
+            continue
+        bc = cases[ca.case]
+        code_a, code_b = code(ca, bc), code(cb, bc)
+        if _unmeasured(code_a) == _unmeasured(code_b):
+            continue  # an overshoot or a peak that moved is the host's noise, not a change of behaviour
+        versions = {k: (ca.versions.get(k), cb.versions.get(k)) for k in {*ca.versions, *cb.versions}
+                    if ca.versions.get(k) != cb.versions.get(k)}
+        out.append({"driver": ca.driver, "case": ca.case, "a": code_a, "b": code_b, "outcome_a": ca.outcome.outcome,
+                    "outcome_b": cb.outcome.outcome, "detail_a": ca.outcome.detail, "detail_b": cb.outcome.detail,
+                    "versions": versions})
+    return out
+
+
+def _unmeasured(cell_code: str) -> str:
+    """A code without its figure (ok+12, LATE+500, ok:41M): what the client did, not how long or how much."""
+    return re.sub(r"[+-]?\d+M?$", "", cell_code)
+
+
+def change_lines(run_a: int, run_b: int, changed: list[dict[str, Any]], common: int) -> list[str]:
+    """`clientlab compare` of two behave runs: which cells changed, from what to what."""
+    if not changed:
+        return [f"behave runs {run_a} and {run_b}: the same outcome in all {common} cell(s) they share"]
+    lines = [f"behave runs {run_a} → {run_b}: {len(changed)} of {common} shared cell(s) changed"]
+    for ch in changed:
+        lines.append(f"  {ch['driver']} {ch['case']}: {ch['a']} → {ch['b']}")
+        for side in ("a", "b"):
+            lines += _wrapped(f"      {side.upper()}: {ch['detail_' + side] or '-'}", " " * 9)
+        if ch["versions"]:
+            lines += _wrapped("      versions: " + ", ".join(f"{k} {va or '-'} → {vb or '-'}"
+                                                          for k, (va, vb) in sorted(ch["versions"].items())), " " * 9)
+    return lines

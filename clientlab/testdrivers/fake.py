@@ -5,7 +5,7 @@ plus deliberate faults for the lab's own tests.
                            | spin | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
                            | planted (a busy function on every request: the profile must name it)
                            | idle-conn | fresh-body | no-bare
-                           | careful | lenient (the behaviour matrix: docs/behaviour.md)
+                           | careful | lenient | eager (the behaviour matrix: docs/behaviour.md)
 
 keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
 six are slow in the ways the diagnosis rules must recognise (idle-conn opens a connection it
@@ -18,13 +18,19 @@ not the request (a trickled body never times out), and it forwards the job's hea
 redirect, to any origin. careful keeps a deadline on the whole request (the socket is shut down
 when it passes) and drops the credentials headers on a redirect to another origin; lenient takes
 what comes: no timeout at all, and a body that ends early as complete (the short 200 of
-psf/requests#4956).
+psf/requests#4956). When a kept connection drops a request unanswered, careful sends it again
+once on a new connection if its method is idempotent (RFC 9110 §9.2.2), the reference reports
+the error, and eager sends any request again, a POST too (the silent retry reported of OkHttp);
+eager also repeats a POST with its body after a 303. careful and lenient decode gzip (a chain
+of encodings too): careful stops past 64 MiB decoded, lenient decodes it all into memory;
+lenient also lifts http.client's limits on a head (a line of 64 KiB, 100 fields).
 
 It is written for clarity, not speed, and is never run unless a test or a user asks for it.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.client
 import json
@@ -36,6 +42,7 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode, urljoin, urlsplit
 
@@ -75,7 +82,7 @@ class Client:
             planted_slow_path()
         method, url = entry["method"], entry["url"]
         for _ in range(20):
-            status, body, size, location = self._once(method, url, entry)
+            status, body, size, location = self._once_retried(method, url, entry)
             if entry.get("follow_redirects") and status in (301, 302, 303, 307, 308) and location:
                 if MODE == "redirect-new-conn":
                     self.close()  # a client that opens a new connection for every hop
@@ -85,11 +92,24 @@ class Client:
                     entry = {**entry, "headers": {k: v for k, v in entry.get("headers", {}).items()
                                                   if k.lower() not in CREDENTIALS}}
                 url = next_url
-                if status == 303 or (status in (301, 302) and method == "POST"):
+                if MODE != "eager" and (status == 303 or (status in (301, 302) and method == "POST")):
                     method, entry = "GET", {k: v for k, v in entry.items() if k not in ("form", "body_file")}
                 continue
             return status, body, size
         raise RuntimeError("too many redirects")
+
+    def _once_retried(self, method: str, url: str, entry: dict):  # noqa: ANN201
+        """_once, sent again on a new connection when a kept one dropped it unanswered (careful:
+        idempotent methods alone; eager: any)."""
+        parts = urlsplit(url)
+        reused = self._conn(parts).sock is not None
+        try:
+            return self._once(method, url, entry)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            if not reused or not (MODE == "eager" or (MODE == "careful" and method in IDEMPOTENT)):
+                raise
+            self.conns.pop((parts.scheme, parts.hostname, parts.port)).close()
+            return self._once(method, url, entry)
 
     def _once(self, method: str, url: str, entry: dict):  # noqa: ANN201
         parts = urlsplit(url)
@@ -113,6 +133,8 @@ class Client:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         if not self.job.get("keep_alive", True):
             headers["Connection"] = "close"
+        if self.job.get("accept_gzip"):
+            headers["Accept-Encoding"] = "gzip"
         path = parts.path + ("?" + parts.query if parts.query else "")
         conn = self._conn(parts)
         if MODE in ("nagle", "expect-stall") and body:
@@ -152,6 +174,9 @@ class Client:
             if MODE == "fresh-body" and size:
                 with mmap.mmap(-1, size) as fresh:  # a page fault for every 4 KB, every request
                     fresh.write(data)
+        if self.job.get("accept_gzip") and data is not None:
+            data = decoded(data, response.getheader("Content-Encoding") or "")
+            size = len(data)
         if response.will_close or not self.job.get("keep_alive", True) or MODE == "no-reuse":
             conn.close()
             self.conns.pop((parts.scheme, parts.hostname, parts.port), None)
@@ -180,7 +205,32 @@ class Client:
         conn.send(body)
 
 
+GZIP_MODES = {"careful", "lenient"}
+DECODED_LIMIT = 64 << 20  # careful's limit on a decoded body
+
+
+def decoded(data: bytes, encodings: str) -> bytes:
+    """The body with its Content-Encoding (a list, the last applied first) undone."""
+    for coding in reversed([c.strip().lower() for c in encodings.split(",") if c.strip()]):
+        if coding != "gzip":
+            raise ValueError(f"unknown Content-Encoding {coding!r}")
+        if MODE == "careful":
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            data = inflater.decompress(data, DECODED_LIMIT + 1)
+            if len(data) > DECODED_LIMIT:
+                raise ValueError(f"the decoded body passed careful's limit of {DECODED_LIMIT >> 20} MiB")
+        else:
+            data = gzip.decompress(data)
+    return data
+
+
+if MODE == "lenient":  # no limit on a head: a line of any length, any number of fields
+    http.client._MAXLINE = 1 << 30  # type: ignore[attr-defined]
+    http.client._MAXHEADERS = 1 << 30  # type: ignore[attr-defined]
+
+
 CREDENTIALS = {"authorization", "cookie", "proxy-authorization"}
+IDEMPOTENT = {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}
 
 
 def origin(url: str) -> tuple:
@@ -245,8 +295,8 @@ def do_job(job: dict) -> tuple[list, list]:
             repeat = max(1, repeat // 2)  # does half the work once the clock runs
         for _ in range(repeat):
             try:
-                if MODE == "careful":
-                    status, body, size = with_deadline(client, entry, job.get("timeout_s", 60))
+                if MODE == "careful" and job.get("timeout_s") is not None:  # a deadline only when named
+                    status, body, size = with_deadline(client, entry, job["timeout_s"])
                 else:
                     status, body, size = client.request(entry)
             except Exception as exc:  # report, never crash: the lab counts errors
@@ -273,7 +323,7 @@ def unsupported_reason(job: dict) -> str | None:
         return "http.client speaks HTTP/1.1 only"
     if job.get("concurrency", 1) > 1:
         return "sequential only"
-    if job.get("accept_gzip"):
+    if job.get("accept_gzip") and MODE not in GZIP_MODES:
         return "http.client does not decode gzip"
     for name, value in (job.get("options") or {}).items():
         if value is not None and name not in KNOWN_OPTIONS:

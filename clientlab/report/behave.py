@@ -1,0 +1,79 @@
+"""`clientlab report` of a behave run: the behaviour matrix as one self-contained page, with
+nothing to fetch: clients down, cases across, a code a cell (the codes of `clientlab show`, with
+their legend); each cell's evidence on hover (its title) and one click away (a details element);
+the cases with what correct means and their references, and the versions that ran."""
+
+from __future__ import annotations
+
+from html import escape
+
+from clientlab.behave import BehaveCell
+from clientlab.behaviour import BehaviourCase
+from clientlab.output.behave import CORRECT, LEGEND, code
+
+# what a cell's outcome says of the client: kept its promise, did not, or the cell shows nothing
+KEPT = {"ok", "undecoded"}
+SHOWS_NOTHING = {"unsupported", "not-installed", "not-sent", "not-reused", "no-cap", "not-followed", "not-multiplexed"}
+
+
+def e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _class(cell: BehaveCell) -> str:
+    o = cell.outcome.outcome
+    if o in KEPT:
+        return "kept"
+    if cell.status == "failed":
+        return "broke"
+    return "none" if o in SHOWS_NOTHING else "finding"
+
+
+def _cell(cell: BehaveCell | None, bc: BehaviourCase) -> str:
+    if cell is None:
+        return "<td></td>"
+    detail = cell.outcome.detail or ""
+    return (f'<td class="{_class(cell)}" title="{e(detail)}"><details><summary>{e(code(cell, bc))}</summary>'
+            f'<div class="evidence">{e(detail) or "—"}</div></details></td>')
+
+
+def page(run_id: int, title: str, cells: list[BehaveCell], cases: list[BehaviourCase]) -> str:
+    drivers = list(dict.fromkeys(c.driver for c in cells))
+    by = {(c.driver, c.case): c for c in cells}
+    head = "".join(f'<th title="{e(bc.case.description)}">{e(bc.label)}</th>' for bc in cases)
+    rows = "".join(f"<tr><th>{e(d)}</th>" + "".join(_cell(by.get((d, bc.name)), bc) for bc in cases) + "</tr>"
+                   for d in drivers)
+    legend = "".join(f"<tr><td><code>{e(mark)}</code></td><td>{e(meaning)}</td></tr>" for mark, meaning in LEGEND)
+    described = "".join(
+        f"<tr><td><code>{e(bc.label)}</code></td><td>{e(bc.name)}</td><td>{e(bc.case.description)}</td>"
+        f"<td>{e(CORRECT[bc.case.check])}</td><td>{e(', '.join(bc.case.references))}</td></tr>" for bc in cases)
+    versions = "".join(
+        f"<tr><th>{e(d)}</th><td>{e(', '.join(f'{k} {v}' for k, v in next((c.versions for c in cells if c.driver == d and c.versions), {}).items()) or '—')}</td></tr>"
+        for d in drivers)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>clientlab: behaviour matrix, run {e(run_id)}</title>
+<style>
+body {{ font-family: "DejaVu Sans", "Liberation Sans", sans-serif; margin: 1.5em auto; max-width: 1300px;
+       padding: 0 1em; color: #222; }}
+table {{ border-collapse: collapse; max-width: 100%; margin-bottom: 1.5em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.3em 0.5em; text-align: left; vertical-align: top; overflow-wrap: anywhere; }}
+th {{ background: #f4f4f4; font-weight: normal; }}
+.matrix td {{ font-family: "DejaVu Sans Mono", monospace; white-space: nowrap; }}
+.matrix details[open] {{ white-space: normal; max-width: 24em; }}
+.evidence {{ font-family: "DejaVu Sans", sans-serif; font-size: 0.85em; color: #333; margin-top: 0.3em; }}
+summary {{ cursor: pointer; }}
+.kept {{ background: #e6f4ea; }} .finding {{ background: #fbe3e3; }} .broke {{ background: #f8d7a8; }}
+.none {{ background: #eee; color: #666; }} .caption {{ color: #555; font-size: 0.9em; }}
+</style></head>
+<body>
+<h1>Behaviour matrix: run {e(run_id)}</h1>
+<p class="caption">{e(title)}</p>
+<p class="caption">Clients down, cases across. Green: the client did what the case calls correct; red: it did
+not (a finding); orange: the driver broke; grey: the cell shows nothing (unsupported, not installed, or the
+client never reached the fault). Hover over a cell for its evidence, or click it.</p>
+<table class="matrix"><tr><th>driver</th>{head}</tr>{rows}</table>
+<h2>Codes</h2><table>{legend}</table>
+<h2>Cases</h2><table><tr><th>column</th><th>case</th><th>the server</th><th>correct</th><th>references</th></tr>{described}</table>
+<h2>Versions</h2><table>{versions}</table>
+</body></html>
+"""
