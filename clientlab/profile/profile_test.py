@@ -56,7 +56,7 @@ def test_folded_text_round_trips():
     assert fold.from_text(fold.to_text(f)) == f
 
 
-@pytest.mark.parametrize("language", ["python", "c", "cli", "go", "rust", "node", "java", "ruby", "perl", "php"])
+@pytest.mark.parametrize("language", ["python", "c", "cli", "go", "rust", "node", "java", "kotlin", "ruby", "perl", "php"])
 def test_every_languages_rules_load_and_name_known_layers(language):
     rules = Rules.load(language)
     assert rules.rules and all(r.layer in LAYERS for r in rules.rules)
@@ -72,6 +72,24 @@ def test_a_rule_naming_an_unknown_layer_is_refused(tmp_path, monkeypatch):
             Rules.load("klingon")
     finally:
         _raw.cache_clear()
+
+
+def test_kotlin_reads_its_own_rules_then_javas_then_the_common_ones():
+    rules = Rules.load("kotlin", "drivers/kotlin/ktor-cio")
+    jit = "(jit)"
+    assert rules.layer_of(f"java (process);io.ktor.client.engine.cio.Endpoint.execute {jit}") == "library"
+    assert rules.layer_of(f"java (process);kotlinx.io.Buffer.write {jit}") == "library"
+    assert rules.layer_of(f"java (process);kotlinx.coroutines.EventLoopImplBase.processNextEvent {jit}") == "runtime"
+    # Kotlin's standard library counts for the code that called it, else for the runtime
+    assert rules.layer_of(f"java (process);io.ktor.http.HeadersImpl.get {jit};kotlin.text.StringsKt.equals {jit}") \
+        == "library"
+    assert rules.layer_of(f"java (process);kotlin.collections.ArraysKt.copyOf {jit}") == "runtime"
+    # Java's rules still hold: OkHttp under the OkHttp engine, the JDK's TLS, the lab's own code, the collector
+    assert rules.layer_of(f"java (process);okhttp3.internal.http.RealInterceptorChain.proceed {jit}") == "library"
+    assert rules.layer_of(f"java (process);sun.security.ssl.SSLEngineImpl.wrap {jit}") == "tls"
+    assert rules.layer_of(f"java (process);clientlab.ktor.KtorDriver.record {jit}") == "harness"
+    assert rules.layer_of("java (process);G1ParScanThreadState::trim_queue (libjvm.so)") == "runtime"
+    assert rules.layer_of("java (process);x (nothing-known);write (libc.so.6)") == "kernel"
 
 
 def test_each_sample_goes_to_the_layer_of_its_leaf_or_of_the_code_that_called_the_runtime():

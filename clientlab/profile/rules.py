@@ -89,11 +89,18 @@ class Rules:
 @lru_cache(maxsize=None)
 def _raw(language: str) -> tuple[dict, ...]:
     out: list[dict] = []
-    for name in (language, "common"):
+    # a language on another's runtime (Kotlin on the JVM) names it in `then`: its own rules
+    # first, then that language's, then the common ones
+    read: list[str] = []
+    name: str | None = language
+    while name is not None and name not in read:
+        read.append(name)
         path = RULES_DIR / f"{name}.toml"
-        if path.exists():
-            with open(path, "rb") as f:
-                out += tomllib.load(f).get("rule", [])
+        data = tomllib.loads(path.read_text()) if path.exists() else {}
+        out += data.get("rule", [])
+        name = data.get("then")
+    if "common" not in read:
+        out += tomllib.loads((RULES_DIR / "common.toml").read_text()).get("rule", [])
     for r in out:
         if r.get("layer") not in LAYERS:
             raise ValueError(f"layer rules: unknown layer {r.get('layer')!r} (one of {', '.join(LAYERS)})")

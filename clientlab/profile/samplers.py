@@ -253,7 +253,7 @@ def for_language(language: str) -> list[Sampler]:
     # Go keeps frame pointers, and perf's DWARF unwinder loses Go's stacks after one frame
     # (V8's JIT code keeps frame pointers too, where DWARF has nothing to unwind it by)
     samplers: list[Sampler] = [Perf(call_graph="fp" if language in ("go", "node") else "dwarf,16384",
-                                    jvm_map=language == "java")]
+                                    jvm_map=language in ("java", "kotlin"))]
     if language == "python":
         samplers.append(PySpy())
     return samplers
