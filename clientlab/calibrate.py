@@ -226,6 +226,16 @@ class Calibration:
     problem: str | None = None   # why the loop stopped (no bare mode, a failed round)
     lab: CellResult | None = None
     reference: str = "bare"      # the loop beside the cell: the driver's own (bare) or the library's (plain)
+    run_again: list[str] = field(default_factory=list)     # why each disturbed round was run again
+    kept_disturbed: list[str] = field(default_factory=list)  # disturbed rounds kept: no retries left
+
+    def rounds_note(self) -> str | None:
+        """How many of the loop's rounds the machine disturbed, or None."""
+        if not self.run_again and not self.kept_disturbed:
+            return None
+        kept = f", {len(self.kept_disturbed)} kept disturbed (no retries left)" if self.kept_disturbed else ""
+        return f"{len(self.run_again) + len(self.kept_disturbed)} {self.reference} rounds disturbed, " \
+               f"{len(self.run_again)} run again{kept}"
 
     def _summary(self, values: list[float]) -> stats.Summary | None:
         return stats.summarize(values) if values else None
@@ -288,6 +298,7 @@ class Calibration:
             "driver": self.driver, "scenario": self.scenario, "reference": self.reference,
             "warmup_rounds": self.warmup_rounds,
             "problem": self.problem, "differences": self.differences(),
+            "run_again": self.run_again, "kept_disturbed": self.kept_disturbed,
             "pairs": [{"lab_s": p.lab_s, "lab_cpu_s": p.lab_cpu_s, "bare_s": p.bare.per_request_s,
                        "bare_cpu_s": p.bare.cpu_per_request_s, "requests": p.bare.requests,
                        "lab_faults": p.lab.page_faults, "bare_faults": p.bare.page_faults,

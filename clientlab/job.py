@@ -174,7 +174,7 @@ def plan(scenario: Scenario, endpoint: Endpoint, scratch: Path, verify: bool, ta
         "keep_alive": client.keep_alive,
         "cookies": client.cookies,
         "accept_gzip": client.accept_gzip,
-        "timeout_s": scenario.timeout_s,
+        "timeout_s": client.timeout_s,
         "options": dict(client.options),
         "requests": requests,
     }

@@ -31,3 +31,12 @@ def test_a_single_request_needs_no_keep_alive():
 
 def test_a_followed_redirect_makes_a_single_entry_two_requests():
     assert "keepalive" in _needs("redirect-get", {"count": 1})
+
+
+def test_a_job_names_a_client_timeout_only_where_its_scenario_does():
+    # the scenario's own timeout_s is the lab's limit on a trial, never the client's setting
+    sc = FILES["get-small"].expand({"count": 20})
+    assert plan(sc, ENDPOINT, Path("/tmp"), verify=False, tag="t").job["timeout_s"] is None
+    timed = sc.with_client(timeout_s=5.0)
+    assert plan(timed, ENDPOINT, Path("/tmp"), verify=False, tag="t").job["timeout_s"] == 5.0
+    assert timed.label == "get-small[timeout_s=5.0]"

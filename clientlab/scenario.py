@@ -135,6 +135,9 @@ class Client(BaseModel):
     keep_alive: bool = True
     cookies: bool = False
     accept_gzip: bool = False
+    # a time limit the client is given for each request; None: the library's own default (what a
+    # plain program gets). The lab's limit on a trial is the scenario's `timeout_s`, not this.
+    timeout_s: float | None = Field(default=None, gt=0, le=86_400)
     options: dict[str, OptionValue] = {}
 
     @field_validator("options")

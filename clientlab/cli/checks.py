@@ -66,11 +66,15 @@ if TYPE_CHECKING:
               help="With --bare or --plain: also write every pair of lab trial and loop round here.")
 @click.option("--http", type=click.Choice(HTTP_VERSIONS),
               help="HTTP version for every scenario, as for `clientlab run` (3: HTTP/3 over QUIC).")
+@click.option("--client-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Give every client this time limit a request (the job's timeout_s; default: none, each "
+                   "library keeps its own). A plain loop keeps its library's default: with --plain this "
+                   "measures what the timeout costs.")
 @server_host_option
 @hosts_option
 @store_option
 def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries, bare,  # noqa: ANN001
-                   plain, json_path, http, server_host_name, hosts_path) -> None:
+                   plain, json_path, http, client_timeout, server_host_name, hosts_path) -> None:
     """Is the bench server part of the answer? Each driver on static workloads against the bench
     server and against Debian's nginx (one worker, the same core), in one run, the two servers'
     trials of a scenario taking turns: each driver's
@@ -116,8 +120,8 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     files, _ = scenario.discover()
     names = split_names(scenario_names) or list(calibrate.SCENARIOS if bare or plain else crosscheck.STATIC_SCENARIOS)
     scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
-    if http:
-        scenarios = [s.with_client(http=http) for s in scenarios]
+    if http or client_timeout:
+        scenarios = [s.with_client(http=http, timeout_s=client_timeout) for s in scenarios]
     stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials)
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
     store = chosen_store()

@@ -3,6 +3,7 @@ request path in a loop (crosscheck --bare) or the library's own plain loop (cros
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from clientlab.calibrate import TARGET, Calibration
@@ -77,13 +78,13 @@ def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list
         if i == 0 or c.scenario != cells[i - 1].scenario:
             if i:
                 table.add_section()
-            table.add_row(f"[bold]{c.scenario}[/]")
+            table.add_row(f"[bold]{escape(c.scenario)}[/]")  # get-small[timeout_s=5.0] is not markup
         within = c.within_target
         style = "" if within is None else "green" if within else "bold red"
         shown = ratio(c.ratio_summary)
         table.add_row(c.driver, rate(c.lab_summary), rate(c.bare_summary),
                       f"[{style}]{shown}[/]" if style else shown, cpu(c))
-        why = verdict(c)
+        why = "; ".join(w for w in (verdict(c), c.rounds_note()) if w)
         if why:
-            notes.append(f"{c.driver} × {c.scenario}: {why}")
+            notes.append(f"{c.driver} × {escape(c.scenario)}: {why}")
     return table, notes

@@ -54,7 +54,8 @@ lab_status lab_curl_job_options(CURL *h, const lab_job *job, char *why, size_t w
         version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
     SET(CURLOPT_HTTP_VERSION, version);
     SET(CURLOPT_WRITEFUNCTION, on_body);
-    SET(CURLOPT_TIMEOUT_MS, (long)(job->timeout_s * 1000));
+    if (job->timeout_s > 0)
+        SET(CURLOPT_TIMEOUT_MS, (long)(job->timeout_s * 1000));
     if (job->tls_ca)
         SET(CURLOPT_CAINFO, job->tls_ca);
     if (job->cookies)

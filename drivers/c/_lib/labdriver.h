@@ -43,7 +43,7 @@ typedef struct {
     lab_http http;
     const char *tls_ca;         /* NULL when the job has none */
     int concurrency, keep_alive, cookies, accept_gzip;
-    double timeout_s;
+    double timeout_s;           /* 0 when the job names none: the library keeps its own default */
     struct {                    /* -1 / 0 / LAB_MULTI_UNSET: null, i.e. the client's default */
         int tcp_nodelay, expect_100;
         long max_host_connections;

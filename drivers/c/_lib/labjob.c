@@ -159,7 +159,9 @@ lab_status lab_job_parse(json_t *obj, const lab_driver *d, lab_job *job, char *w
     job->cookies = bool_field(obj, "cookies", 0);
     job->accept_gzip = bool_field(obj, "accept_gzip", 0);
     v = json_object_get(obj, "timeout_s");
-    job->timeout_s = json_is_number(v) ? json_number_value(v) : 60;
+    job->timeout_s = json_is_number(v) ? json_number_value(v) : 0;
+    if (json_is_number(v) && job->timeout_s <= 0)
+        FAIL(LAB_ERROR, "timeout_s must be positive");
 
     job->n_requests = json_array_size(reqs);
     job->requests = calloc(job->n_requests ? job->n_requests : 1, sizeof *job->requests);

@@ -162,8 +162,10 @@ static void command(const cli *c, const lab_job *job, const lab_request *q, argv
         add(a, "--cacert");
         add(a, "%s", job->tls_ca);
     }
-    add(a, "--max-time");
-    add(a, "%g", job->timeout_s);
+    if (job->timeout_s > 0) {
+        add(a, "--max-time");
+        add(a, "%g", job->timeout_s);
+    }
     if (job->accept_gzip) {     /* --compressed decodes; the header narrows its list to gzip */
         add(a, "--compressed");
         add(a, "-H");

@@ -125,7 +125,7 @@ type Job struct {
 	KeepAlive   bool
 	Cookies     bool
 	AcceptGzip  bool
-	Timeout     time.Duration
+	Timeout     time.Duration // 0: the job names no time limit, and the library keeps its own default
 	Options     Options
 	Requests    []*Request
 	Total       int // every request entry's repeat, added up
@@ -167,8 +167,7 @@ func parseJob(data json.RawMessage) (*Job, error) {
 		return nil, errors.New("job must be an object with a requests list")
 	}
 	job := &Job{Scenario: w.Scenario, Verify: w.Verify, HTTP: w.HTTP, TLSCA: w.TLSCA, Concurrency: 1,
-		KeepAlive: true, Cookies: w.Cookies, AcceptGzip: w.AcceptGzip, Timeout: 60 * time.Second,
-		Requests: w.Requests}
+		KeepAlive: true, Cookies: w.Cookies, AcceptGzip: w.AcceptGzip, Requests: w.Requests}
 	if err := oneOf(&job.HTTP, "http", "1.1", "2", "h2c", "3"); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func job(t *testing.T, text string) *Job {
 func TestParseJobDefaultsAndOrder(t *testing.T) {
 	j := job(t, `{"requests":[{"method":"post","url":"http://h/echo","form":{"b":"2","a":"","c":"3"}},
 		{"method":"GET","url":"http://h/x","repeat":3,"unknown":1}],"options":{"tcp_nodelay":null}}`)
-	if j.HTTP != "1.1" || j.Concurrency != 1 || !j.KeepAlive || j.Timeout != 60*time.Second || j.Total != 4 {
+	if j.HTTP != "1.1" || j.Concurrency != 1 || !j.KeepAlive || j.Timeout != 0 || j.Total != 4 {
 		t.Fatalf("defaults: %+v", j)
 	}
 	r := j.Requests[0]

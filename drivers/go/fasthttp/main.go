@@ -44,7 +44,12 @@ func open(job *lab.Job) (lab.Client, error) {
 	c := &fasthttp.Client{TLSConfig: tlsConfig}
 	if n := job.Options.MaxHostConnections; n > 0 {
 		c.MaxConnsPerHost = n
-		c.MaxConnWaitTimeout = job.Timeout // wait for a free connection, not ErrNoFreeConns
+		// wait for a free connection, not ErrNoFreeConns; as long as the job's time limit, or
+		// without one of its own (the lab's limit on the trial ends a hang)
+		c.MaxConnWaitTimeout = job.Timeout
+		if job.Timeout == 0 {
+			c.MaxConnWaitTimeout = 24 * time.Hour
+		}
 	}
 	if job.Options.TCPNoDelay != nil {
 		c.DialTimeout = func(addr string, timeout time.Duration) (net.Conn, error) {
@@ -112,7 +117,9 @@ func (cl *client) Do(req *lab.Request) (lab.Response, error) {
 func (cl *client) build(req *lab.Request, freq *fasthttp.Request) (io.Closer, error) {
 	freq.SetRequestURI(req.URL)
 	freq.Header.SetMethod(req.Method)
-	freq.SetTimeout(cl.job.Timeout) // per request (per hop when following redirects)
+	if cl.job.Timeout > 0 {
+		freq.SetTimeout(cl.job.Timeout) // per request (per hop when following redirects)
+	}
 	if !cl.job.KeepAlive {
 		freq.SetConnectionClose() // Connection: close, and the client closes it after the response
 	}

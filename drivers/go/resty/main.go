@@ -37,7 +37,9 @@ func open(job *lab.Job) (lab.Client, error) {
 	if err := labhttp.Configure(job, transport); err != nil { // only what the job names
 		return nil, err
 	}
-	rc.SetTimeout(job.Timeout)
+	if job.Timeout > 0 {
+		rc.SetTimeout(job.Timeout)
+	}
 	if !job.Cookies {
 		rc.SetCookieJar(nil) // the job keeps no cookies
 	}

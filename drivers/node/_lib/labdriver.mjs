@@ -176,8 +176,9 @@ export class Job {
     this.keepAlive = Boolean(data.keep_alive ?? true);
     this.cookies = Boolean(data.cookies);
     this.acceptGzip = Boolean(data.accept_gzip);
-    this.timeoutS = Number(data.timeout_s ?? 60);
-    check(this.timeoutS > 0, 'timeout_s must be positive');
+    // null: the job names no time limit, and the library keeps its own default
+    this.timeoutS = data.timeout_s == null ? null : Number(data.timeout_s);
+    check(this.timeoutS === null || this.timeoutS > 0, 'timeout_s must be positive');
     check(data.options == null || (typeof data.options === 'object' && !Array.isArray(data.options)),
       'options must be an object');
     this.options = { ...(data.options ?? {}) };
@@ -190,9 +191,15 @@ export class Job {
     return this.options[name] ?? null;
   }
 
-  /** Per-request time limit in milliseconds. */
+  /** Per-request time limit in milliseconds; null when the job names none. */
   get timeoutMs() {
-    return Math.ceil(this.timeoutS * 1000);
+    return this.timeoutS === null ? null : Math.ceil(this.timeoutS * 1000);
+  }
+
+  /** `{ [name]: timeoutMs }` for each name when the job names a time limit, else {} (the
+   * library's own default stays). */
+  timeoutOptions(...names) {
+    return this.timeoutMs === null ? {} : Object.fromEntries(names.map((name) => [name, this.timeoutMs]));
   }
 
   /** Accept-Encoding value: gzip when asked, else identity (for clients whose default asks for

@@ -87,7 +87,8 @@ export function connectionHeaders(job) {
  * HTTP/2 is `allowH2` (its connector offers http/1.1 and h2 whatever the connect options say: a
  * connection that falls back is closed by ConnectionVersions), h2c is the connector's `useH2c`
  * (npm undici 7 only); the job's CA goes to the connector (tls.connect's `ca`, verification stays
- * on); the job's time limit is undici's headers and body timeouts. undici always sets
+ * on); the job's time limit, when it names one, is undici's headers and body timeouts (else
+ * undici's own, 300 s each). undici always sets
  * TCP_NODELAY on its sockets.
  */
 export function undiciOptions(job) {
@@ -95,8 +96,7 @@ export function undiciOptions(job) {
     connections: job.connections,
     allowH2: job.http !== '1.1',
     connect: { ca: job.ca() },
-    headersTimeout: job.timeoutMs,
-    bodyTimeout: job.timeoutMs,
+    ...job.timeoutOptions('headersTimeout', 'bodyTimeout'),
   };
   if (!job.keepAlive) options.pipelining = 0;
   else if (job.http === '1.1') options.pipelining = 1; // over HTTP/2 undici's default: up to maxConcurrentStreams streams

@@ -22,7 +22,7 @@ class AxiosDriver extends AgentDriver {
       httpsAgent: this.agents.https,
       // axios asks for gzip, compress, deflate, br by default: say exactly what the job wants
       headers: { 'Accept-Encoding': job.gzipHeader, ...connectionHeaders(job) },
-      timeout: job.timeoutMs,
+      ...job.timeoutOptions('timeout'),
       validateStatus: null, // every status is a response, not an error
     });
   }

@@ -47,9 +47,10 @@ class GotDriver extends AgentDriver {
       // got asks for gzip, deflate, br by default: say exactly what the job wants
       headers: { 'accept-encoding': job.gzipHeader, ...connectionHeaders(job) },
       cookieJar: job.cookies ? new CookieJar() : undefined, // tough-cookie, got's documented jar
-      // the job's time limit, after which a request is given up and reported as failed, as are a
-      // refused or reset one (protocol §3, §4): so no retry (got retries GETs twice by default)
-      timeout: { request: job.timeoutMs },
+      // the job's time limit, when it names one, after which a request is given up and reported
+      // as failed, as are a refused or reset one (protocol §3, §4): so no retry (got retries GETs
+      // twice by default)
+      timeout: job.timeoutOptions('request'),
       retry: { limit: 0 },
       throwHttpErrors: false, // every status is a response, not an error
       responseType: 'buffer',

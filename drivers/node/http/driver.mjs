@@ -74,7 +74,7 @@ class HttpDriver extends AgentDriver {
         method: req.method,
         headers,
         agent: secure ? this.agents.https : this.agents.http,
-        timeout: this.job.timeoutMs,
+        ...this.job.timeoutOptions('timeout'),
       });
       request.on('timeout', () => request.destroy(new Error(`no answer for ${this.job.timeoutS} s`)));
       request.on('error', reject);

@@ -16,7 +16,7 @@ use JSON::PP ();
 sub prepare {
     my ($job) = @_;
     my $furl = Furl->new(
-        timeout => $job->{timeout_s},
+        defined $job->{timeout_s} ? (timeout => $job->{timeout_s}) : (),  # else Furl's own
         headers => [$job->{keep_alive} ? () : (Connection => 'close'),
                     $job->{accept_gzip} ? ('Accept-Encoding' => 'gzip') : ()],
         $job->{cookies} ? (cookie_jar => HTTP::CookieJar->new) : (),

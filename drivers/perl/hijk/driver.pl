@@ -67,7 +67,7 @@ sub arguments {
         method => uc $req->{method}, host => $host, port => $port // 80, path => $path // '/',
         defined $query ? (query_string => $query) : (), head => \@head,
         defined $body ? (body => $body) : (),
-        timeout => $job->{timeout_s}, parse_chunked => 1, socket_cache => $client->{cache},
+        defined $job->{timeout_s} ? (timeout => $job->{timeout_s}) : (), parse_chunked => 1, socket_cache => $client->{cache},
     );
     if (defined $client->{nodelay}) {
         # Hijk calls on_connect right after it made a socket: ours is the only one in the cache

@@ -24,7 +24,7 @@ sub prepare {
     }
     my $http = HTTP::Tiny->new(
         keep_alive => $job->{keep_alive} ? 1 : 0,
-        timeout => $job->{timeout_s},
+        defined $job->{timeout_s} ? (timeout => $job->{timeout_s}) : (),  # else the library's own
         verify_SSL => 1,
         SSL_options => {defined $job->{tls_ca} ? (SSL_ca_file => $job->{tls_ca}) : ()},
         $job->{cookies} ? (cookie_jar => HTTP::CookieJar->new) : (),

@@ -25,7 +25,7 @@ sub prepare {
     }
     my $ua = LWP::UserAgent->new(
         keep_alive => $job->{keep_alive} ? 1 : 0,
-        timeout => $job->{timeout_s},
+        defined $job->{timeout_s} ? (timeout => $job->{timeout_s}) : (),  # else the library's own
         cookie_jar => $job->{cookies} ? HTTP::Cookies->new : undef,
         ssl_opts => {verify_hostname => 1, defined $job->{tls_ca} ? (SSL_ca_file => $job->{tls_ca}) : ()},
     );

@@ -27,7 +27,7 @@ sub prepare {
     my $curl = WWW::Curl::Easy->new;
     setopt($curl, CURLOPT_HTTP_VERSION, $HTTP_VERSION{$job->{http}}
         // return (undef, "HTTP version $job->{http} is not offered"));
-    setopt($curl, CURLOPT_TIMEOUT_MS, int($job->{timeout_s} * 1000));
+    setopt($curl, CURLOPT_TIMEOUT_MS, int($job->{timeout_s} * 1000)) if defined $job->{timeout_s};
     setopt($curl, CURLOPT_CAINFO, $job->{tls_ca}) if defined $job->{tls_ca};
     if (!$job->{keep_alive}) {
         setopt($curl, CURLOPT_FORBID_REUSE, 1);

@@ -45,8 +45,10 @@ function job_options(array $job, int $httpVersion): array
 {
     $opts = [
         CURLOPT_HTTP_VERSION => $httpVersion,
-        CURLOPT_TIMEOUT_MS => (int)round($job['timeout_s'] * 1000),
     ];
+    if ($job['timeout_s'] !== null) { // else libcurl's own (no limit on a transfer)
+        $opts[CURLOPT_TIMEOUT_MS] = (int)round($job['timeout_s'] * 1000);
+    }
     if ($job['tls_ca'] !== null) {
         $opts[CURLOPT_CAINFO] = $job['tls_ca']; // verification stays on (the default)
     }

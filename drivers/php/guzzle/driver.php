@@ -37,7 +37,7 @@ final class GuzzleDriver extends Lab\Driver
         return new Client([
             'http_errors' => false,
             'verify' => $job['tls_ca'] ?? true,
-            'timeout' => (float)$job['timeout_s'],
+            ...($job['timeout_s'] !== null ? ['timeout' => (float)$job['timeout_s']] : []), // else the library's own
             'version' => $job['http'] === '2' ? '2.0' : '1.1', // 2.0: CURL_HTTP_VERSION_2_0, h2 by ALPN on https
             'cookies' => empty($job['cookies']) ? false : new CookieJar(),
             'curl' => $curl,

@@ -21,7 +21,10 @@ final class PeclHttpDriver extends Lab\Driver
             return new Lab\Unsupported('only HTTP/1.1 is claimed for pecl_http here (no https with the lab\'s CA: see driver.toml)');
         }
         $client = new http\Client('curl');
-        $options = ['timeout' => (float)$job['timeout_s'], 'protocol' => http\Client\Curl\HTTP_VERSION_1_1];
+        $options = ['protocol' => http\Client\Curl\HTTP_VERSION_1_1];
+        if ($job['timeout_s'] !== null) { // else the client's own
+            $options['timeout'] = (float)$job['timeout_s'];
+        }
         if (($nodelay = Lab\option($job, 'tcp_nodelay')) !== null) {
             $options['tcp_nodelay'] = $nodelay;
         }

@@ -33,8 +33,10 @@ final class StreamsDriver extends Lab\Driver
         foreach (($req['headers'] ?? []) as $name => $value) {
             $headers[] = "$name: $value";
         }
-        $http = ['method' => strtoupper($req['method']), 'protocol_version' => 1.1, 'ignore_errors' => true,
-            'timeout' => (float)$job['timeout_s']];
+        $http = ['method' => strtoupper($req['method']), 'protocol_version' => 1.1, 'ignore_errors' => true];
+        if ($job['timeout_s'] !== null) { // else default_socket_timeout, as for any stream
+            $http['timeout'] = (float)$job['timeout_s'];
+        }
         if (Lab\follow_redirects($req) === false) {
             $http['follow_location'] = 0; // true or absent: the wrapper's default, which follows (up to 20)
         }

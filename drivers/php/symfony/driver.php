@@ -46,7 +46,7 @@ final class SymfonyDriver extends Lab\Driver
             return new Lab\Unsupported("option max_host_connections must be at least 1, got $max");
         }
         $defaults = [
-            'timeout' => (float)$job['timeout_s'],
+            ...($job['timeout_s'] !== null ? ['timeout' => (float)$job['timeout_s']] : []), // else the library's own
             // 1.1 explicitly: its default is HTTP/2 for every https URL
             'http_version' => $job['http'] === '2' ? '2.0' : '1.1',
         ];

@@ -110,12 +110,12 @@ class Request:
         own default stays)."""
         return {} if self.follow_redirects is None else {name: self.follow_redirects}
 
-    def requests_kwargs(self, timeout_s: float, body: IO[bytes] | None = None) -> dict:
+    def requests_kwargs(self, timeout_s: float | None, body: IO[bytes] | None = None) -> dict:
         """Keyword arguments for a requests-style `Session.request()` (requests, niquests): the
-        extra headers, redirects when the job names them, the timeout, streaming for a file sink,
-        the form, and `body` (the opened `body_file`, streamed) as `data`."""
+        extra headers, redirects when the job names them, the timeout when the job names one,
+        streaming for a file sink, the form, and `body` (the opened `body_file`, streamed) as `data`."""
         kwargs = {"headers": self.upload_headers(), **self.redirect_kwargs("allow_redirects"),
-                  "timeout": timeout_s, "stream": self.to_file, **self.form_kwargs()}
+                  **timeout_kwargs(timeout_s), "stream": self.to_file, **self.form_kwargs()}
         if body is not None:
             kwargs["data"] = body
         return kwargs
@@ -158,7 +158,7 @@ class Job:
     keep_alive: bool
     cookies: bool
     accept_gzip: bool
-    timeout_s: float
+    timeout_s: float | None   # None: the job names no time limit, the library keeps its default
     options: dict[str, Any]
     requests: list[Request]
 
@@ -174,7 +174,7 @@ class Job:
             keep_alive=bool(data.get("keep_alive", True)),
             cookies=bool(data.get("cookies", False)),
             accept_gzip=bool(data.get("accept_gzip", False)),
-            timeout_s=float(data.get("timeout_s", 60)),
+            timeout_s=None if data.get("timeout_s") is None else float(data["timeout_s"]),
             options=dict(data.get("options") or {}),
             requests=[Request.parse(r, entry) for r, entry in enumerate(data.get("requests", []))],
         )
@@ -284,6 +284,12 @@ _KNOWN_VERSIONS: dict[Any, str] = {
     **{text: label for text, label in _HTTP_LABELS.items()},
     **{f"HTTP/{text}": label for text, label in _HTTP_LABELS.items() if "." in text or len(text) == 1},
 }
+
+
+def timeout_kwargs(timeout_s: Any, name: str = "timeout") -> dict:
+    """`{name: timeout_s}` when the job names a time limit (the value as the library takes it),
+    else {}: the library keeps its own default, as a plain program's would."""
+    return {} if timeout_s is None else {name: timeout_s}
 
 
 def http_label(version: Any) -> str:

@@ -36,6 +36,13 @@ def test_job_parse_defaults_and_fields():
     assert job.timeout_s == 60.0 and job.option("tcp_nodelay") is None and job.option("absent") is None
 
 
+def test_a_job_that_names_no_timeout_leaves_the_librarys_own():
+    job = labdriver.Job.parse(job_dict(timeout_s=None))
+    assert job.timeout_s is None
+    assert "timeout" not in job.requests[0].requests_kwargs(job.timeout_s)
+    assert labdriver.timeout_kwargs(2.5) == {"timeout": 2.5} and labdriver.timeout_kwargs(None) == {}
+
+
 @pytest.mark.parametrize("entry,follow", [({}, None), ({"follow_redirects": None}, None),
                                           ({"follow_redirects": False}, False), ({"follow_redirects": True}, True)])
 def test_follow_redirects_is_three_valued(entry, follow):

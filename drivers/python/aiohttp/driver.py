@@ -34,7 +34,8 @@ class AiohttpDriver(labdriver.AsyncDriver):
         # aiohttp's CookieJar refuses cookies from IP hosts unless unsafe=True; the lab uses 127.0.0.1
         jar = aiohttp.CookieJar(unsafe=True) if job.cookies else aiohttp.DummyCookieJar()
         self.session = aiohttp.ClientSession(
-            connector=connector, cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=job.timeout_s),
+            connector=connector, cookie_jar=jar,
+            **labdriver.timeout_kwargs(None if job.timeout_s is None else aiohttp.ClientTimeout(total=job.timeout_s)),
             headers={"Accept-Encoding": job.gzip_header},  # aiohttp asks for gzip/deflate by default
         )
 

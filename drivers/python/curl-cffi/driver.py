@@ -77,7 +77,7 @@ class CurlCffiDriver(labdriver.HybridDriver):
             curl_options[CurlOpt.FORBID_REUSE] = 1  # close the connection after every transfer
         if job.option("tcp_nodelay") is not None:
             curl_options[CurlOpt.TCP_NODELAY] = int(job.option("tcp_nodelay"))
-        return {"timeout": job.timeout_s, "http_version": HTTP_VERSIONS[job.http], "curl_options": curl_options,
+        return {**labdriver.timeout_kwargs(job.timeout_s), "http_version": HTTP_VERSIONS[job.http], "curl_options": curl_options,
                 "discard_cookies": not job.cookies}  # discard: keep no cookies from responses
 
     @staticmethod

@@ -61,7 +61,7 @@ class HttpxAsyncDriver(labdriver.AsyncDriver):
         # client_headers: httpx would ask for gzip/deflate/br. trust_env as shipped: the lab keeps
         # proxies and SSL_CERT_FILE out of the environment
         self.client = httpx.AsyncClient(transport=transport, headers=job.client_headers, cookies=jar,
-                                        timeout=job.timeout_s)
+                                        **labdriver.timeout_kwargs(job.timeout_s))
 
     async def request(self, req: labdriver.Request) -> labdriver.Response:
         if req.plain_get:  # as httpx's docs get a URL, with no arguments to merge

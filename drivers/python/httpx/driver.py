@@ -43,7 +43,8 @@ class HttpxDriver(labdriver.Driver):
             headers["Connection"] = "close"
         jar = None if job.cookies else http.cookiejar.CookieJar(labdriver.refuse_cookies())
         # trust_env as shipped: the lab keeps proxies and SSL_CERT_FILE out of the environment
-        self.client = httpx.Client(transport=transport, headers=headers, cookies=jar, timeout=job.timeout_s)
+        self.client = httpx.Client(transport=transport, headers=headers, cookies=jar,
+                                   **labdriver.timeout_kwargs(job.timeout_s))
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
         if req.plain_get:  # as httpx's docs get a URL, with no arguments to merge

@@ -51,7 +51,8 @@ class PycurlDriver(labdriver.Driver):
         """Job-wide options: set once, and again after a reset()."""
         job = self.job
         c.setopt(pycurl.HTTP_VERSION, self.version)
-        c.setopt(pycurl.TIMEOUT_MS, int(job.timeout_s * 1000))
+        if job.timeout_s is not None:
+            c.setopt(pycurl.TIMEOUT_MS, int(job.timeout_s * 1000))
         if job.tls_ca:
             c.setopt(pycurl.CAINFO, job.tls_ca)
         if job.cookies:

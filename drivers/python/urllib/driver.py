@@ -66,7 +66,7 @@ class UrllibDriver(labdriver.Driver):
                 data = body  # streamed from the file
             request = urllib.request.Request(req.url, data=data, headers=headers, method=req.method)
             try:
-                resp = self.opener.open(request, timeout=self.job.timeout_s)
+                resp = self.opener.open(request, **labdriver.timeout_kwargs(self.job.timeout_s))
             except urllib.error.HTTPError as err:  # a 3xx not followed, a 4xx or a 5xx: still a response
                 resp = err
             with resp:

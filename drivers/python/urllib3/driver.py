@@ -24,7 +24,7 @@ class Urllib3Driver(labdriver.Driver):
     def open(self, job: labdriver.Job) -> None:
         self.job = job
         kwargs: dict = {
-            "timeout": urllib3.Timeout(total=job.timeout_s),
+            **labdriver.timeout_kwargs(None if job.timeout_s is None else urllib3.Timeout(total=job.timeout_s)),
             # a failed request is reported, not sent again; redirects as urllib3's default Retry(3)
             # counts them (at most 3), followed or not as each request says
             "retries": urllib3.Retry(3, connect=0, read=0, other=0),

@@ -160,7 +160,8 @@ module LabDriver
         keep_alive: data.fetch("keep_alive", true) ? true : false,
         cookies: data.fetch("cookies", false) ? true : false,
         accept_gzip: data.fetch("accept_gzip", false) ? true : false,
-        timeout_s: Float(data.fetch("timeout_s", 60) || 60),
+        # nil: the job names no time limit, and the library keeps its own default
+        timeout_s: data["timeout_s"].nil? ? nil : Float(data["timeout_s"]),
         options: options,
         requests: requests.each_with_index.map { |entry, r| Request.parse(r, entry) },
       ).freeze

@@ -35,10 +35,12 @@ class ExconDriver < LabDriver::Driver
     @job = job
     @params = {
       persistent: job.keep_alive, # false: Excon closes the socket after every response
-      connect_timeout: job.timeout_s, read_timeout: job.timeout_s, write_timeout: job.timeout_s,
       ssl_verify_peer: true,
       headers: { "Accept-Encoding" => job.gzip_header },
     }
+    if job.timeout_s # else Excon's own
+      @params.merge!(connect_timeout: job.timeout_s, read_timeout: job.timeout_s, write_timeout: job.timeout_s)
+    end
     @params[:ssl_ca_file] = job.tls_ca if job.tls_ca
     @params[:tcp_nodelay] = job.option("tcp_nodelay") unless job.option("tcp_nodelay").nil?
     # origin => Excon::Connection (it connects on its first request)

@@ -80,7 +80,7 @@ class FaradayDriver < LabDriver::Driver
   def connection(follow)
     @connections[follow] ||= Faraday.new(
       ssl: { verify: true, ca_file: @job.tls_ca },
-      request: { timeout: @job.timeout_s, open_timeout: @job.timeout_s, write_timeout: @job.timeout_s },
+      request: @job.timeout_s ? { timeout: @job.timeout_s, open_timeout: @job.timeout_s, write_timeout: @job.timeout_s } : {},
       headers: default_headers,
     ) do |f|
       f.request :multipart

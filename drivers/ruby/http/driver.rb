@@ -30,7 +30,8 @@ class HttpRbDriver < LabDriver::Driver
   def open(job)
     @job = job
     t = job.timeout_s
-    base = HTTP.timeout(connect: t, write: t, read: t).headers("Accept-Encoding" => job.gzip_header)
+    base = HTTP.headers("Accept-Encoding" => job.gzip_header)
+    base = base.timeout(connect: t, write: t, read: t) if t # else http.rb's own
     base = base.use(:auto_inflate) if job.accept_gzip # decodes Content-Encoding: gzip
     base = base.nodelay if job.option("tcp_nodelay")
     @base = base # without persistent: "Connection: close" and a new connection per request

@@ -68,7 +68,8 @@ class NetHttpDriver < LabDriver::Driver
       http.verify_mode = OpenSSL::SSL::VERIFY_PEER
       http.ca_file = @job.tls_ca if @job.tls_ca
     end
-    http.open_timeout = http.read_timeout = http.write_timeout = http.ssl_timeout = @job.timeout_s
+    # else Net::HTTP's own
+    http.open_timeout = http.read_timeout = http.write_timeout = http.ssl_timeout = @job.timeout_s if @job.timeout_s
     http
   end
 

@@ -44,7 +44,7 @@ class TyphoeusDriver < LabDriver::Driver
     # job needs. Verification is libcurl's default (ssl_verifypeer, ssl_verifyhost 2) and stays
     # on; HTTP/1.1 is libcurl's own choice for http:// URLs, asked for only where TLS could
     # negotiate HTTP/2
-    @base = { timeout_ms: (job.timeout_s * 1000).ceil }
+    @base = job.timeout_s ? { timeout_ms: (job.timeout_s * 1000).ceil } : {} # else libcurl's own
     if job.http != "1.1" || job.requests.any? { |req| req.url.start_with?("https:") }
       @base[:http_version] = HTTP_VERSIONS.fetch(job.http)
     end

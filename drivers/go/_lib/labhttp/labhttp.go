@@ -14,7 +14,7 @@ import (
 )
 
 // Client is the job's http.Client: a clone of net/http's DefaultTransport (what a program on
-// the default client gets) with what the job names set on it (Configure), the job's timeout, a
+// the default client gets) with what the job names set on it (Configure), the job's timeout (0, none, when it names none), a
 // cookie jar when the job keeps cookies, and a redirect policy only when an entry asks for its
 // 3xx (RedirectPolicy). Nothing is dialled here.
 func Client(job *lab.Job) (*http.Client, error) {

@@ -91,7 +91,8 @@ pub struct Job {
     pub keep_alive: bool,
     pub cookies: bool,
     pub accept_gzip: bool,
-    pub timeout: Duration,
+    /// None: the job names no time limit, and the library keeps its own default.
+    pub timeout: Option<Duration>,
     pub options: Options,
     pub requests: Vec<Request>,
 }
@@ -246,11 +247,11 @@ impl Job {
                 v.as_u64().filter(|n| *n >= 1).ok_or_else(|| bad(format!("concurrency must be at least 1, got {v}")))?
             }
         };
-        let timeout_s = match obj.get("timeout_s") {
-            None | Some(Value::Null) => 60.0,
-            Some(v) => {
-                v.as_f64().filter(|t| *t > 0.0).ok_or_else(|| bad(format!("timeout_s must be positive, got {v}")))?
-            }
+        let timeout = match obj.get("timeout_s") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(Duration::from_secs_f64(
+                v.as_f64().filter(|t| *t > 0.0).ok_or_else(|| bad(format!("timeout_s must be positive, got {v}")))?,
+            )),
         };
         let requests = match obj.get("requests") {
             Some(Value::Array(list)) => {
@@ -267,7 +268,7 @@ impl Job {
             keep_alive: bool_of(obj, "keep_alive", true)?,
             cookies: bool_of(obj, "cookies", false)?,
             accept_gzip: bool_of(obj, "accept_gzip", false)?,
-            timeout: Duration::from_secs_f64(timeout_s),
+            timeout,
             options: Options::parse(obj.get("options"))?,
             requests,
         })
@@ -368,7 +369,7 @@ mod tests {
             "options": {"tcp_nodelay": true, "max_host_connections": null},
             "requests": [{"method": "post", "url": "http://x/echo", "repeat": 2, "form": {"a": "1 2", "b": "&"}},
                          {"method": "GET", "url": "https://x/f", "sink": "file", "sink_path": "/tmp/s"}]}));
-        assert_eq!((j.http, j.concurrency, j.timeout), (Http::H2c, 3, Duration::from_millis(1500)));
+        assert_eq!((j.http, j.concurrency, j.timeout), (Http::H2c, 3, Some(Duration::from_millis(1500))));
         assert_eq!(j.options.tcp_nodelay, Some(true));
         assert_eq!(j.requests[0].method, "POST");
         assert_eq!(j.requests[0].urlencoded(), "a=1+2&b=%26");
@@ -376,6 +377,12 @@ mod tests {
         assert_eq!(j.requests[1].sink_path.as_deref(), Some("/tmp/s"));
         assert_eq!(j.requests[0].follow_redirects, None);
         assert_eq!((j.follow_redirects(), j.mixes_redirects()), (None, false));
+    }
+
+    #[test]
+    fn a_job_that_names_no_timeout_leaves_the_librarys_own() {
+        let j = job(json!({"timeout_s": null, "requests": [{"method": "GET", "url": "http://x/"}]}));
+        assert_eq!(j.timeout, None);
     }
 
     #[test]

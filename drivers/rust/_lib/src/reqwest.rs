@@ -6,15 +6,17 @@
 /// A reqwest `ClientBuilder` (blocking or async) configured from a `&Job`: HTTP version forced
 /// (HTTP/1.1 only, or HTTP/2 with prior knowledge: ALPN h2 only over TLS, h2c in cleartext),
 /// the job's CA as the only trust anchor, cookies, gzip, redirect policy (only when the job
-/// names one), timeout, pooling.
+/// names one), timeout (only when the job names one), pooling.
 #[macro_export]
 macro_rules! reqwest_builder {
     ($builder:expr, $job:expr) => {{
         let job: &$crate::Job = $job;
         let mut builder = $builder
-            .timeout(job.timeout)
             .cookie_store(job.cookies)
             .gzip(job.accept_gzip); // off: no Accept-Encoding at all; on: "gzip", decoded
+        if let Some(timeout) = job.timeout {
+            builder = builder.timeout(timeout); // none named: reqwest's own (no total limit)
+        }
         // the redirect policy is the client's: jobs mixing both are refused (reqwest_refusal);
         // none named (no URL redirects): reqwest's own default stays
         match job.follow_redirects() {

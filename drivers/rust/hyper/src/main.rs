@@ -111,11 +111,15 @@ impl AsyncDriver for Hyper {
         Ok(builder.build(connector))
     }
 
-    /// One request of entry `r`, given up after the job's timeout (hyper has none of its own).
+    /// One request of entry `r`, given up after the job's timeout when it names one (hyper has
+    /// none of its own).
     async fn request(client: HyperClient, job: Arc<Job>, r: usize) -> Result<Response, Error> {
-        match tokio::time::timeout(job.timeout, exchange(&client, &job, &job.requests[r])).await {
+        let Some(limit) = job.timeout else {
+            return exchange(&client, &job, &job.requests[r]).await;
+        };
+        match tokio::time::timeout(limit, exchange(&client, &job, &job.requests[r])).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(format!("timed out after {:?}", job.timeout).into()),
+            Err(_) => Err(format!("timed out after {limit:?}").into()),
         }
     }
 }

@@ -82,8 +82,10 @@ impl BlockingDriver for Isahc {
                 Http::H2 | Http::H2c => VersionNegotiation::http2(), // prior knowledge, no fallback
                 Http::H3 => unreachable!("labdriver refuses HTTP/3 jobs for a driver without HTTP3"),
             })
-            .timeout(job.timeout)
             .automatic_decompression(job.accept_gzip);
+        if let Some(timeout) = job.timeout {
+            builder = builder.timeout(timeout);
+        }
         if job.accept_gzip {
             builder = builder.default_header("Accept-Encoding", "gzip"); // exactly gzip, not curl's whole list
         }

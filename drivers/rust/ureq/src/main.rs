@@ -96,7 +96,8 @@ impl BlockingDriver for Ureq {
     fn open(&self, job: &Job) -> Result<Client, Error> {
         let mut config = Agent::config_builder()
             .http_status_as_error(false) // a 4xx/5xx is a response, not an error
-            .timeout_global(Some(job.timeout))
+            // only a limit the job names: ureq's timeout_global runs a thread per request
+            .timeout_global(job.timeout)
             .accept_encoding(if job.accept_gzip { "gzip" } else { "" }) // "": no header at all
             .tls_config(TlsConfig::builder().root_certs(root_certs(job)?).build());
         if !job.keep_alive {

@@ -29,7 +29,8 @@ public final class Job {
     public final boolean keepAlive;
     public final boolean cookies;
     public final boolean acceptGzip;
-    public final double timeoutS;
+    /** null: the job names no time limit, and the library keeps its own default */
+    public final Double timeoutS;
     /** the non-null options: Boolean, Long, String or List<String> values */
     public final Map<String, Object> options;
     public final List<Request> requests;
@@ -43,7 +44,10 @@ public final class Job {
         keepAlive = j.path("keep_alive").asBoolean(true);
         cookies = j.path("cookies").asBoolean(false);
         acceptGzip = j.path("accept_gzip").asBoolean(false);
-        timeoutS = j.path("timeout_s").asDouble(60);
+        timeoutS = j.hasNonNull("timeout_s") ? j.get("timeout_s").asDouble() : null;
+        if (timeoutS != null && !(timeoutS > 0)) {
+            throw new IllegalArgumentException("timeout_s must be positive");
+        }
         if (concurrency < 1) {
             throw new IllegalArgumentException("concurrency must be at least 1");
         }
@@ -114,12 +118,9 @@ public final class Job {
         return http2() ? "2" : http3() ? "3" : null;
     }
 
+    /** The job's time limit, or null when it names none (the library's own default stays). */
     public Duration timeout() {
-        return Duration.ofMillis(Math.round(timeoutS * 1000));
-    }
-
-    public long timeoutMillis() {
-        return timeout().toMillis();
+        return timeoutS == null ? null : Duration.ofMillis(Math.round(timeoutS * 1000));
     }
 
     /** Every request to do, in order, repeats expanded. */

@@ -69,8 +69,14 @@ public final class ApacheDriver extends Driver {
     @Override
     public void open(Job job) throws Exception {
         this.job = job;
-        Timeout timeout = Timeout.ofMilliseconds(job.timeoutMillis());
-        SocketConfig.Builder socket = SocketConfig.custom().setSoTimeout(timeout);
+        // the job's time limit, when it names one, on every wait; else HttpClient's own
+        Timeout timeout = job.timeout() == null ? null : Timeout.ofMilliseconds(job.timeout().toMillis());
+        SocketConfig.Builder socket = SocketConfig.custom();
+        ConnectionConfig.Builder connection = ConnectionConfig.custom();
+        if (timeout != null) {
+            socket.setSoTimeout(timeout);
+            connection.setConnectTimeout(timeout).setSocketTimeout(timeout);
+        }
         Boolean nodelay = job.flag("tcp_nodelay");
         if (nodelay != null) {
             socket.setTcpNoDelay(nodelay);
@@ -80,8 +86,7 @@ public final class ApacheDriver extends Driver {
         int perRoute = perHost != null ? perHost : Math.max(DEFAULT_PER_ROUTE, job.concurrency);
         PoolingHttpClientConnectionManagerBuilder pool = PoolingHttpClientConnectionManagerBuilder.create()
                 .setDefaultSocketConfig(socket.build())
-                .setDefaultConnectionConfig(ConnectionConfig.custom()
-                        .setConnectTimeout(timeout).setSocketTimeout(timeout).build())
+                .setDefaultConnectionConfig(connection.build())
                 .setMaxConnPerRoute(perRoute)
                 .setMaxConnTotal(Math.max(DEFAULT_TOTAL, perRoute));
         if (job.tlsCa != null) {
@@ -101,9 +106,10 @@ public final class ApacheDriver extends Driver {
         configs.clear();
         for (Request req : job.requests) {
             RequestConfig.Builder config = RequestConfig.custom()
-                    .setExpectContinueEnabled(req.hasBody() && Boolean.TRUE.equals(job.flag("expect_100")))
-                    .setConnectionRequestTimeout(timeout)
-                    .setResponseTimeout(timeout);
+                    .setExpectContinueEnabled(req.hasBody() && Boolean.TRUE.equals(job.flag("expect_100")));
+            if (timeout != null) {
+                config.setConnectionRequestTimeout(timeout).setResponseTimeout(timeout);
+            }
             if (req.followRedirects != null) { // else RequestConfig's own setting (follow) stays
                 config.setRedirectsEnabled(req.followRedirects);
             }

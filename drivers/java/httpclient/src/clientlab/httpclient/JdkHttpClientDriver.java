@@ -76,8 +76,10 @@ public final class JdkHttpClientDriver extends AsyncDriver {
         // HTTP_2 is a preference: when ALPN does not settle on h2 the JDK speaks HTTP/1.1, and
         // the response's version() says so (checked before the body is used)
         HttpClient.Builder b = HttpClient.newBuilder()
-                .version(job.http2() ? HttpClient.Version.HTTP_2 : HttpClient.Version.HTTP_1_1)
-                .connectTimeout(job.timeout());
+                .version(job.http2() ? HttpClient.Version.HTTP_2 : HttpClient.Version.HTTP_1_1);
+        if (job.timeout() != null) {
+            b.connectTimeout(job.timeout());
+        }
         Boolean follow = job.followRedirects(); // null: the JDK's own setting (NEVER) stays
         if (follow != null) {
             b.followRedirects(follow ? HttpClient.Redirect.NORMAL : HttpClient.Redirect.NEVER);
@@ -99,7 +101,10 @@ public final class JdkHttpClientDriver extends AsyncDriver {
     }
 
     private HttpRequest build(Request req) {
-        HttpRequest.Builder b = HttpRequest.newBuilder(req.uri()).timeout(job.timeout());
+        HttpRequest.Builder b = HttpRequest.newBuilder(req.uri());
+        if (job.timeout() != null) {
+            b.timeout(job.timeout());
+        }
         if (!job.keepAlive) {
             b.header("Connection", "close");
         }

@@ -62,7 +62,9 @@ public final class JettyDriver extends AsyncDriver {
     public void open(Job job) throws Exception {
         this.job = job;
         ClientConnector connector = new ClientConnector();
-        connector.setConnectTimeout(job.timeout());
+        if (job.timeout() != null) {
+            connector.setConnectTimeout(job.timeout());
+        }
         Boolean nodelay = job.flag("tcp_nodelay");
         if (nodelay != null) {
             connector.setTCPNoDelay(nodelay);
@@ -90,9 +92,10 @@ public final class JettyDriver extends AsyncDriver {
     }
 
     private org.eclipse.jetty.client.Request build(Request req) throws Exception {
-        org.eclipse.jetty.client.Request r = client.newRequest(req.uri())
-                .method(req.method)
-                .timeout(job.timeoutMillis(), TimeUnit.MILLISECONDS);
+        org.eclipse.jetty.client.Request r = client.newRequest(req.uri()).method(req.method);
+        if (job.timeout() != null) {
+            r.timeout(job.timeout().toMillis(), TimeUnit.MILLISECONDS);
+        }
         if (req.followRedirects != null) { // else the client's own setting (follow) stays
             r.followRedirects(req.followRedirects);
         }

@@ -212,7 +212,7 @@ public final class NettyHttp3Driver extends AsyncDriver {
                 }
             });
         });
-        return done.orTimeout(job.timeoutMillis(), TimeUnit.MILLISECONDS);
+        return job.timeout() == null ? done : done.orTimeout(job.timeout().toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** The request on its stream: head and body as Netty's HTTP objects. */

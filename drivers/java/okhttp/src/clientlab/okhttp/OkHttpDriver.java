@@ -83,13 +83,15 @@ public final class OkHttpDriver extends AsyncDriver {
         // on HTTP/1.1 a request in flight holds its connection: requests per host = connections
         dispatcher.setMaxRequestsPerHost(perHost != null ? perHost : job.concurrency);
         OkHttpClient.Builder b = new OkHttpClient.Builder()
-                .dispatcher(dispatcher) // OkHttp's own ConnectionPool (5 idle connections kept)
-                // the job's limit on the whole call; connect, read and write keep OkHttp's 10 s.
-                // Raising them to the call's limit flattered the client: a read's time-out then
-                // queued behind the call's in okio's watchdog and never woke that thread, where
-                // with OkHttp's defaults every read wakes it (about 5x the context switches and
-                // 1.3-1.8x the CPU a 335 KB answer in a plain loop)
-                .callTimeout(job.timeout());
+                .dispatcher(dispatcher); // OkHttp's own ConnectionPool (5 idle connections kept)
+        if (job.timeout() != null) {
+            // the job's limit on the whole call; connect, read and write keep OkHttp's 10 s.
+            // Raising them to the call's limit flattered the client: a read's time-out then
+            // queued behind the call's in okio's watchdog and never woke that thread, where
+            // with OkHttp's defaults every read wakes it (about 5x the context switches and
+            // 1.3-1.8x the CPU a 335 KB answer in a plain loop)
+            b.callTimeout(job.timeout());
+        }
         if (job.h2c()) {
             b.protocols(List.of(Protocol.H2_PRIOR_KNOWLEDGE));
         } else if (!job.http.equals("2")) {
