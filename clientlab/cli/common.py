@@ -21,7 +21,7 @@ from clientlab.output.diagnosis import print_findings
 from clientlab.output.long import long_lines, summary_lines
 from clientlab.output.markdown import markdown_text
 from clientlab.output.wrap import print_wrapped
-from clientlab.output.table import CAPTION, results_table, width_needed
+from clientlab.output.table import CAPTION, results_table
 from clientlab.output.whatran import print_what_ran
 from clientlab.record import Cell, RunConfig
 from clientlab.stats import StopRule
@@ -219,7 +219,8 @@ def network_line(net: Mapping | str | None) -> str:
 
 
 def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
-    """The run as a table (wide terminals), one line per cell (narrow ones, pipes), or JSON."""
+    """The run per scenario, fastest first (the long form: two lines a cell at 80 columns, one on
+    wider terminals and pipes), or the drivers × scenarios table, markdown or JSON when asked."""
     if fmt == "json":
         click.echo(exporters.export(store, run_id, "json"), nl=False)
         return
@@ -245,8 +246,8 @@ def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         print_wrapped(out, title, rest="  ")
         click.echo("\n".join(stored_matrix_lines(cells, run_id)))
         return
-    if fmt == "auto":
-        fmt = "table" if out.is_terminal and out.width >= width_needed(cells) else "long"
+    if fmt == "auto":  # ranked per scenario whatever the width: the form the README teaches to read
+        fmt = "long"
     if fmt == "markdown":
         click.echo(markdown_text(cells, title), nl=False)
         return

@@ -125,9 +125,9 @@ if TYPE_CHECKING:
                    "one process's own state (its heap's place, its allocator) is not the cell's figure. "
                    "JIT drivers (Java, Node.js) keep one process: it takes them a minute to settle.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "table", "long", "markdown", "json"]), default="auto", show_default=True,
-              help="How the result is printed: a table (drivers × scenarios), long (one line per cell), "
-                   "markdown (a table per scenario), json; auto: the table when the terminal is wide enough, "
-                   "else long.")
+              help="How the result is printed: long (per scenario, fastest first; a cell takes two lines "
+                   "at 80 columns, one on wider terminals), table (drivers × scenarios), markdown (a table "
+                   "per scenario), json; auto: long.")
 @click.option("--net", "net_name", default="loopback", show_default=True, metavar="PROFILE",
               help="Network profile (networks/*.toml, see `clientlab net list`): e.g. lan-1g, lan-100m, wan-50ms, "
                    "dns-slow. Anything but loopback runs client and server in their own namespaces (needs root).")

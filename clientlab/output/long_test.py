@@ -81,6 +81,38 @@ def test_the_markdown_form_is_a_table_per_scenario_fastest_first():
     assert "- cli-curl (2 of 2 scenarios): unsupported:" in text
 
 
+def _terminal_screen(tmp_path, command: str, done) -> str:
+    """What a tmux window of 80 columns shows after `command`, read once `done(screen)` holds; kept
+    in tmp_path as the test's artefact. The tmux server is the test's own, so the command runs
+    with this process's environment (the lab's lock and home), not an older server's."""
+    socket, session = f"clientlab-test-{time.monotonic_ns()}", "screen"
+    tmux = ["tmux", "-L", socket]
+    subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "80", "-y", "60",
+                    f"{command}; echo CLIENTLAB-TEST-EXIT $?; sleep 120"], check=True)
+    try:
+        screen = ""
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", session, "-S", "-"],
+                                    capture_output=True, text=True, check=True).stdout
+            if done(screen) or "CLIENTLAB-TEST-EXIT" in screen:
+                break
+            time.sleep(0.2)
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False)
+    (tmp_path / "screen.txt").write_text(screen)
+    return screen
+
+
+def _fits_80_columns_without_cut_words(screen: str) -> None:
+    lines = screen.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    # no word cut at the right edge: a line that fills the width ends where a word ends
+    full = [i for i, line in enumerate(lines) if len(line) == 80]
+    assert all(lines[i][-1] != " " and not (lines[i + 1][:1].isalnum() and lines[i][-1].isalnum())
+               for i in full if i + 1 < len(lines)), [lines[i] for i in full]
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_show_in_a_terminal_of_80_columns_wraps_no_line_and_cuts_no_word(tmp_path, store):
     # a stored run shown by the real command in a real terminal of 80 columns, read off the screen
@@ -89,24 +121,25 @@ def test_show_in_a_terminal_of_80_columns_wraps_no_line_and_cuts_no_word(tmp_pat
         cell_id = store.start_cell(run_id, cell.driver, cell.scenario, {}, "requests")
         store.finish_cell(cell_id, cell.status, cell.reason, cell.figures.to_json() if cell.figures else None, {})
     store.finish_run(run_id, "complete")
-    session = f"clientlab-test-{time.monotonic_ns()}"
-    command = f"{sys.executable} -m clientlab show --store {shlex.quote(str(store.where))} {run_id}; sleep 30"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "60", command], check=True)
-    try:
-        screen = ""
-        for _ in range(100):
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session, "-S", "-"],
-                                    capture_output=True, text=True, check=True).stdout
-            if "Summary" in screen and "python-requests" in screen.split("Summary")[-1]:
-                break
-            time.sleep(0.1)
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
-    (tmp_path / "screen.txt").write_text(screen)  # the artefact, as the terminal showed it
-    lines = screen.splitlines()
+    command = f"{sys.executable} -m clientlab show --store {shlex.quote(str(store.where))} {run_id}"
+    screen = _terminal_screen(tmp_path, command,
+                              lambda screen: "Summary" in screen and "python-requests" in screen.split("Summary")[-1])
     assert "Summary" in screen and "c-libcurl" in screen
-    assert all(len(line) <= 80 for line in lines)
-    # no word cut at the right edge: a line that fills the width ends where a word ends
-    full = [i for i, line in enumerate(lines) if len(line) == 80]
-    assert all(lines[i][-1] != " " and not (lines[i + 1][:1].isalnum() and lines[i][-1].isalnum())
-               for i in full if i + 1 < len(lines)), [lines[i] for i in full]
+    _fits_80_columns_without_cut_words(screen)
+
+
+@pytest.mark.serial
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_a_run_in_a_terminal_of_80_columns_shows_progress_table_and_summary_within_the_width(tmp_path):
+    # the real command measuring real drivers, as a person starts it: the progress bar, the
+    # unsupported driver's one line, the table and the summary, all read off an 80-column screen
+    command = (f"{sys.executable} -m clientlab run --store sqlite:///{tmp_path / 'runs.sqlite'}"
+               " -d c-libcurl,python-requests,cli-curl -s get-small,get-json-335k --trials 3"
+               " --no-allocator-modes")
+    screen = _terminal_screen(tmp_path, command, lambda screen: "CLIENTLAB-TEST-EXIT" in screen)
+    assert "CLIENTLAB-TEST-EXIT 0" in screen, screen[-2000:]
+    _fits_80_columns_without_cut_words(screen)
+    table = screen.split("Summary")[0]
+    assert "get-small" in table and "get-json-335k" in table and "req/s" in table
+    assert "cli-curl (2 of 2 scenarios): unsupported:" in table
+    assert "times faster than python-requests" in screen.split("Summary")[1]

@@ -26,7 +26,8 @@ def print_what_ran(console: Console, cells: list[Cell]) -> None:
         return
     console.print("\n[bold]Versions that ran[/]")
     for driver, seen in drivers.items():
-        print_wrapped(console, f"{driver}: {versions_text(seen['versions']) or '—'}", first="  ", rest="      ")
+        if seen["versions"]:  # a driver refused before it started reports none: nothing to list
+            print_wrapped(console, f"{driver}: {versions_text(seen['versions'])}", first="  ", rest="      ")
     departed = {d: s["departures"] for d, s in drivers.items() if s["departures"]}
     if departed:
         console.print(f"\n[bold]{DEPARTED} Settings of the driver's own, not its library's defaults[/]")

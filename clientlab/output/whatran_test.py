@@ -51,3 +51,9 @@ def test_departures_are_stored_with_the_cell_and_old_stores_read_none(tmp_path: 
         conn.execute("INSERT INTO cells (run_id, driver, scenario, params, status, metric, started_at) "
                      "VALUES (1, 'a-one', 'get-small', '{}', 'ok', 'rps', 1)")
     assert [c["departures"] for c in Store(tmp_path / "old.sqlite").cells(1)] == [[]]
+
+
+def test_a_driver_that_reported_no_versions_is_left_out_of_the_list():
+    silent = Cell(driver="cli-curl", scenario="get-small", status="unsupported", reason="x")
+    text = _printed([_cell("a-one", []), silent])
+    assert "a-one: lib 1.2.3" in text and "cli-curl" not in text
