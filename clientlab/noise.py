@@ -11,10 +11,11 @@ which any of these is large is *disturbed*: the runner runs it again (docs/measu
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol, TypeVar
 
 from clientlab.measure import tree_cpu_s
 
@@ -33,6 +34,8 @@ AFTER_LIMIT = 1.4
 STEAL_LIMIT = 0.05
 OTHER_LIMIT = 0.10
 FLOOR_TICKS = 3
+
+T = TypeVar("T")
 
 
 def _cpu_lines() -> dict[int, list[int]]:
@@ -128,3 +131,27 @@ class NoiseMeter:
         # ticks are sampled: the busy count can fall short of what the lab accounts for in ns
         other = max(0.0, busy * TICK_S - own)
         return Noise(steal_s=steal * TICK_S, other_cpu_s=other, wall_s=wall)
+
+
+class HostProbe(Protocol):
+    """The host's speed on a core (clientlab/hostprobe): a wait for a fast phase, and one reading,
+    each as a multiple of the fastest seen there."""
+
+    def wait_fast(self, limit_s: float) -> float: ...
+    def slowdown(self) -> float: ...
+
+
+def watched(work: Callable[[], T], probe: HostProbe | None, wait_s: float,
+            cores: set[int] | None = None) -> tuple[T, Noise]:
+    """`work` as a timed trial is watched, for work that is not a driver's trial (a plain loop's
+    round): the host probe waits (at most `wait_s`) for a slow phase to pass and reads the core
+    before it and again after it, and steal and other processes' CPU are read around it. The
+    caller has stopped whatever else of the lab's would run on the core. `Noise.disturbed()` of
+    the result says whether to run it again, by the same rule as a trial's."""
+    before = probe.wait_fast(wait_s) if probe is not None else None
+    meter = NoiseMeter(cores)
+    meter.start()
+    result = work()
+    noise = meter.stop()
+    after = probe.slowdown() if probe is not None else None
+    return result, dataclasses.replace(noise, host_before=before, host_after=after)

@@ -11,9 +11,16 @@ divides the cell's time per request by the loop's, pair by pair.
 The loop times itself (it is a reference, never a cell's figure); the lab checks its answer
 against the bench server's own record of the round: every request the loop claims arrived, and
 the bytes it says it read are the server's answers. Its CPU, page faults and wake-ups come from
-the kernel's account of the whole process (wait4), less the same program's start-up, read once
-per cell from a run that times nothing (COUNT 0), so that a round's mode of a large answer
-(bodies on the heap, or mapped anew) can be told as the lab's trials' are.
+the kernel's account of the whole process (wait4), less the same program's start-up and first
+requests, read once per cell from runs of a tenth of the round's GETs, so that a round's mode of
+a large answer (bodies on the heap, or mapped anew) can be told as the lab's trials' are. A run
+that times nothing (COUNT 0) would leave in the round what a fresh process pays on its first
+requests and the lab's warm process paid long before its trial: code and heap pages touched for
+the first time (0.3-5 page faults a request on Ruby and LWP loops).
+
+A round is watched as a timed trial is (noise.watched: the host probe on the core before and
+after it, steal and other processes' CPU around it), and a disturbed round is run again at once,
+after the probe's wait for a slow phase to pass, at most the run's `retries` times a cell.
 """
 
 from __future__ import annotations
@@ -27,10 +34,11 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from clientlab import affinity, paths, stats
+from clientlab import affinity, hostprobe, paths, stats
 from clientlab.calibrate import BareRound, Calibration, Pair
 from clientlab.job import plan
 from clientlab.manifest import Driver
+from clientlab.noise import HostProbe, Noise, watched
 from clientlab.protocol import DriverFault, driver_env
 from clientlab.runner import JIT_WARM_S, CellGroup, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
@@ -42,7 +50,8 @@ if TYPE_CHECKING:
     from clientlab.hosts.hostsfile import Host
 
 SCENARIOS = ("get-small", "get-json-335k")
-STARTUP_RUNS = 3            # COUNT-0 runs whose median is a process's start-up, taken from each round
+STARTUP_RUNS = 3            # runs whose median is a process's start-up and first GETs, taken from each round
+STARTUP_SHARE = 10          # those runs make 1/STARTUP_SHARE of the round's GETs
 ROUND_TIMEOUT_FLOOR_S = 30.0
 STDERR_SHOWN = 400          # characters of a failed loop's stderr in its message
 
@@ -88,7 +97,7 @@ class PlainLoop:
         if argv is None:
             raise DriverFault(f"{driver.id} has no plain loop (its manifest names no `plain`)")
         self.driver, self.argv, self.cpu, self.warmup_s = driver, argv, cpu, warmup_s
-        self.startup: Usage | None = None
+        self.startup: tuple[int, Usage] | None = None   # GETs of the start-up runs, their median cost
 
     def _args(self, job: dict, count: int) -> list[str]:
         url = plain_url(job)
@@ -99,14 +108,16 @@ class PlainLoop:
             args.append(job["tls_ca"])
         return args
 
-    def start_up(self, job: dict, timeout_s: float) -> Usage:
-        """The loop's process with nothing timed: its start-up (and, for a JIT runtime, its
-        warm-up), the median of STARTUP_RUNS runs; taken once per cell."""
-        if self.startup is None:
-            runs = [self._run(self._args(job, 0), timeout_s)[1] for _ in range(STARTUP_RUNS)]
-            self.startup = Usage(stats.median([u.cpu_s for u in runs]),
-                                 int(stats.median([float(u.page_faults) for u in runs])),
-                                 int(stats.median([float(u.wakeups) for u in runs])))
+    def start_up(self, job: dict, count: int, timeout_s: float) -> tuple[int, Usage]:
+        """The loop's process making a tenth of a round's GETs: its start-up and the first-touch
+        cost of its first requests, the median of STARTUP_RUNS runs, and how many GETs they made;
+        taken once per cell (and count)."""
+        first = count // STARTUP_SHARE
+        if self.startup is None or self.startup[0] != first:
+            runs = [self._run(self._args(job, first), timeout_s)[1] for _ in range(STARTUP_RUNS)]
+            self.startup = first, Usage(stats.median([u.cpu_s for u in runs]),
+                                        int(stats.median([float(u.page_faults) for u in runs])),
+                                        int(stats.median([float(u.wakeups) for u in runs])))
         return self.startup
 
     def round(self, job: dict, count: int, timeout_s: float) -> tuple[dict[str, Any], Usage]:
@@ -170,9 +181,12 @@ class PlainBeside:
     """The runner's `beside`: a fresh plain-loop process per cell round, right after each timed
     trial, at the trial's request count."""
 
-    def __init__(self, cpu: int | None, jit_warm_s: float = JIT_WARM_S):
+    def __init__(self, cpu: int | None, jit_warm_s: float = JIT_WARM_S, probe: HostProbe | None = None,
+                 retries: int = 0):
         self.cpu = cpu
         self.jit_warm_s = jit_warm_s
+        self.probe = probe          # the runner's host probe on the driver's core (None: not pinned)
+        self.retries = retries      # disturbed rounds run again, at most this many a cell
         self.loops: dict[tuple[str, str], PlainLoop] = {}
         self.cells: dict[tuple[str, str], Calibration] = {}
         self.scratch = paths.scratch_dir()
@@ -189,27 +203,41 @@ class PlainBeside:
             if loop is None:
                 warm = self.jit_warm_s if driver.manifest.warmup > 1 else 0.0
                 loop = self.loops[(driver.id, scenario.label)] = PlainLoop(driver, self.cpu, warm)
-            rnd = self._round(loop, work, server, max(ROUND_TIMEOUT_FLOOR_S, 10 * trial.wall_s) + loop.warmup_s)
+            rnd = self._round(loop, work, server, max(ROUND_TIMEOUT_FLOOR_S, 10 * trial.wall_s) + loop.warmup_s,
+                              cal)
         except DriverFault as exc:
             cal.problem = str(exc).splitlines()[0]
             return
         cal.pairs.append(Pair(trial, rnd))
 
-    def _round(self, loop: PlainLoop, work: Scenario, server: Any, timeout_s: float) -> BareRound:
+    def _round(self, loop: PlainLoop, work: Scenario, server: Any, timeout_s: float, cal: Calibration) -> BareRound:
         planned = plan(work, server.endpoint, self.scratch, verify=False, tag=f"{os.getpid()}-plain")
         job = planned.job
         count = sum(int(r.get("repeat", 1)) for r in job["requests"])
         # a JIT runtime's warm-up costs more or less from run to run: taking it off says nothing
         jit = loop.warmup_s > 0
-        startup = None if jit else loop.start_up(job, timeout_s)
-        server.reset()
-        answer, usage = loop.round(job, count, timeout_s)
+        startup = None if jit else loop.start_up(job, count, timeout_s)
+        while True:
+            server.reset()
+            (answer, usage), noise = watched(lambda: loop.round(job, count, timeout_s), self.probe,
+                                             hostprobe.WAIT_FAST_S)
+            reason = _disturbed(noise, jit)
+            if reason is None:
+                break
+            if len(cal.run_again) >= self.retries:
+                cal.kept_disturbed.append(reason)
+                break
+            cal.run_again.append(reason)
         seen = server.counters()
         _check(answer, count, seen, warmed=jit)
         if startup is None:
             return BareRound(float(answer["seconds"]), count, None, None, None)
-        own = usage.minus(startup)
-        return BareRound(float(answer["seconds"]), count, own.cpu_s, own.page_faults, own.wakeups)
+        first, before = startup
+        # what the round's other GETs cost, scaled to the round's count (a BareRound's readings
+        # are divided by it)
+        own, share = usage.minus(before), count / (count - first)
+        return BareRound(float(answer["seconds"]), count, own.cpu_s * share, round(own.page_faults * share),
+                         round(own.wakeups * share))
 
     def keep(self, store: Store, run_id: int) -> None:
         """Each cell's check with its figures (`plain`), where the cell has figures."""
@@ -217,6 +245,16 @@ class PlainBeside:
             cal = self.cells.get((cell["driver"], cell["scenario"]))
             if cal is not None and cell["status"] == "ok":
                 store.add_to_figures(cell["id"], plain=cal.to_figure())
+
+
+def _disturbed(noise: Noise, jit: bool) -> str | None:
+    """Why a round does not measure the loop alone, by a timed trial's rule, or None. A JIT loop's
+    round is its warm-up (tens of seconds) and then its timed GETs (the last fraction of a
+    second): steal and other processes' CPU over the whole would judge the warm-up, so only the
+    probe right after it, which falls next to the timed GETs, judges that round."""
+    if jit:
+        noise = Noise(0.0, 0.0, noise.wall_s, None, noise.host_after)
+    return noise.disturbed()
 
 
 def _check(answer: dict[str, Any], count: int, seen: dict[str, Any], warmed: bool) -> None:
@@ -242,7 +280,8 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
     with lab_run(store, loopback_config("plain", drivers, scenarios), options, events, server_host) as lab, \
             lab.bench_server() as bench, lab.runner(bench) as runner:
         run_id = lab.run_id
-        beside = runner.beside = PlainBeside(lab.placement.driver, options.jit_warm_s or JIT_WARM_S)
+        beside = runner.beside = PlainBeside(lab.placement.driver, options.jit_warm_s or JIT_WARM_S,
+                                             runner.trials.probe, options.retries)
         try:
             for result in runner.run_groups([CellGroup(drivers, s) for s in scenarios]):
                 beside.calibration(result.driver, result.scenario).lab = result

@@ -64,3 +64,39 @@ def test_the_plain_loop_url_is_refused_for_work_a_plain_loop_does_not_do():
                    {"requests": [{**job["requests"][0], "sink": "file", "sink_path": "/tmp/x"}]}):
         with pytest.raises(plainloop.DriverFault, match="no plain loop"):
             plainloop.plain_url({**job, **change})
+
+
+class _AfterReadings:
+    """A host probe whose readings right after the work are as told (then fast); fast before it."""
+
+    def __init__(self, *after: float):
+        self.after = list(after)
+
+    def wait_fast(self, limit_s: float) -> float:
+        return 1.0
+
+    def slowdown(self) -> float:
+        return self.after.pop(0) if self.after else 1.0
+
+
+def _disturbed_round(bench_server, test_drivers, retries: int):
+    beside = plainloop.PlainBeside(None, probe=_AfterReadings(1.6), retries=retries)
+    loop = plainloop.PlainLoop(test_drivers["python-fake-reference"], None, 0.0)
+    cal = beside.calibration("python-fake-reference", "get-small")
+    rnd = beside._round(loop, shipped("get-small", count=40), bench_server, 30.0, cal)
+    assert rnd.requests == 40 and rnd.wall_s > 0  # the round kept passed the server's check
+    return cal
+
+
+def test_a_plain_round_the_host_disturbed_is_run_again(bench_server, test_drivers):
+    cal = _disturbed_round(bench_server, test_drivers, retries=1)
+    # the round after may be disturbed too on a busy machine (others' CPU): then it is kept, flagged
+    assert len(cal.run_again) == 1 and "the host slowed the driver's core" in cal.run_again[0]
+    assert cal.rounds_note().endswith("1 run again" if not cal.kept_disturbed else "(no retries left)")
+
+
+def test_with_no_retries_left_a_disturbed_plain_round_is_kept_and_said(bench_server, test_drivers):
+    cal = _disturbed_round(bench_server, test_drivers, retries=0)
+    assert cal.run_again == [] and len(cal.kept_disturbed) == 1
+    assert "the host slowed the driver's core" in cal.kept_disturbed[0]
+    assert cal.rounds_note() == "1 plain rounds disturbed, 0 run again, 1 kept disturbed (no retries left)"

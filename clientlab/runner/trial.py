@@ -14,13 +14,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from clientlab import cgroup, figures, hostprobe
 from clientlab.errors import LabError
 from clientlab.job import plan
 from clientlab.measure import TreeMeter, Usage, process_tree
-from clientlab.noise import Noise, NoiseMeter
+from clientlab.noise import HostProbe, Noise, NoiseMeter
 from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.runner.cell import Cell, Events
 from clientlab.runner.deadline import Deadline
@@ -41,13 +41,6 @@ TRIAL_TIMEOUT_FLOOR_S = 10.0  # …but never less than this
 
 class Unsupported(Exception):
     """The driver (or its manifest) cannot do this job exactly as asked."""
-
-
-class HostProbe(Protocol):
-    """The host's speed on the driver's core (clientlab/hostprobe.py), as a trial reads it."""
-
-    def wait_fast(self, limit_s: float) -> float: ...
-    def slowdown(self) -> float: ...
 
 
 class Trials:
