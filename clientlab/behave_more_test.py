@@ -145,6 +145,8 @@ def test_a_bomb_is_judged_under_its_cap_and_its_peak_is_in_the_cell():
     assert killed.outcome == "held-all" and "512 MiB memory cap" in killed.detail
     java = judge(bomb, Observed(3.0, [], [{"r": 0, "message": "java.lang.OutOfMemoryError: Java heap space"}], [], 200 << 20))
     assert java.outcome == "held-all"
+    curl = judge(CASES["big-header"], Observed(0.1, [], [{"r": 0, "message": "Out of memory"}], [], 9 << 20))
+    assert curl.outcome == "ok"
     short = judge(bomb, Observed(1.0, [{"r": 0, "status": 200, "bytes": 100 << 20}], [], [], 300 << 20))
     assert short.outcome == "accepted-short"
     raw = judge(bomb, Observed(1.0, [{"r": 0, "status": 200, "bytes": 1_040_479}], [], [], 30 << 20))

@@ -352,7 +352,10 @@ def _judge_memory_outcome(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome
     if seen.capped:
         return BehaviourOutcome(bc.name, "held-all", f"ended by the cell's {cap} MiB memory cap ({peak}): "
                                 "it held what it decoded in memory")
-    if seen.errors and any(m in error.lower() for m in OUT_OF_MEMORY):
+    # a bomb's out of memory is the runtime's (a JVM's heap, sized from the cap); a head of 1 MiB
+    # cannot exhaust the cap, so there the words are the client's limit (libcurl says a header
+    # over its maximum is CURLE_OUT_OF_MEMORY)
+    if c.check == "bomb" and seen.errors and any(m in error.lower() for m in OUT_OF_MEMORY):
         return BehaviourOutcome(bc.name, "held-all", f"its runtime ran out of memory under the {cap} MiB cap "
                                 f"({peak}): {error}")
     if seen.elapsed_s is None:
