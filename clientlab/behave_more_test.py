@@ -101,6 +101,8 @@ def test_credentials_after_https_to_http_are_judged_from_the_tls_origin():
     assert judge(plain, Observed(0.01, ok, [], [at_s, {"origin": "a", "credentials": []}])).outcome == "ok"
     leaked = judge(plain, Observed(0.01, ok, [], [at_s, {"origin": "a", "credentials": ["Authorization"]}]))
     assert leaked.outcome == "leaked"
+    refused = judge(plain, Observed(0.01, [{"r": 0, "status": 302, "bytes": 12}], [], [at_s]))
+    assert refused.outcome == "ok" and "not followed" in refused.detail
 
 
 # -- against the real bench server -----------------------------------------------------------------

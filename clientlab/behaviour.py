@@ -263,6 +263,8 @@ def judge(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
         how = f"reported {answered}" if answered else (f"error: {error}" if error else "no report")
         if seen.elapsed_s is None:
             how = f"nothing within {bc.limit_s:g} s: the lab killed it"
+        if c.fault == "redirect-to-plain" and seen.elapsed_s is not None:  # refusing to leave https keeps them
+            return BehaviourOutcome(bc.name, "ok", f"the redirect to plain http was not followed ({how})")
         return BehaviourOutcome(bc.name, "not-followed", f"no request reached the other origin ({how})")
     if not sent:
         return BehaviourOutcome(bc.name, "not-sent", f"asked to send {', '.join(asked)}, it sent none of them "
