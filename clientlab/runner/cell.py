@@ -104,6 +104,7 @@ class TrialLog:
     timed_spent_s: float = 0.0     # the lab's time in the cell's timed turns (the stop rule's clock)
     next_idx: int = 0              # the index of its next warm-up or timed trial
     slow_skips: int = 0            # turns it let pass: the host still in a slow phase
+    rewarmed: int = 0              # timed turns that began with a warm-up, the process idle too long
     processes: int = 1             # driver processes its timed trials ran in (forks)
     forked_at: int = 0             # its timed trials when its current process took over
     budget_stopped: bool = False   # its trials ended with the run's time budget

@@ -29,6 +29,7 @@ class ProcessPool:
         self.shared: dict[str, Running] = {}   # driver id -> the process its cells share (interleave = run)
         self._ended: dict[int, str] = {}       # pid of a shared process ended by a cell's failure -> why
         self._warm_work: dict[int, float] = {}  # pid -> seconds of warm-up trials it has run
+        self._last_trial: dict[int, float] = {}  # pid -> when its last trial ended (monotonic)
 
     def close(self) -> None:
         """Stop every process kept for later scenarios or shared by a run's cells."""
@@ -115,6 +116,15 @@ class ProcessPool:
         why = self._ended.get(cell.running.pid)
         raise DriverFault(f"the driver's process, shared with its other cells, was ended when {why}" if why
                           else f"the driver's process has exited (code {cell.running.proc.proc.returncode})")
+
+    def trial_ended(self, cell: Cell) -> None:
+        if cell.pid is not None:
+            self._last_trial[cell.pid] = time.monotonic()
+
+    def idle_s(self, cell: Cell) -> float:
+        """Seconds since the cell's process ended its last trial (stopped or waiting); 0 unknown."""
+        last = self._last_trial.get(cell.pid) if cell.pid is not None else None
+        return 0.0 if last is None else time.monotonic() - last
 
     def add_warm_work(self, cell: Cell, seconds: float) -> None:
         if cell.pid is not None:

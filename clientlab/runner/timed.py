@@ -16,6 +16,14 @@ from clientlab.runner.trial import Trials
 from clientlab.runner.warming import Warming
 
 STALLED_FACTOR = 4   # a first timed trial this far over the trial budget stops the cell early
+# A JIT process that sat this long without work (stopped through other cells' trials and
+# crosscheck's plain rounds) gets an untimed warm-up trial right before its timed one. V8's memory
+# reducer, whose timer runs out after 8 s of little allocation, fires as the process resumes:
+# a compacting GC that gave back 69 of a node-undici process's 83 MB of heap, and a young
+# generation so small that the next trial scavenged every 20 ms, faulted its heap back in and
+# took 2-3x the CPU (docs/evidence/measurement.md). A program making requests without pause
+# never meets it; the lab's way of keeping processes between trials must not be what it measures.
+REWARM_IDLE_S = 5.0
 
 
 class TimedTurns:
@@ -33,6 +41,10 @@ class TimedTurns:
         if self._fork_due(cell) and not self._next_fork(cell):
             return
         try:
+            if cell.jit() and self.pool.idle_s(cell) > REWARM_IDLE_S:
+                log.rewarmed += 1
+                if not self.warming.trial(cell, refit=False):
+                    return
             before = self.trials.host_before(cell, deadline)
             if (before is not None and before > hostprobe.SLOW_LIMIT and log.retries_left > 0
                     and not deadline.passed()):
@@ -56,6 +68,9 @@ class TimedTurns:
             return
         log.timed_walls.append(trial.wall_s or 0.0)
         if self._stalled(cell) or cell.options.stop.done(log.timed_walls, log.timed_spent_s):
+            if log.rewarmed:
+                log.notes.append(f"{log.rewarmed} timed trial(s) began with a warm-up trial: the JIT process had "
+                                 f"sat over {REWARM_IDLE_S:g} s without work")
             self._allocator_modes(cell)
             cell.finish_ok()
 

@@ -62,7 +62,10 @@ class Trials:
             server.rebind()
         planned = plan(scenario, server.endpoint, self.scratch, verify=verify, tag=cell.tag)
         server.configure(record_digests=verify, headers=scenario.server.headers)
-        timeout = (cell.options.trial_timeout_s or scenario.timeout_s) if verify else timed_limit(cell, scenario)
+        # a profiled trial (samplers) may run several times slower than a timed one (a tracer such as
+        # NYTProf): it gets the scenario's own limit, as verification does
+        timeout = (cell.options.trial_timeout_s or scenario.timeout_s) if verify or samplers \
+            else timed_limit(cell, scenario)
         phase = timed_phase(cell.running.proc, server, planned.job, timeout, group=cell.running.group,
                             watch=server if verify else None,
                             server_cpu=True, stall_s=cell.options.stall_s, samplers=samplers)
@@ -74,6 +77,7 @@ class Trials:
         for path in planned.files:
             path.unlink(missing_ok=True)
         usage = phase.usage
+        self.pool.trial_ended(cell)
         return Trial(
             kind=kind, idx=idx, ok=not problems,
             wall_s=usage.wall_s, user_s=usage.user_s, sys_s=usage.sys_s, peak_rss_kb=usage.peak_rss_kb,
