@@ -359,8 +359,9 @@ def _profile(**kwargs) -> None:
     cell's CPU went: its layers and top paths (docs/profiles.md).
 
     Each measured cell gets extra trials after its timed ones, with a sampling profiler attached
-    to the driver's process tree (perf for every language, py-spy for Python); they are stored
-    as `profiled` trials and never enter the figures. The profilers install on first use."""
+    to the driver's process tree (perf for every language, beside py-spy for Python, rbspy for
+    Ruby, excimer for PHP, NYTProf for Perl, JFR for Java); they are stored as `profiled` trials
+    and never enter the figures. The profilers install on first use."""
     from clientlab.profile.text import render
 
     ctx = click.get_current_context()

@@ -1,6 +1,6 @@
 """CPU profiles of cells, in layers, and the differential that names a slow cell's code paths.
 
-    tools.py       the profilers, installed on first use (perf, py-spy at a pinned version)
+    tools.py       the profilers, installed on first use (perf, py-spy, rbspy, excimer, NYTProf; pinned)
     samplers.py    a profiler attached to a driver's process tree for a trial's timed phase
     folded.py      folded stacks: the one format every profiler's output becomes
     rules.py       layer rules as data (rules/<language>.toml, rules/common.toml), the classifier

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from clientlab.profile import folded as fold
 from clientlab.profile.differential import Path as CodePath
 from clientlab.profile.differential import Weighted, paths, weighted
-from clientlab.profile.layers import HARNESS_SHOWN
+from clientlab.profile.layers import HARNESS_SHOWN, own_covers
 from clientlab.profile.rules import Rules
 
 if TYPE_CHECKING:
@@ -93,10 +93,10 @@ def profile_of(store: Store, cell: dict, rules: Rules) -> tuple[Weighted | None,
     per_request = meta["cpu_s"] / meta["requests"] * 1e6
     kernel = sum(s["share"] for s in layers.get("shares", []) if s["layer"] == "kernel")
     if "perf" in profiles and len(profiles) > 1:
-        # the kernel side as perf saw it (page faults included): the language profiler has none
-        perf = profiles["perf"]
-        n = fold.total(perf)
-        kernel = sum(c for s, c in perf.items() if fold.frames_of(s) and fold.frames_of(s)[-1].endswith("(kernel)")) / n if n else kernel
+        # what perf's samples stand for alone (the kernel side, and for a profiler of the
+        # language's frames alone the native layers): the language profiler has none of it
+        own = next(name for name in profiles if name != "perf")
+        kernel = 1 - own_covers(own, profiles, rules)
     return weighted(profiles, per_request, kernel, rules), profiles
 
 

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from clientlab.profile.folded import Folded, frames_of, total
-from clientlab.profile.layers import user_side
+from clientlab.profile.layers import own_side
 from clientlab.profile.rules import Rules
 
 MIN_PATH_US = 1.0       # a path is named when it accounts for this many µs a request…
@@ -44,11 +44,12 @@ class Path:
 def weighted(profiles: dict[str, Folded], cpu_us_per_request: float, kernel_share: float,
              rules: Rules) -> Weighted | None:
     """The profile the differential reads: the language's own profiler where there is one (it
-    names the library's functions; its samples in system calls left out, the kernel's share
-    `kernel_share` being perf's), else perf."""
+    names the library's functions; its samples in what perf names left out, perf's share of the
+    CPU being `kernel_share`: layers.own_covers), else perf."""
     own = {k: v for k, v in profiles.items() if k != "perf" and total(v)}
     if own:
-        f = user_side(next(iter(own.values())), rules) if "perf" in profiles else next(iter(own.values()))
+        name, lang = next(iter(own.items()))
+        f = own_side(name, lang, rules) if "perf" in profiles else lang
         if total(f):
             return Weighted(f, cpu_us_per_request * (1 - kernel_share) / total(f))
     perf = profiles.get("perf")

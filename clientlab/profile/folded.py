@@ -22,6 +22,13 @@ _LINE = re.compile(r":\d+\)$")
 _SITE = re.compile(r"^.*/(?:site|dist)-packages/")
 _STDLIB = re.compile(r"^.*/lib/python3\.\d+/")
 _SHARED = re.compile(r"\.so(\.[\d.]+)?$")
+# Ruby's and PHP's library folders, shortened as site-packages are: Ruby's standard library
+# (/usr/lib/ruby/3.1.0/net/http.rb → <stdlib>/net/http.rb), Debian's Ruby packages (vendor_ruby/...),
+# installed gems (gems/NAME-V/lib/...), Debian's PHP packages (php/GuzzleHttp/...)
+_SCRIPT_LIBS = ((re.compile(r"^/usr/lib/ruby/\d+\.\d+\.\d+/"), "<stdlib>/"),
+                (re.compile(r"^/usr/lib/ruby/vendor_ruby/"), "vendor_ruby/"),
+                (re.compile(r"^/.*/(?=gems/[^/]+/)"), ""),
+                (re.compile(r"^/usr/share/(?=php/)"), ""))
 _PERF_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)$")
 
 
@@ -59,6 +66,9 @@ def short_module(path: str) -> str:
         return _SITE.sub("", path)
     if _STDLIB.match(path):
         return "<stdlib>/" + _STDLIB.sub("", path)
+    for pattern, prefix in _SCRIPT_LIBS:
+        if m := pattern.match(path):
+            return prefix + path[m.end():]
     if path.startswith("/"):
         return path.rsplit("/", 1)[-1]
     return path
@@ -97,6 +107,89 @@ def parse_pyspy(text: str) -> Folded:
         # py-spy writes the process and thread first when asked; those are not frames
         frames = [f for f in frames if not f.startswith(("process ", "thread "))]
         out[";".join(frames)] += int(count)
+    return dict(out)
+
+
+def _split_count(line: str) -> tuple[list[str], int] | None:
+    stack, _, count = line.rstrip().rpartition(" ")
+    if not stack or not count.isdigit():
+        return None
+    return stack.split(";"), int(count)
+
+
+def parse_rbspy(text: str) -> Folded:
+    """rbspy's `--format collapsed` (root first; a frame `name - /path/file.rb:LINE`, a C function
+    with no file of its own `name - (unknown):0` or the like)."""
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        got = _split_count(line)
+        if got is None:
+            continue
+        frames = []
+        for f in got[0]:
+            name, sep, where = f.rpartition(" - ")
+            if not sep:
+                name, where = f, ""
+            path = re.sub(r":\d+$", "", where)
+            frames.append(frame(name, path if path.startswith("/") else f"ruby:{path or '?'}"))
+        out[";".join(frames)] += got[1]
+    return dict(out)
+
+
+def parse_excimer(text: str) -> Folded:
+    """The folded stacks drivers/php/_lib writes from excimer's log: root first, a frame
+    `Class::method (/path/file.php)`, an internal function `curl_exec (php)`."""
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        got = _split_count(line)
+        if got is None:
+            continue
+        frames = []
+        for f in got[0]:
+            name, sep, where = f.rpartition(" (")
+            frames.append(frame(name, where[:-1]) if sep else frame(f, "php"))
+        out[";".join(frames)] += got[1]
+    return dict(out)
+
+
+def parse_nytprofcalls(text: str) -> Folded:
+    """nytprofcalls' output (root first, Perl subs by package, the exclusive time in 100 ns ticks)
+    → folded stacks in µs (a frame `LWP::UserAgent::request (perlsub)`; an anonymous sub of the
+    lab's checkout, `main::__ANON__[/path/driver.pl:62]`, by its file)."""
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        got = _split_count(line)
+        if got is None:
+            continue
+        frames = []
+        for f in got[0]:
+            anon = re.match(r"^(?P<sub>.*__ANON__)\[(?P<file>.*):\d+\]$", f)
+            if anon and anon["file"].startswith(str(ROOT) + "/"):
+                frames.append(frame(anon["sub"], anon["file"]))
+            else:   # perf names the perl binary's own module `perl`: a sub's is `perlsub`
+                frames.append(frame(anon["sub"] if anon else f, "perlsub"))
+        us = got[1] // 10
+        if us:
+            out[";".join(frames)] += us
+    return dict(out)
+
+
+def parse_jfr_json(text: str) -> Folded:
+    """`jfr print --json --events jdk.ExecutionSample` → folded stacks (a frame
+    `package.Class.method (java)`, inlined ones included), one sample each."""
+    import json
+
+    out: Counter[str] = Counter()
+    events = (json.loads(text).get("recording") or {}).get("events") or []
+    for event in events:
+        trace = (event.get("values") or {}).get("stackTrace") or {}
+        frames = []
+        for f in reversed(trace.get("frames") or []):
+            method = f.get("method") or {}
+            cls = ((method.get("type") or {}).get("name") or "?").replace("/", ".")
+            frames.append(frame(f"{cls}.{method.get('name', '?')}", "java"))
+        if frames:
+            out[";".join(frames)] += 1
     return dict(out)
 
 

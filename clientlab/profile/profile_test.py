@@ -180,3 +180,60 @@ def test_gc_pressure_is_found_over_the_whole_profile_not_in_one_path():
     assert [c.id for c in profile_causes(heavy)] == ["gc-pressure"]
     assert profile_causes(light) == []
     assert cause_of(Path(("main (x)", "gc_collect_main (gcmodule.c)"), 30.0, 30.0, 0.0, "runtime")) is None
+
+
+def test_rbspy_frames_are_named_by_method_and_shortened_file():
+    text = ("<main> - /work/x/drivers/ruby/net-http/driver.rb:3;request - /usr/lib/ruby/3.1.0/net/http.rb:1500;"
+            "write - (unknown):0 4\n"
+            "<main> - /work/x/drivers/ruby/net-http/driver.rb:3;request - /usr/lib/ruby/3.1.0/net/http.rb:1502;"
+            "write - (unknown):0 1\n")
+    assert fold.parse_rbspy(text) == {
+        "<main> (driver.rb);request (<stdlib>/net/http.rb);write (ruby:(unknown))": 5}
+
+
+def test_nytprof_call_paths_become_stacks_in_microseconds():
+    from clientlab.paths import ROOT
+
+    text = (f"LabDriver::_run;main::__ANON__[{ROOT}/drivers/perl/lwp/driver.pl:62];"
+            "LWP::UserAgent::request;HTTP::Message::__ANON__[/usr/share/perl5/HTTP/Message.pm:12] 12345\n"
+            "LabDriver::_run 5\n")
+    assert fold.parse_nytprofcalls(text) == {
+        "LabDriver::_run (perlsub);main::__ANON__ (drivers/perl/lwp/driver.pl);LWP::UserAgent::request (perlsub);"
+        "HTTP::Message::__ANON__ (perlsub)": 1234}
+
+
+def test_excimer_stacks_keep_each_functions_file():
+    text = "(main) (/x/drivers/php/curl/driver.php);CurlDriver::run (/x/drivers/php/curl/driver.php);curl_exec (php) 7\n"
+    assert fold.parse_excimer(text) == {"(main) (driver.php);CurlDriver::run (driver.php);curl_exec (php)": 7}
+
+
+def test_jfr_samples_fold_root_first_with_their_inlined_frames():
+    doc = {"recording": {"events": [{"type": "jdk.ExecutionSample", "values": {"stackTrace": {"frames": [
+        {"method": {"type": {"name": "java.lang.String"}, "name": "indexOf"}, "type": "Inlined"},
+        {"method": {"type": {"name": "jdk/internal/net/http/Http1Response"}, "name": "readBody"}, "type": "JIT compiled"},
+        {"method": {"type": {"name": "clientlab.lab.Main"}, "name": "main"}, "type": "Interpreted"}]}}}] * 2}}
+    import json
+    assert fold.parse_jfr_json(json.dumps(doc)) == {
+        "clientlab.lab.Main.main (java);jdk.internal.net.http.Http1Response.readBody (java);java.lang.String.indexOf (java)": 2}
+
+
+def test_beside_a_profiler_of_the_languages_frames_perf_names_what_it_places_firmly():
+    rules = Rules.load("ruby", "drivers/ruby/net-http")
+    perf = {"ruby (process);vm_exec_core (libruby.so.3.1);? (libssl.so.3)": 20,
+            "ruby (process);vm_exec_core (libruby.so.3.1);tcp_sendmsg (kernel)": 30,
+            "ruby (process);gc_marks (libruby.so.3.1)": 10,
+            # the interpreter running Ruby code: rbspy says whose
+            "ruby (process);vm_exec_core (libruby.so.3.1)": 40}
+    spy = {"<main> (drivers/ruby/_lib/labdriver.rb);request (<stdlib>/net/http.rb)": 30,
+           "<main> (drivers/ruby/_lib/labdriver.rb);report (drivers/ruby/_lib/labdriver.rb)": 10,
+           # waiting in a system call: the kernel's share is perf's
+           "<main> (drivers/ruby/_lib/labdriver.rb);request (<stdlib>/net/http.rb);read (libc.so.6)": 50}
+    got = layers({"perf": perf, "rbspy": spy}, rules, cpu_s=1.0, requests=1000, overhead=None)
+    assert got.profiler == "perf+rbspy"
+    assert sum(s.share for s in got.shares) == pytest.approx(1.0, abs=1e-4)
+    assert got.share_of("tls").share == pytest.approx(0.2)
+    assert got.share_of("kernel").share == pytest.approx(0.3)
+    assert got.share_of("runtime").share == pytest.approx(0.1)      # the collector, from perf
+    # the interpreter's 40 % split as rbspy saw the Ruby code: 3 to the library, 1 to the harness
+    assert got.share_of("library").share == pytest.approx(0.3)
+    assert got.share_of("harness").share == pytest.approx(0.1)

@@ -47,7 +47,7 @@ class CellProfiler:
         result = cell.result
         if result is None or result.status != "ok" or cell.running is None or cell.work is None:
             return
-        env = process_env(cell.driver.manifest.language, cell.driver.variant.kind if cell.driver.variant else None)
+        env = process_env(cell.driver.manifest.language)
         for attempt in range(ATTEMPTS):
             try:
                 if env:
@@ -71,18 +71,23 @@ class CellProfiler:
 
     def _own_process(self, cell: Cell, trials: Trials, env: dict[str, str]) -> None:
         """A process of the driver of its own for the profile, started with `env` (a runtime that
-        names its JIT-compiled frames for perf only when started so), warmed up at the cell's count
-        for OWN_WARM_S: the cell's timed trials ran in processes without it."""
+        names its JIT-compiled frames for perf only when started so, a profiler loaded in the
+        process: samplers.process_env), warmed up at the cell's count (a JIT runtime for
+        OWN_WARM_S): the cell's timed trials ran in processes without it."""
         assert cell.work is not None
         # the cell's own process stays what it was: kept warm for the driver's next scenario
         # where the pool keeps JIT processes, shared with its other cells where they share one
         trials.pool.release(cell, keep=True)
         trials.pool.spawn(cell, env=env)
         started = time.monotonic()
-        while time.monotonic() - started < OWN_WARM_S:
+        # a JIT runtime (a manifest's warmup over 1) for OWN_WARM_S, an interpreter (PHP, Perl) once
+        warm_s = OWN_WARM_S if cell.driver.manifest.warmup > 1 else 0.0
+        while True:
             trial = trials.run(cell, cell.work, "warmup", -1)
             if not trial.ok:
                 raise ProfilerFailed(f"the profiling process's warm-up failed: {'; '.join(trial.problems or [])}")
+            if time.monotonic() - started >= warm_s:
+                break
 
     def _profiled(self, cell: Cell, trials: Trials) -> dict:
         assert cell.work is not None

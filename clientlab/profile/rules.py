@@ -62,21 +62,26 @@ class Rules:
 
     def layer_of(self, stack: str) -> str:
         """The one layer a sample with this stack goes to."""
+        return self.placed(stack)[0]
+
+    def placed(self, stack: str) -> tuple[str, bool]:
+        """The sample's layer, and whether a rule named it firmly (an `anywhere` rule or a frame's
+        own rule) rather than by default (a `defer` rule with no caller placed, or no rule)."""
         frames = frames_of(stack)
         for f in reversed(frames):
             symbol, module = split_frame(f)
             for r in self.anywhere:
                 if r.matches(symbol, module):
-                    return r.layer
+                    return r.layer, True
         deferred: str | None = None
         for f in reversed(frames):
             rule = self._rule_for(f)
             if rule is None:
                 continue
             if not rule.defer:
-                return rule.layer
+                return rule.layer, True
             deferred = deferred or rule.layer
-        return deferred or "unattributed"
+        return deferred or "unattributed", False
 
     def classify(self, folded: Folded) -> Counter[str]:
         """Samples per layer (every layer of LAYERS present, 0 where none)."""

@@ -2,13 +2,15 @@
 
 A sampler is started with the driver's process tree once the driver said `ready` (it is then
 idle, waiting for `go`), sees the timed phase, and is stopped right after `done`; `folded()` then
-gives its samples as folded stacks (folded.py). Each runs outside the driver's control group,
-so the CPU the lab reads for the trial is the driver's alone; the profiler's cost to the driver
-shows as the trial's wall time against the cell's timed trials (its overhead, kept with the
-profile)."""
+gives its samples as folded stacks (folded.py). perf, py-spy and rbspy run outside the driver's
+control group, so the CPU the lab reads for the trial is the driver's alone; excimer (PHP),
+NYTProf (Perl) and JFR (Java) run inside the driver's process, and what they cost is in that CPU.
+Either way the profiler's cost to the driver shows as the trial's wall time and CPU against the
+cell's timed trials (its overhead, kept with the profile)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -22,12 +24,17 @@ from typing import Protocol
 from clientlab.errors import LabError
 from clientlab.measure import process_tree
 from clientlab.profile import tools
-from clientlab.profile.folded import Folded, parse_perf_script, parse_pyspy
+from clientlab.profile.folded import (Folded, parse_excimer, parse_jfr_json, parse_nytprofcalls, parse_perf_script,
+                                     parse_pyspy, parse_rbspy)
 
 READY_TIMEOUT_S = 20.0
 ACK_TIMEOUT_S = 30.0   # perf answering on its control FIFO: seconds on a loaded host (5 s was missed)
 PERF_HZ = 999        # cpu-clock samples a second of CPU (software timer: these VMs have no PMU)
 PY_SPY_HZ = 250      # py-spy stops the process at each sample (--native): its cost grows with the rate
+RBSPY_HZ = 250       # rbspy stops the process at each sample too (its default, for consistent stacks)
+EXCIMER_PERIOD_S = 0.001   # PHP's excimer: a sample every ms of the thread's CPU time
+JFR_PERIOD = "1 ms"  # JFR's ExecutionSample period (its "profile" settings say 10 ms)
+INPROC_ENV = "CLIENTLAB_PROFILE_DIR"   # where a driver's helper writes its in-process profile of each go
 
 
 class ProfilerFailed(LabError):
@@ -210,6 +217,211 @@ class PySpy:
         self.dir.rmdir()
 
 
+class RbSpy:
+    """rbspy record --pid: Ruby methods by file, of the driver and its subprocesses, in rbspy's
+    collapsed format. Ruby frames only (no C frames under them, no kernel): beside perf, which
+    gives the native layers."""
+
+    name = "rbspy"
+    blind_spots = ("Ruby frames only: what C code a method runs (OpenSSL, zlib, the allocator, the collector) is "
+                   "perf's, and only its share is taken from perf, not its callers; no kernel frames; "
+                   "rbspy stops the process at each sample, which costs wall time")
+
+    def __init__(self, hz: int = RBSPY_HZ):
+        self.hz = hz
+        self.dir = Path(tempfile.mkdtemp(prefix="clientlab-rbspy-"))
+        self.proc: subprocess.Popen | None = None
+        self._folded: Folded | None = None
+
+    def start(self, pids: list[int]) -> None:
+        binary = tools.rbspy()
+        err = self.dir / "stderr"
+        with open(err, "w") as stderr:
+            self.proc = subprocess.Popen(
+                [binary, "record", "--pid", str(pids[0]), "--subprocesses", "--rate", str(self.hz),
+                 "--format", "collapsed", "--file", str(self.dir / "collapsed.txt"),
+                 "--raw-file", str(self.dir / "raw.gz")],
+                stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
+        # rbspy says nothing when it is attached: its first summary (a second in) says it samples
+        _wait_for(err, "Press Ctrl+C to stop", self.proc, "rbspy")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise ProfilerFailed("rbspy did not write its profile within 60 s") from None
+        out = self.dir / "collapsed.txt"
+        if not out.exists():
+            raise ProfilerFailed(f"rbspy wrote no profile: {(self.dir / 'stderr').read_text(errors='replace')[-300:]}")
+        self._folded = parse_rbspy(out.read_text(errors="replace"))
+
+    def folded(self) -> Folded:
+        if self._folded is None:
+            raise ProfilerFailed("rbspy gave no profile")
+        return self._folded
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class InProcess:
+    """A profiler that runs inside the driver's process (PHP's excimer, Perl's NYTProf): the
+    driver's helper starts it at `go` when its process was started with INPROC_ENV (a profiling
+    process of its own: process_env), stops it before `done`, and writes what it recorded to
+    `<dir>/<pid>-<n>.<ext>` after `done`, before its report; read here once the trial is over."""
+
+    name = "in-process"
+    blind_spots = ""
+    ext = "folded"
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.dir: Path | None = None
+        self.before: set[str] = set()
+        self._folded: Folded | None = None
+
+    def start(self, pids: list[int]) -> None:
+        self.pid = pids[0]
+        try:
+            environ = Path(f"/proc/{self.pid}/environ").read_bytes().split(b"\0")
+        except OSError as exc:
+            raise ProfilerFailed(f"{self.name}: the driver's environment cannot be read ({exc})") from None
+        found = next((e.split(b"=", 1)[1].decode() for e in environ if e.startswith(INPROC_ENV.encode() + b"=")), None)
+        if not found:
+            raise ProfilerFailed(f"{self.name}: the driver's process was not started for a profile ({INPROC_ENV} unset)")
+        self.dir = Path(found)
+        self.before = {p.name for p in self.dir.glob(f"{self.pid}-*.{self.ext}")}
+
+    def stop(self) -> None:
+        pass
+
+    def folded(self) -> Folded:
+        if self._folded is not None:
+            return self._folded
+        if self.dir is None:
+            raise ProfilerFailed(f"{self.name} gave no profile")
+        new = sorted(p for p in self.dir.glob(f"{self.pid}-*.{self.ext}") if p.name not in self.before)
+        if not new:
+            raise ProfilerFailed(f"{self.name}: the driver wrote no profile of its timed phase into {self.dir}")
+        self._folded = self.convert(new[-1])
+        return self._folded
+
+    def convert(self, path: Path) -> Folded:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self.dir is not None:
+            for p in self.dir.glob(f"{self.pid}-*.{self.ext}"):
+                if p.name not in self.before:
+                    p.unlink(missing_ok=True)
+
+
+class Excimer(InProcess):
+    """PHP's excimer (ExcimerProfiler, CPU-time timer) in the driver's process: PHP functions by
+    file, written by drivers/php/_lib as folded stacks."""
+
+    name = "excimer"
+    blind_spots = ("PHP's own functions only: an internal function (curl_exec, strlen) is no frame of its own, its "
+                   "time is its PHP caller's unless perf places its C code (libcurl, the allocator, the kernel); "
+                   "samples the thread's CPU time, so a wait is not sampled")
+
+    def convert(self, path: Path) -> Folded:
+        return parse_excimer(path.read_text(errors="replace"))
+
+
+class NYTProf(InProcess):
+    """Perl's Devel::NYTProf in the driver's process, its subroutine profiler alone (no statement
+    profiler): every call's exclusive time, folded into stacks by nytprofcalls. A tracer, not a
+    sampler: every sub call and return costs time, the overhead kept with the profile."""
+
+    name = "nytprof"
+    ext = "nytprof"
+    blind_spots = ("a tracer, not a sampler: each Perl sub call pays for its timing (the overhead is the profile's); "
+                   "counts are µs of exclusive wall time, so time in a system call is the caller's unless it is "
+                   "one of Perl's slow ops (CORE:sysread…), which go to the kernel's share (perf's); XS code "
+                   "shows as its Perl name (Net::SSLeay::read)")
+
+    def convert(self, path: Path) -> Folded:
+        calls = tools.nytprof()
+        done = subprocess.run([calls, str(path)], capture_output=True, text=True, errors="replace", timeout=300)
+        if done.returncode != 0:
+            raise ProfilerFailed(f"nytprofcalls failed: {done.stderr.strip()[-300:]}")
+        return parse_nytprofcalls(done.stdout)
+
+
+class Jfr:
+    """Java Flight Recorder started in each JVM of the tree for the timed phase (`jcmd PID JFR.start`,
+    jdk.ExecutionSample alone, every JFR_PERIOD), its samples printed as JSON (`jfr print --json`):
+    Java methods with their inlined frames, which the JVM's perf map loses."""
+
+    name = "jfr"
+    blind_spots = ("Java frames of threads running Java code only (no native frames, no collector or compiler "
+                   "threads: their share is perf's); samples at safepoint-free points but only of up to a few "
+                   "threads each period")
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="clientlab-jfr-"))
+        self.jvms: list[int] = []
+        self._folded: Folded | None = None
+        self.settings = self.dir / "sample.jfc"
+        self.settings.write_text(
+            '<?xml version="1.0" encoding="UTF-8"?>\n<configuration version="2.0" label="clientlab">\n'
+            f'  <event name="jdk.ExecutionSample">\n    <setting name="enabled">true</setting>\n'
+            f'    <setting name="period">{JFR_PERIOD}</setting>\n  </event>\n</configuration>\n')
+
+    def _jcmd(self, pid: int, *args: str) -> None:
+        done = subprocess.run(["jcmd", str(pid), *args], capture_output=True, text=True, timeout=60)
+        # jcmd answers 0 for a command the JVM refused: its text says so
+        if done.returncode != 0 or any(w in done.stdout for w in ("Exception", "Could not", "not found")):
+            raise ProfilerFailed(f"jcmd {pid} {args[0]} failed: {(done.stderr or done.stdout).strip()[-200:]}")
+
+    def start(self, pids: list[int]) -> None:
+        tools.jfr()
+        self.jvms = [p for p in pids if _comm(p) == "java"]
+        if not self.jvms:
+            raise ProfilerFailed("jfr: no JVM in the driver's process tree")
+        for pid in self.jvms:
+            self._jcmd(pid, "JFR.start", f"name=clientlab-{pid}", f"settings={self.settings}")
+
+    def stop(self) -> None:
+        for pid in self.jvms:
+            self._jcmd(pid, "JFR.stop", f"name=clientlab-{pid}", f"filename={self.dir / f'{pid}.jfr'}")
+
+    def folded(self) -> Folded:
+        if self._folded is not None:
+            return self._folded
+        out: Folded = {}
+        for pid in self.jvms:
+            rec = self.dir / f"{pid}.jfr"
+            if not rec.exists():
+                raise ProfilerFailed(f"jfr: JVM {pid} wrote no recording")
+            done = subprocess.run([tools.jfr(), "print", "--json", "--stack-depth", "128", "--events",
+                                   "jdk.ExecutionSample", str(rec)], capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                raise ProfilerFailed(f"jfr print failed: {done.stderr.strip()[-300:]}")
+            for stack, n in parse_jfr_json(done.stdout).items():
+                out[stack] = out.get(stack, 0) + n
+        self._folded = out
+        return out
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _one_core(pid: int) -> int | None:
     """The core a process is pinned to, if it is pinned to one."""
     try:
@@ -227,32 +439,44 @@ def _jvm_perf_maps(pids: list[int]) -> None:
     if jcmd is None:
         raise ProfilerFailed("jcmd is missing (the JDK's): Java frames cannot be named")
     for pid in pids:
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        if comm == "java":
+        if _comm(pid) == "java":
             done = subprocess.run([jcmd, str(pid), "Compiler.perfmap"], capture_output=True, text=True, timeout=60)
             if done.returncode != 0:
                 raise ProfilerFailed(f"jcmd {pid} Compiler.perfmap failed: {(done.stderr or done.stdout).strip()[-200:]}")
 
 
-def process_env(language: str, runtime: str | None = None) -> dict[str, str] | None:
+def process_env(language: str) -> dict[str, str] | None:
     """What a driver's process must be started with for its profile, where its runtime names its
     JIT-compiled frames for perf only when asked at start (Node.js: a perf map of its JavaScript
-    functions, and interpreted frames on the native stack); None: the cell's own process will do.
-    `runtime`: the kind of runtime line a Node driver runs on (`bun`, `deno`), None for Node's."""
-    if language == "node" and runtime == "deno":
-        # Deno is V8 too, and ignores NODE_OPTIONS: the same flags through its own variable
-        return {"DENO_V8_FLAGS": "--perf-basic-prof,--interpreted-frames-native-stack"}
-    if language == "node" and runtime == "bun":
-        # JavaScriptCore writes its JIT code only as JITDump (BUN_JSC_useJITDump), which perf reads
-        # through `perf inject --jit`, not through the perf map the lab reads: no flag names its frames
-        return None
+    functions, and interpreted frames on the native stack); None: the cell's own process will do."""
     if language == "node":
         flags = "--perf-basic-prof --interpreted-frames-native-stack"
         return {"NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} {flags}".strip()}
+    if language == "php":
+        # excimer, loaded by this process alone (an extra ini folder: PHP's own stay as they are)
+        tools.excimer()
+        folder = _inproc_dir()
+        (folder / "excimer.ini").write_text("extension=excimer\n")
+        return {INPROC_ENV: str(folder), "PHP_INI_SCAN_DIR": f":{folder}",
+                "CLIENTLAB_EXCIMER_PERIOD": str(EXCIMER_PERIOD_S)}
+    if language == "perl":
+        # NYTProf loaded (-d), off until the helper switches it on at go; subroutines only (the
+        # statement profiler costs several times more), I/O ops as their own subs (slowops)
+        tools.nytprof()
+        folder = _inproc_dir()
+        options = "start=no:stmts=0:savesrc=0:compress=0:slowops=2"
+        return {INPROC_ENV: str(folder), "PERL5OPT": f"{os.environ.get('PERL5OPT', '')} -d:NYTProf".strip(),
+                "NYTPROF": options}
     return None
+
+
+def _inproc_dir() -> Path:
+    """The folder in-process profilers write to: one for this lab process, in the temporary folder."""
+    folder = Path(tempfile.gettempdir()) / f"clientlab-inproc-{os.getpid()}"
+    if not folder.exists():
+        folder.mkdir()
+        atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def for_language(language: str) -> list[Sampler]:
@@ -262,6 +486,7 @@ def for_language(language: str) -> list[Sampler]:
     # (V8's JIT code keeps frame pointers too, where DWARF has nothing to unwind it by)
     samplers: list[Sampler] = [Perf(call_graph="fp" if language in ("go", "node") else "dwarf,16384",
                                     jvm_map=language in ("java", "kotlin"))]
-    if language == "python":
-        samplers.append(PySpy())
+    own = {"python": PySpy, "ruby": RbSpy, "php": Excimer, "perl": NYTProf, "java": Jfr}.get(language)
+    if own is not None:
+        samplers.append(own())
     return samplers

@@ -331,6 +331,18 @@ sub _bare_round {
     return [$job, $client];
 }
 
+# The lab's profile of a go (clientlab/profile/samplers.py), only in a process the lab started
+# for one (Devel::NYTProf loaded, off until now, and CLIENTLAB_PROFILE_DIR set): NYTProf on from
+# go to done, writing CLIENTLAB_PROFILE_DIR/<pid>-<n>.nytprof. True when it was switched on.
+my $profiles = 0;
+
+sub _profile_start {
+    my $dir = $ENV{CLIENTLAB_PROFILE_DIR};
+    return 0 unless defined $dir && length $dir && defined &DB::enable_profile;
+    DB::enable_profile(sprintf '%s/%d-%d.nytprof', $dir, $$, ++$profiles);
+    return 1;
+}
+
 # Run the driver on stdin/stdout. Arguments (a hash):
 #   versions => sub { {name => version, ...} }      library versions (perl is added)
 #   options  => {name => [values] | undef}           job options honoured
@@ -376,8 +388,11 @@ sub main {
                 next;
             }
             my $report = LabDriver::Report->new($job->{verify} ? 1 : 0);
+            my $profile = _profile_start();
             _run(\%driver, $job, $client, $report);
+            DB::disable_profile() if $profile;
             _send({type => 'done'});    # before the report: serialising it is not timed
+            DB::finish_profile() if $profile;    # the profile's file complete before the report
             _send({type => 'report', responses => $report->responses, errors => $report->{errors}});
             _close(\%driver, $job, $client);    # no connection survives the job
             ($job, $client) = ();

@@ -272,6 +272,65 @@ function log(string $line): void
     fwrite(STDERR, rtrim($line) . "\n");
 }
 
+/**
+ * The lab's profile of a go (clientlab/profile/samplers.py): only in a process the lab started
+ * for one, with CLIENTLAB_PROFILE_DIR set and excimer loaded. A sampling profiler on the thread's
+ * CPU time from go to done; its samples written after done, before the report, as folded stacks
+ * (root first, `Class::method (file)`, an internal function `name (php)`) to
+ * CLIENTLAB_PROFILE_DIR/<pid>-<n>.folded.
+ */
+final class Profile
+{
+    private static int $n = 0;
+
+    private function __construct(private \ExcimerProfiler $profiler, private string $path)
+    {
+    }
+
+    public static function start(): ?self
+    {
+        $dir = getenv('CLIENTLAB_PROFILE_DIR');
+        if ($dir === false || $dir === '' || !class_exists('ExcimerProfiler', false)) {
+            return null;
+        }
+        $profiler = new \ExcimerProfiler();
+        $profiler->setEventType(EXCIMER_CPU);
+        $profiler->setPeriod((float)(getenv('CLIENTLAB_EXCIMER_PERIOD') ?: 0.001));
+        $profiler->setMaxDepth(256);
+        $self = new self($profiler, sprintf('%s/%d-%d.folded', $dir, getmypid(), ++self::$n));
+        $profiler->start();
+        return $self;
+    }
+
+    public function stop(): void
+    {
+        $this->profiler->stop();
+    }
+
+    public function write(): void
+    {
+        $stacks = [];
+        foreach ($this->profiler->getLog() as $entry) {
+            $frames = [];
+            foreach (array_reverse($entry->getTrace()) as $f) {
+                $name = isset($f['closure_line']) ? '{closure}'
+                    : (isset($f['function']) ? (isset($f['class']) ? $f['class'] . '::' . $f['function'] : $f['function'])
+                    : '(main)');
+                $where = isset($f['file']) ? $f['file'] : 'php';
+                $frames[] = str_replace([';', ' '], ['?', '_'], $name) . ' (' . str_replace(';', '?', $where) . ')';
+            }
+            $key = implode(';', $frames);
+            $stacks[$key] = ($stacks[$key] ?? 0) + $entry->getEventCount();
+        }
+        $text = '';
+        foreach ($stacks as $stack => $n) {
+            $text .= "$stack $n\n";
+        }
+        file_put_contents($this->path . '.tmp', $text);
+        rename($this->path . '.tmp', $this->path);
+    }
+}
+
 /** the message loop: the job being readied for its go, and the bare rounds' kept client */
 final class Loop
 {
@@ -367,8 +426,11 @@ final class Loop
         [$job, $state] = $this->ready;
         $this->ready = null;
         $report = new Report((bool)($job['verify'] ?? false));
+        $profiler = Profile::start();
         $this->perform($job, $state, $report);
+        $profiler?->stop();
         send(['type' => 'done']); // before the report: serialising it is not timed
+        $profiler?->write();
         send(['type' => 'report', 'responses' => $report->responses(), 'errors' => $report->errors]);
         unset($report);
         $this->close($state); // no connection survives the job
