@@ -35,11 +35,13 @@ from clientlab.output.cellfigures import DEPARTED
 def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool, long_form: bool) -> None:
     """List drivers by language: which a plain `clientlab run` takes (default), whether each is
     installed (and why not), whether it has its library's plain loop, and what it can do."""
-    drivers = load_drivers(driver_paths)
+    # a driver also on Bun and Deno is listed on each of their pinned lines too (node-fetch@bun1.4)
+    drivers = [v for d in load_drivers(driver_paths) for v in (d, *d.also_on_lines())]
     rows = [{
         "id": d.id, "language": d.manifest.language, "library": d.manifest.library,
         "description": d.manifest.description, "capabilities": d.manifest.capabilities,
-        "default": d.manifest.default, "folder": str(d.folder), "departures": d.manifest.departures,
+        "default": d.manifest.default and d.variant is None, "folder": str(d.folder),
+        "departures": d.manifest.departures,
         "runtime": f"{d.runtime.kind} {d.runtime.version}" if d.runtime else None,
         "installed": (missing := d.missing()) is None, "why_not": missing,
     } for d in drivers]

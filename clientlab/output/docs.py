@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from clientlab import manifest, paths
+from clientlab import manifest, paths, runtimes
 
 LANGUAGE_ORDER = ("c", "cli", "python", "php", "perl", "go", "rust", "node", "java", "ruby")
 LANGUAGE_NAMES = {"c": "C", "cli": "the curl command", "python": "Python", "php": "PHP", "perl": "Perl",
@@ -57,8 +57,14 @@ def drivers_by_language() -> str:
     lines = [f"{len(drivers)} drivers in {len(languages)} languages"
              + (" plus the curl command" if "cli" in groups else "") + ":", ""]
     for lang, ds in groups.items():
-        lines += _item(f"**{_language_name(lang)}**: " + ", ".join(d.id.split("-", 1)[1] for d in ds))
+        lines += _item(f"**{_language_name(lang)}**: " + ", ".join(d.id.split("-", 1)[1] + _also_on(d) for d in ds))
     return "\n".join(lines) + "\n"
+
+
+def _also_on(d: manifest.Driver) -> str:
+    """` (also on Bun, Deno)` for a driver that runs on other runtimes' lines too."""
+    names = [runtimes.NAMES.get(kind, kind) for kind in d.manifest.also_on]
+    return f" (also on {', '.join(names)})" if names else ""
 
 
 def default_drivers() -> str:
