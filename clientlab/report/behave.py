@@ -58,7 +58,9 @@ body {{ font-family: "DejaVu Sans", "Liberation Sans", sans-serif; margin: 1.5em
 table {{ border-collapse: collapse; max-width: 100%; margin-bottom: 1.5em; }}
 th, td {{ border: 1px solid #ccc; padding: 0.3em 0.5em; text-align: left; vertical-align: top; overflow-wrap: anywhere; }}
 th {{ background: #f4f4f4; font-weight: normal; }}
-.matrix td {{ font-family: "DejaVu Sans Mono", monospace; white-space: nowrap; }}
+.matrix td, .matrix th {{ white-space: nowrap; overflow-wrap: normal; padding: 0.2em 0.35em; font-size: 0.9em; }}
+.matrix td {{ font-family: "DejaVu Sans Mono", monospace; }}
+.wide {{ overflow-x: auto; }}
 .matrix details[open] {{ white-space: normal; max-width: 24em; }}
 .evidence {{ font-family: "DejaVu Sans", sans-serif; font-size: 0.85em; color: #333; margin-top: 0.3em; }}
 summary {{ cursor: pointer; }}
@@ -71,7 +73,7 @@ summary {{ cursor: pointer; }}
 <p class="caption">Clients down, cases across. Green: the client did what the case calls correct; red: it did
 not (a finding); orange: the driver broke; grey: the cell shows nothing (unsupported, not installed, or the
 client never reached the fault). Hover over a cell for its evidence, or click it.</p>
-<table class="matrix"><tr><th>driver</th>{head}</tr>{rows}</table>
+<div class="wide"><table class="matrix"><tr><th>driver</th>{head}</tr>{rows}</table></div>
 <h2>Codes</h2><table>{legend}</table>
 <h2>Cases</h2><table><tr><th>column</th><th>case</th><th>the server</th><th>correct</th><th>references</th></tr>{described}</table>
 <h2>Versions</h2><table>{versions}</table>
