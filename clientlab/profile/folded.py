@@ -174,15 +174,33 @@ def parse_nytprofcalls(text: str) -> Folded:
     return dict(out)
 
 
-def parse_jfr_json(text: str) -> Folded:
+_ISO_UTC = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z$")
+
+
+def _utc_seconds(text: str) -> float:
+    """A JFR time (`2026-11-27T13:46:36.647476253Z`, nanoseconds) as Unix seconds; NaN if not one."""
+    from datetime import datetime, timezone
+
+    m = _ISO_UTC.match(text)
+    if not m:
+        return float("nan")
+    whole = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    return whole + float(m[2] or 0)
+
+
+def parse_jfr_json(text: str, window: tuple[float, float] | None = None) -> Folded:
     """`jfr print --json --events jdk.ExecutionSample` → folded stacks (a frame
-    `package.Class.method (java)`, inlined ones included), one sample each."""
+    `package.Class.method (java)`, inlined ones included), one sample each; with `window` (Unix
+    times), only the samples taken within it."""
     import json
 
     out: Counter[str] = Counter()
     events = (json.loads(text).get("recording") or {}).get("events") or []
     for event in events:
-        trace = (event.get("values") or {}).get("stackTrace") or {}
+        values = event.get("values") or {}
+        if window is not None and not window[0] <= _utc_seconds(str(values.get("startTime"))) <= window[1]:
+            continue
+        trace = values.get("stackTrace") or {}
         frames = []
         for f in reversed(trace.get("frames") or []):
             method = f.get("method") or {}

@@ -34,6 +34,7 @@ PY_SPY_HZ = 250      # py-spy stops the process at each sample (--native): its c
 RBSPY_HZ = 250       # rbspy stops the process at each sample too (its default, for consistent stacks)
 EXCIMER_PERIOD_S = 0.001   # PHP's excimer: a sample every ms of the thread's CPU time
 JFR_PERIOD = "1 ms"  # JFR's ExecutionSample period (its "profile" settings say 10 ms)
+JFR_RECORDING = "clientlab"
 INPROC_ENV = "CLIENTLAB_PROFILE_DIR"   # where a driver's helper writes its in-process profile of each go
 
 
@@ -223,9 +224,10 @@ class RbSpy:
     gives the native layers."""
 
     name = "rbspy"
-    blind_spots = ("Ruby frames only: what C code a method runs (OpenSSL, zlib, the allocator, the collector) is "
-                   "perf's, and only its share is taken from perf, not its callers; no kernel frames; "
-                   "rbspy stops the process at each sample, which costs wall time")
+    blind_spots = ("Ruby frames only, a C method unnamed ('(unknown) [c function]', counted for its Ruby caller): "
+                   "what C code runs (OpenSSL, zlib, the allocator, the collector) is perf's, its share taken from "
+                   "perf, not its callers; a thread off the CPU is not sampled; rbspy stops the process at each "
+                   "sample, which costs wall time")
 
     def __init__(self, hz: int = RBSPY_HZ):
         self.hz = hz
@@ -238,12 +240,12 @@ class RbSpy:
         err = self.dir / "stderr"
         with open(err, "w") as stderr:
             self.proc = subprocess.Popen(
-                [binary, "record", "--pid", str(pids[0]), "--subprocesses", "--rate", str(self.hz),
+                # --on-cpu: a thread waiting (for the server, in a system call) is not sampled
+                [binary, "record", "--pid", str(pids[0]), "--subprocesses", "--rate", str(self.hz), "--on-cpu",
                  "--format", "collapsed", "--file", str(self.dir / "collapsed.txt"),
                  "--raw-file", str(self.dir / "raw.gz")],
                 stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
-        # rbspy says nothing when it is attached: its first summary (a second in) says it samples
-        _wait_for(err, "Press Ctrl+C to stop", self.proc, "rbspy")
+        _wait_for(err, "rbspy is recording traces", self.proc, "rbspy")
 
     def stop(self) -> None:
         if self.proc is None:
@@ -357,42 +359,41 @@ class NYTProf(InProcess):
 
 
 class Jfr:
-    """Java Flight Recorder started in each JVM of the tree for the timed phase (`jcmd PID JFR.start`,
-    jdk.ExecutionSample alone, every JFR_PERIOD), its samples printed as JSON (`jfr print --json`):
-    Java methods with their inlined frames, which the JVM's perf map loses."""
+    """Java Flight Recorder's jdk.ExecutionSample (every JFR_PERIOD), recording from the start of a
+    profiling JVM of its own (process_env: -XX:StartFlightRecording, warmed up as the cell's JVMs
+    are); each trial's samples dumped after `done` (`jcmd PID JFR.dump`) and those of the timed
+    phase kept, printed as JSON (`jfr print --json`): Java methods with their inlined frames, which
+    the JVM's perf map loses. A recording started in a warm JVM (jcmd JFR.start) deoptimises its
+    compiled code: its next seconds run interpreted and recompiling (java-httpclient's CPU a
+    request 17× its timed trials'), so it is started with the process instead."""
 
     name = "jfr"
     blind_spots = ("Java frames of threads running Java code only (no native frames, no collector or compiler "
-                   "threads: their share is perf's); samples at safepoint-free points but only of up to a few "
-                   "threads each period")
+                   "threads: their share is perf's); a few threads sampled each period, at any point of the code "
+                   "(no safepoint bias)")
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="clientlab-jfr-"))
         self.jvms: list[int] = []
+        self.window: tuple[float, float] = (0.0, 0.0)
         self._folded: Folded | None = None
-        self.settings = self.dir / "sample.jfc"
-        self.settings.write_text(
-            '<?xml version="1.0" encoding="UTF-8"?>\n<configuration version="2.0" label="clientlab">\n'
-            f'  <event name="jdk.ExecutionSample">\n    <setting name="enabled">true</setting>\n'
-            f'    <setting name="period">{JFR_PERIOD}</setting>\n  </event>\n</configuration>\n')
-
-    def _jcmd(self, pid: int, *args: str) -> None:
-        done = subprocess.run(["jcmd", str(pid), *args], capture_output=True, text=True, timeout=60)
-        # jcmd answers 0 for a command the JVM refused: its text says so
-        if done.returncode != 0 or any(w in done.stdout for w in ("Exception", "Could not", "not found")):
-            raise ProfilerFailed(f"jcmd {pid} {args[0]} failed: {(done.stderr or done.stdout).strip()[-200:]}")
 
     def start(self, pids: list[int]) -> None:
         tools.jfr()
         self.jvms = [p for p in pids if _comm(p) == "java"]
         if not self.jvms:
             raise ProfilerFailed("jfr: no JVM in the driver's process tree")
-        for pid in self.jvms:
-            self._jcmd(pid, "JFR.start", f"name=clientlab-{pid}", f"settings={self.settings}")
+        self.window = (time.time(), 0.0)
 
     def stop(self) -> None:
+        self.window = (self.window[0], time.time())
         for pid in self.jvms:
-            self._jcmd(pid, "JFR.stop", f"name=clientlab-{pid}", f"filename={self.dir / f'{pid}.jfr'}")
+            done = subprocess.run(["jcmd", str(pid), "JFR.dump", f"name={JFR_RECORDING}",
+                                   f"filename={self.dir / f'{pid}.jfr'}"], capture_output=True, text=True, timeout=60)
+            # jcmd answers 0 for a command the JVM refused: its text says so
+            if done.returncode != 0 or not (self.dir / f"{pid}.jfr").exists():
+                raise ProfilerFailed(f"jcmd {pid} JFR.dump failed (was the JVM started with its recording?): "
+                                     f"{(done.stderr or done.stdout).strip()[-200:]}")
 
     def folded(self) -> Folded:
         if self._folded is not None:
@@ -406,7 +407,7 @@ class Jfr:
                                    "jdk.ExecutionSample", str(rec)], capture_output=True, text=True, timeout=300)
             if done.returncode != 0:
                 raise ProfilerFailed(f"jfr print failed: {done.stderr.strip()[-300:]}")
-            for stack, n in parse_jfr_json(done.stdout).items():
+            for stack, n in parse_jfr_json(done.stdout, self.window).items():
                 out[stack] = out.get(stack, 0) + n
         self._folded = out
         return out
@@ -459,6 +460,18 @@ def process_env(language: str) -> dict[str, str] | None:
         (folder / "excimer.ini").write_text("extension=excimer\n")
         return {INPROC_ENV: str(folder), "PHP_INI_SCAN_DIR": f":{folder}",
                 "CLIENTLAB_EXCIMER_PERIOD": str(EXCIMER_PERIOD_S)}
+    if language == "java":
+        # JFR from the JVM's start (a recording started later deoptimises the warm JVM: class Jfr),
+        # only its execution samples, at most the last minute kept
+        folder = _inproc_dir()
+        settings = folder / "clientlab.jfc"
+        settings.write_text(
+            '<?xml version="1.0" encoding="UTF-8"?>\n<configuration version="2.0" label="clientlab">\n'
+            '  <event name="jdk.ExecutionSample">\n    <setting name="enabled">true</setting>\n'
+            f'    <setting name="period">{JFR_PERIOD}</setting>\n  </event>\n</configuration>\n')
+        # its start-up lines go to stdout, which carries the protocol: off
+        flag = f"-XX:StartFlightRecording=name={JFR_RECORDING},settings={settings},maxage=60s -Xlog:jfr+startup=off"
+        return {"JAVA_TOOL_OPTIONS": f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {flag}".strip()}
     if language == "perl":
         # NYTProf loaded (-d), off until the helper switches it on at go; subroutines only (the
         # statement profiler costs several times more), I/O ops as their own subs (slowops)
