@@ -47,7 +47,7 @@ class CellProfiler:
         result = cell.result
         if result is None or result.status != "ok" or cell.running is None or cell.work is None:
             return
-        env = process_env(cell.driver.manifest.language)
+        env = process_env(cell.driver.manifest.language, cell.driver.variant.kind if cell.driver.variant else None)
         for attempt in range(ATTEMPTS):
             try:
                 if env:

@@ -446,10 +446,18 @@ def _jvm_perf_maps(pids: list[int]) -> None:
                 raise ProfilerFailed(f"jcmd {pid} Compiler.perfmap failed: {(done.stderr or done.stdout).strip()[-200:]}")
 
 
-def process_env(language: str) -> dict[str, str] | None:
+def process_env(language: str, runtime: str | None = None) -> dict[str, str] | None:
     """What a driver's process must be started with for its profile, where its runtime names its
     JIT-compiled frames for perf only when asked at start (Node.js: a perf map of its JavaScript
-    functions, and interpreted frames on the native stack); None: the cell's own process will do."""
+    functions, and interpreted frames on the native stack); None: the cell's own process will do.
+    `runtime`: the kind of runtime line a Node driver runs on (`bun`, `deno`), None for Node's."""
+    if language == "node" and runtime == "deno":
+        # Deno is V8 too, and ignores NODE_OPTIONS: the same flags through its own variable
+        return {"DENO_V8_FLAGS": "--perf-basic-prof,--interpreted-frames-native-stack"}
+    if language == "node" and runtime == "bun":
+        # JavaScriptCore writes its JIT code only as JITDump (BUN_JSC_useJITDump), which perf reads
+        # through `perf inject --jit`, not through the perf map the lab reads: no flag names its frames
+        return None
     if language == "node":
         flags = "--perf-basic-prof --interpreted-frames-native-stack"
         return {"NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} {flags}".strip()}
