@@ -63,6 +63,13 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen, what: str) -> None:
     raise ProfilerFailed(f"{what} did not start sampling within {READY_TIMEOUT_S:.0f} s")
 
 
+# perf runs in a session of its own (a Ctrl-C at the lab's terminal must not cut its data short), so
+# a lab killed without its clean-up leaves it recording the core: DWARF stacks come at about 16 MB a
+# second, and an orphan filled this project's 250 GB disk in an hour. A profiled trial writes a few
+# hundred MB at most; past this perf stops writing.
+PERF_MAX_SIZE = "2G"
+
+
 class Perf:
     """perf record -e cpu-clock with DWARF call graphs (frame pointers where asked), on the core the
     driver is pinned to (its tree's samples kept), or else attached to the tree's processes (all
@@ -101,7 +108,7 @@ class Perf:
         with open(err, "w") as stderr:
             self.proc = subprocess.Popen(
                 [binary, "record", "--no-buildid-cache", "-e", "cpu-clock",
-                 "-F", str(self.hz), "--call-graph", self.call_graph, "-D", "-1",
+                 "-F", str(self.hz), "--call-graph", self.call_graph, "-D", "-1", "--max-size", PERF_MAX_SIZE,
                  "--control", f"fifo:{ctl},{ack}", "-o", str(self.dir / "perf.data"), *target],
                 stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
         _wait_for(err, "Events disabled", self.proc, "perf record")
