@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from clientlab import build as builder
 from clientlab import manifest
 from clientlab.behaviour import BehaviourCase, Observed, judge
 from clientlab.errors import LabError
@@ -53,7 +54,7 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) ->
     def cell(status: str, outcome: str, detail: str, versions: dict | None = None) -> BehaveCell:
         return BehaveCell(driver.id, bc.name, status, BehaviourOutcome(bc.name, outcome, detail), versions or {})
 
-    if reason := driver.missing():
+    if reason := builder.missing(driver):
         return cell("not-installed", "not-installed", reason)
     claimed = set(driver.manifest.capabilities) | ({"http1"} if driver.manifest.http1 else set())
     if lacking := [c for c in bc.capabilities() if c not in claimed]:

@@ -58,6 +58,28 @@ def is_built(driver: Driver) -> bool:
     return "/" not in program or Path(program).exists()
 
 
+def missing(driver: Driver) -> str | None:
+    """Why this driver cannot run now, or None when it is installed (its runtime, its tools, its
+    build, its program)."""
+    if driver.runtime and driver.runtime.missing():
+        return driver.runtime.missing()
+    for tool in driver.manifest.requires:
+        if shutil.which(tool) is None:
+            return f"needs '{tool}' on PATH (set-up installs it: ./setup.sh)"
+    if driver.manifest.build and not is_built(driver):
+        if driver.variant:
+            return (f"not built on {driver.variant.kind} {driver.variant.version}: clientlab build -d "
+                    f"{driver.manifest.id} --runtimes {driver.variant.kind}={driver.variant.line} says why")
+        return "not built yet: run ./setup.sh (or clientlab build)"
+    program = driver.argv[0]
+    if "/" in program:
+        if not Path(program).exists():
+            return f"program {program} does not exist"
+    elif shutil.which(program) is None:
+        return f"program '{program}' is not on PATH"
+    return None
+
+
 def build(driver: Driver, force: bool = False) -> tuple[bool, str]:
     """Build one driver. Returns (ok, what happened); output of a failed build is in the message."""
     if not driver.manifest.build:

@@ -27,12 +27,12 @@ def test_a_driver_not_built_is_built_on_first_use_once_with_its_time(tmp_path, m
     folder = tmp_path / "driver"
     folder.mkdir()
     driver = _driver(folder)
-    assert driver.missing() is not None and "not built" in driver.missing()
+    assert build.missing(driver) is not None and "not built" in build.missing(driver)
     said: list[str] = []
     build.on_first_use([driver], said.append)
     assert said[0] == "building python-first-use on first use …"
     assert said[1].startswith("python-first-use: built in ") and said[1].endswith(" s")
-    assert driver.missing() is None
+    assert build.missing(driver) is None
     build.on_first_use([driver], said.append)  # built: nothing to do, nothing said
     assert len(said) == 2 and (folder / "builds").read_text() == "once\n"
 
@@ -46,4 +46,4 @@ def test_a_failed_first_use_build_says_why_and_leaves_the_driver_not_installed(t
     said: list[str] = []
     build.on_first_use([driver], said.append)
     assert said[1].startswith("python-first-use: build failed: build exited 3") and "no compiler" in said[1]
-    assert driver.missing() is not None
+    assert build.missing(driver) is not None

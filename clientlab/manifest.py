@@ -7,7 +7,6 @@ nothing outside its folder. The format is documented in docs/driver-protocol.md.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -128,28 +127,6 @@ class Driver:
     def plain_argv(self) -> list[str] | None:
         """The library's own plain loop (docs/driver-protocol.md §9), or None when it has none."""
         return self.expand(self.manifest.plain) if self.manifest.plain else None
-
-    def missing(self) -> str | None:
-        """Why this driver cannot run now, or None when it is installed."""
-        from clientlab import build  # local: build imports this module
-
-        if self.runtime and self.runtime.missing():
-            return self.runtime.missing()
-        for tool in self.manifest.requires:
-            if shutil.which(tool) is None:
-                return f"needs '{tool}' on PATH (set-up installs it: ./setup.sh)"
-        if self.manifest.build and not build.is_built(self):
-            if self.variant:
-                return (f"not built on {self.variant.kind} {self.variant.version}: clientlab build -d "
-                        f"{self.manifest.id} --runtimes {self.variant.kind}={self.variant.line} says why")
-            return "not built yet: run ./setup.sh (or clientlab build)"
-        program = self.argv[0]
-        if "/" in program:
-            if not Path(program).exists():
-                return f"program {program} does not exist"
-        elif shutil.which(program) is None:
-            return f"program '{program}' is not on PATH"
-        return None
 
 
 def load_manifest(path: Path) -> Driver:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from clientlab import build as builder
 from clientlab import manifest, paths
 from clientlab.fuzzsupport import (anything, document, fuzz_settings, loads_or_explains, maybe, mutated, scratch_file,
                                    texts, toml_document, words)
@@ -39,7 +40,7 @@ def folder(tmp_path_factory):
 def check_loaded(driver: manifest.Driver | None) -> None:
     if driver is not None:
         assert driver.id.startswith(driver.manifest.language + "-")
-        driver.missing()  # says why it cannot run, or None: never raises
+        builder.missing(driver)  # says why it cannot run, or None: never raises
 
 
 @fuzz_settings(800)

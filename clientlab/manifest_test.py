@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from clientlab import build as builder
 from clientlab import manifest
 from clientlab.errors import LabInputError
 
@@ -29,7 +30,7 @@ def test_driver_folder_outside_the_repo_is_found(tmp_path):
     assert "python-mine" in [d.id for d in drivers]
     mine = next(d for d in drivers if d.id == "python-mine")
     assert mine.argv == [f"{folder.resolve()}/run.sh"]
-    assert "does not exist" in mine.missing()
+    assert "does not exist" in builder.missing(mine)
 
 
 def test_bad_capability_is_rejected_naming_file_and_field(tmp_path):

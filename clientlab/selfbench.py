@@ -43,6 +43,7 @@ from typing import Any
 from rich.console import Console
 
 from clientlab import affinity, limits, machine, paths, scenario, stats
+from clientlab import build as builder
 from clientlab.errors import LabError
 from clientlab.manifest import Driver, load_manifest
 from clientlab.protocol import DriverProcess
@@ -344,7 +345,7 @@ def fastest_driver(drivers: list[Driver], store: Store) -> tuple[int, list[dict]
     installed driver, measured as in a normal run."""
     files, _ = scenario.discover()
     chosen = scenario.select(files, ["get-small", "parallel-feeds"], {})
-    installed = [d for d in drivers if d.missing() is None]
+    installed = [d for d in drivers if builder.missing(d) is None]
     if not installed:
         raise LabError("no installed driver to compare the server with")
     config = {"kind": "selfbench", "drivers": [d.id for d in installed], "scenarios": ["get-small", "parallel-feeds"],
@@ -463,7 +464,7 @@ def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
 
     known = {d.id: d for d in drivers + discover([paths.ROOT / "clientlab" / "testdrivers"])[0]}
     driver = next(known[i] for i in ("c-libcurl", "python-requests", "python-fake-reference")
-                  if i in known and known[i].missing() is None)
+                  if i in known and builder.missing(known[i]) is None)
     files, _ = scenario.discover()
     chosen = scenario.select(files, ["get-small"], {})
     out = {"driver": driver.id, "scenario": "get-small", "placements": {}}

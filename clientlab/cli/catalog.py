@@ -41,7 +41,7 @@ def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool, long_form: bool) 
         "description": d.manifest.description, "capabilities": d.manifest.capabilities,
         "default": d.manifest.default, "folder": str(d.folder), "departures": d.manifest.departures,
         "runtime": f"{d.runtime.kind} {d.runtime.version}" if d.runtime else None,
-        "installed": (missing := d.missing()) is None, "why_not": missing,
+        "installed": (missing := builder.missing(d)) is None, "why_not": missing,
     } for d in drivers]
     if as_json:
         click.echo(json.dumps(rows, indent=2))

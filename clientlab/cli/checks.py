@@ -106,10 +106,10 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
 
     chosen = manifest.select(load_drivers(driver_paths), split_names(driver_names))
     builder.on_first_use(chosen, lambda line: err.print(line, highlight=False))
-    missing = [f"{d.id} ({d.missing()})" for d in chosen if d.missing() is not None]
+    missing = [f"{d.id} ({builder.missing(d)})" for d in chosen if builder.missing(d) is not None]
     if missing and driver_names:  # named ones must be there; of the defaults, the installed ones run
         raise LabInputError(f"not installed: {'; '.join(missing)}")
-    drivers = [d for d in chosen if d.missing() is None]
+    drivers = [d for d in chosen if builder.missing(d) is None]
     take_lab_lock(False)
     if not drivers:
         raise LabInputError("no installed driver to check (see: clientlab drivers)")

@@ -207,9 +207,9 @@ def _chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...
     if every:
         wanted = None
     if not wanted:
-        skipped = [d for d in chosen if d.missing()]
+        skipped = [d for d in chosen if builder.missing(d)]
         for d in skipped:
-            err.print(f"[dim]not installed, skipped: {d.id} ({escape(d.missing() or '')})[/]", highlight=False)
+            err.print(f"[dim]not installed, skipped: {d.id} ({escape(builder.missing(d) or '')})[/]", highlight=False)
         chosen = [d for d in chosen if d not in skipped]
     if not chosen:
         raise LabInputError("no installed driver to run (see: clientlab drivers)")

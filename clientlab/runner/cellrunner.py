@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from clientlab import build as builder
 from clientlab import hostprobe, limits, paths
 from clientlab.job import plan, required_capabilities
 from clientlab.manifest import Driver
@@ -146,7 +147,7 @@ class CellRunner:
     def _prepare(self, cell: Cell) -> None:
         """Capabilities, start, verification, the count for the trials, warm-up."""
         driver, scenario = cell.driver, cell.scenario
-        if missing := driver.missing():
+        if missing := builder.missing(driver):
             cell.finish("not-installed", missing)
             return
         probe = plan(scenario, cell.server.endpoint, self.scratch, verify=True, tag=cell.tag)
