@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from clientlab import paths, stats, warmup
 from clientlab.job import plan
 from clientlab.manifest import Driver
-from clientlab.measure import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
+from clientlab.procfs import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
 from clientlab.protocol import DriverFault, DriverProcess
 from clientlab.record import PlainCheck
 from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config

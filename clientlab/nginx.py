@@ -132,7 +132,7 @@ http {{
 
     def pids(self) -> list[int]:
         """The nginx processes (one: master_process stays on, so the worker is its child)."""
-        from clientlab.measure import process_tree
+        from clientlab.procfs import process_tree
 
         return process_tree(self.proc.pid)
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from clientlab.measure import tree_cpu_s
+from clientlab.procfs import tree_cpu_s
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TICK_S = 1 / CLK_TCK

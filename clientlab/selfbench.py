@@ -231,7 +231,7 @@ def _servers_started(path: str, most: int, server_cpu: int | None, nginx_missing
     """The bench server (record_digests off, every other counter on) and nginx (one worker, no access
     log) on `server_cpu`, serving the same bytes at `path`, with the limits `most` connections need."""
     from clientlab import nginx as nginx_mod
-    from clientlab.measure import process_tree
+    from clientlab.procfs import process_tree
 
     with limits.lift(most) as lifted, BenchServer(cpu=server_cpu) as bench, \
             tempfile.NamedTemporaryFile("w", suffix=".lua") as script:

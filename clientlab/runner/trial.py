@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 from clientlab import cgroup, figures, hostprobe
 from clientlab.errors import LabError
 from clientlab.job import plan
-from clientlab.measure import TreeMeter, Usage, process_tree
+from clientlab.measure import TreeMeter, Usage
+from clientlab.procfs import process_tree
 from clientlab.noise import Noise, NoiseMeter
 from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.runner.cell import Cell, Events

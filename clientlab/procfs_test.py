@@ -1,4 +1,4 @@
-"""What the lab reads of a process tree besides CPU and memory: page faults and wake-ups."""
+"""What /proc says of a process tree besides CPU and memory: page faults and wake-ups."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Callable
 
 import pytest
 
-from clientlab.measure import page_faults, thread_wakeups, wakeups, wakeups_between
+from clientlab.procfs import page_faults, thread_wakeups, wakeups, wakeups_between
 
 
 # measures CPU and memory of real processes: run alone, not beside other tests (test.sh)
