@@ -504,7 +504,7 @@ def _against_drivers(side: dict, rows: list[dict]) -> dict:
 
 
 def measure(drivers: list[Driver], seconds: int, err: Console) -> dict:
-    """Every figure of the module's docstring, with its target, as `run` prints and writes them."""
+    """Every figure of the module's docstring, with its target, as `clientlab selfbench` prints and writes them."""
     err.print("measuring the bench server against nginx (wrk, h2load; same core; three times each)…")
     side = against_nginx(seconds)
     err.print("measuring get-small and parallel-feeds on every installed driver…")
@@ -524,17 +524,3 @@ def measure(drivers: list[Driver], seconds: int, err: Console) -> dict:
             "targets": {"server_to_nginx_at_least": NGINX_TARGET_RATIO,
                         "server_to_fastest_at_least": SERVER_TARGET_RATIO,
                         "server_cpu_share_at_most": SERVER_CPU_TARGET, "overhead_below": OVERHEAD_TARGET}}
-
-
-def run(drivers: list[Driver], seconds: int, out: Console, err: Console, json_path: Path | None = None) -> dict:
-    """`clientlab selfbench`: measure, print the two tables (notes under them on `err`), write the JSON."""
-    from clientlab.output.selfbench import figures_report, nginx_report
-
-    result = measure(drivers, seconds, err)
-    for table, notes in (nginx_report(result), figures_report(result)):
-        out.print(table)
-        for note in notes:
-            err.print(note, highlight=False)
-    if json_path:
-        json_path.write_text(json.dumps(result, indent=2) + "\n")
-    return result

@@ -194,7 +194,14 @@ def selfbench_cmd(driver_paths, driver_names, seconds, json_path) -> None:  # no
       floor (fixed CPU work timed ten times);
     - placements (split / shared / free): per-request time and spread of one driver under each."""
     from clientlab import selfbench
+    from clientlab.output.selfbench import figures_report, nginx_report
 
     drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
     take_lab_lock(False)
-    selfbench.run(drivers, seconds, out, err, json_path)
+    result = selfbench.measure(drivers, seconds, err)
+    for table, notes in (nginx_report(result), figures_report(result)):
+        out.print(table)
+        for note in notes:
+            err.print(note, highlight=False)
+    if json_path:
+        json_path.write_text(json.dumps(result, indent=2) + "\n")

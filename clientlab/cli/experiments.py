@@ -158,6 +158,7 @@ def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extr
     """One experiment into one stored run, its findings section written even when interrupted."""
     from clientlab.experiment import findings
     from clientlab.experiment.execute import count_cells, run_experiment
+    from clientlab.output.verdicts import verdicts_table
 
     total = count_cells(e, quick)
     err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells, "
@@ -174,7 +175,7 @@ def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extr
         raise SystemExit(130)
     diagnose_and_store(store, result.run_id)
     findings.update(findings_path, e.name, findings.section(e, store, result.run_id))
-    _print_verdicts(e, store, result.run_id)
+    out.print(verdicts_table(e, store, result.run_id))
     err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
     return result.run_id
 
@@ -214,15 +215,3 @@ def findings_cmd(output: Path | None, write_docs: bool, quick_ok: bool) -> None:
             err.print(f"{name}: run {runs[name]}", highlight=False)
         else:
             err.print(f"[yellow]{name}: no finished run (clientlab experiment {name})[/]", highlight=False)
-
-
-def _print_verdicts(e: Experiment, store: Store, run_id: int, host: str | None = None) -> None:
-    from clientlab.experiment.verdict import judge_run
-
-    table = Table(title=f"{e.name}: the article's claims (run {run_id}"
-                        + (f", measured on lab host {host})" if host else ")"))
-    for column in ("the article says", "the lab measured", "verdict"):
-        table.add_column(column, overflow="fold")
-    for v in judge_run(e, store.cell_records(run_id)):
-        table.add_row(v.claim.says, "\n".join(v.evidence), v.outcome)
-    out.print(table)

@@ -14,6 +14,7 @@ from rich.markup import escape
 from clientlab import build as builder
 from clientlab import export as exporters
 from clientlab import manifest, runtimes, scenario
+from clientlab.cli.choice import chosen_drivers, chosen_scenarios
 from clientlab.cli.common import (
     DEFAULT_FORKS,
     DEFAULT_INTERLEAVE,
@@ -30,19 +31,16 @@ from clientlab.cli.common import (
     err,
     exit_if_cells_failed,
     known_http_versions,
-    load_drivers,
     main,
     no_wait_option,
     print_run,
     runtimes_option,
     scenario_path_option,
-    split_names,
     store_option,
     take_lab_lock,
     use_scenario_paths,
 )
 from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
-from clientlab.errors import LabInputError
 from clientlab.netlab.lab import open_server_side
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.wrap import print_wrapped
@@ -170,9 +168,9 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
         from clientlab.cli.fleet import run_on_hosts
         run_on_hosts(click.get_current_context(), on_hosts, hosts_path, job_size, baseline)
         return
-    chosen = _on_runtimes(_chosen_drivers(driver_paths, driver_names), runtime_specs)
+    chosen = _on_runtimes(chosen_drivers(driver_paths, driver_names), runtime_specs)
     builder.on_first_use(chosen, lambda line: err.print(line, highlight=False))
-    files, scenarios = _chosen_scenarios(scenario_names, params, http_versions, concurrency, keep_alive,
+    files, scenarios = chosen_scenarios(scenario_names, params, http_versions, concurrency, keep_alive,
                                          client_options, server_headers)
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
                     target_precision=precision, max_seconds=max_cell_seconds)
@@ -196,52 +194,6 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     if interrupted:
         raise SystemExit(130)
     exit_if_cells_failed(store, [run_id])
-
-
-def _chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...]) -> list[manifest.Driver]:
-    """The drivers named (all: every one), or every installed default driver, saying which are skipped."""
-    drivers = load_drivers(driver_paths)
-    wanted = split_names(driver_names)
-    every = wanted == ["all"]
-    chosen = [d for d in drivers] if every else manifest.select(drivers, wanted)
-    if every:
-        wanted = None
-    if not wanted:
-        skipped = [d for d in chosen if builder.missing(d)]
-        for d in skipped:
-            err.print(f"[dim]not installed, skipped: {d.id} ({escape(builder.missing(d) or '')})[/]", highlight=False)
-        chosen = [d for d in chosen if d not in skipped]
-    if not chosen:
-        raise LabInputError("no installed driver to run (see: clientlab drivers)")
-    return chosen
-
-
-def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], http_versions: tuple[str, ...],
-                      concurrency: int | None, keep_alive: bool | None,
-                      client_options: tuple[str, ...],
-                      server_headers: str | None = None) -> tuple[list, list[scenario.Scenario]]:
-    """(the scenario files, the scenarios selected with the client settings given on the command line,
-    each once per --http version)."""
-    versions: list[str | None] = list(http_versions) or [None]  # None: the scenarios' own
-    files, problems = scenario.discover()
-    for problem in problems:
-        err.print(f"[red]invalid scenario, skipped:[/] {escape(problem)}", highlight=False)
-    scenarios = scenario.select(files, split_names(scenario_names), scenario.parse_overrides(list(params)))
-    if not scenarios:
-        raise LabInputError("no scenario selected")
-    options_given = scenario.parse_options(list(client_options))
-    changed = []
-    for s, http in ((s, v) for s in scenarios for v in versions):
-        try:
-            changed.append(s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given)
-                           .with_server(headers=server_headers))
-        except LabInputError as exc:
-            if scenario_names:  # asked for by name: the user must hear that it cannot be run so
-                raise
-            err.print(f"[yellow]skipped:[/] {escape(str(exc))}", highlight=False)
-    if not changed:
-        raise LabInputError("no scenario can run with these settings")
-    return files, changed
 
 
 def _run_config(chosen: list[manifest.Driver], scenarios: list[scenario.Scenario], options: RunOptions,
