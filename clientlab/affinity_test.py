@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clientlab import affinity
+from clientlab.measuring import affinity
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
 
@@ -32,7 +32,7 @@ def test_a_pinned_program_sees_one_core_from_its_start():
 
 
 def test_every_thread_of_the_bench_server_runs_on_its_core():
-    from clientlab.server import BenchServer
+    from clientlab.servers.bench import BenchServer
 
     cpu = max(os.sched_getaffinity(0))
     with BenchServer(cpu=cpu) as server:

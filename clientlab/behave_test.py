@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from clientlab import behave, behaviour
-from clientlab.behaviour import Observed, judge
+from clientlab.behaviour import behave, cases as behaviour
+from clientlab.behaviour.cases import Observed, judge
 from clientlab.cli import main
 from clientlab.errors import LabInputError
 from clientlab.output.behave import matrix_lines, stored_matrix_lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clientlab import build, manifest
+from clientlab.drivers import build, manifest
 
 MANIFEST = """\
 id = "python-first-use"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab import calibrate, manifest
+from clientlab.drivers import manifest
+from clientlab.selfcheck import calibrate
 from clientlab.runner import RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.testsupport import shipped
 
 
@@ -46,7 +47,7 @@ def test_a_driver_without_a_calibration_loop_is_measured_and_says_it_has_none(st
 
 def _pair(lab_s: float, bare_s: float, lab_faults: int = 10, bare_faults: int = 12, lab_wakeups: int = 10,
           bare_wakeups: int = 12):
-    from clientlab.calibrate import BareRound, Pair
+    from clientlab.selfcheck.calibrate import BareRound, Pair
     from clientlab.store import Trial
 
     lab = Trial(kind="timed", idx=0, ok=True, wall_s=lab_s * 1000, user_s=0.2, page_faults=lab_faults,
@@ -55,7 +56,7 @@ def _pair(lab_s: float, bare_s: float, lab_faults: int = 10, bare_faults: int = 
 
 
 def test_a_cell_off_its_loop_says_what_its_trials_did_differently():
-    from clientlab.calibrate import Calibration
+    from clientlab.selfcheck.calibrate import Calibration
 
     pairs = [_pair(3e-4, 2.5e-4, lab_faults=f, bare_faults=b) for f, b in ((6900, 600), (7000, 500), (6800, 700))]
     cal = Calibration("go-net-http", "get-json-335k", pairs=pairs)
@@ -66,7 +67,7 @@ def test_a_cell_off_its_loop_says_what_its_trials_did_differently():
 
 
 def test_pairs_in_two_connection_modes_are_left_out_and_counted_never_averaged_in():
-    from clientlab.calibrate import Calibration
+    from clientlab.selfcheck.calibrate import Calibration
 
     # six pairs alike (the answer waited whole: no wake-ups), four where the lab's client slept for
     # the rest of each answer (0.55 wake-ups a request) and took twice the time

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from clientlab import cgroup
-from clientlab.measure import TreeMeter
+from clientlab.measuring import cgroup
+from clientlab.measuring.measure import TreeMeter
 
 # reads CPU and memory of real processes: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial

@@ -12,10 +12,11 @@ import sys
 
 import pytest
 
-from clientlab import compare, manifest
-from clientlab.compare import mann_whitney, normal_p, ranks, smallest_p
+from clientlab.analysis import compare
+from clientlab.drivers import manifest
+from clientlab.analysis.compare import mann_whitney, normal_p, ranks, smallest_p
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.testsupport import TESTDRIVERS, shipped
 
 # tells a slower driver by its measured figures: run alone, not beside other tests (test.sh)

@@ -6,7 +6,7 @@ fails the cell, the others are diagnosis findings. Well-behaved drivers trip non
 
 from __future__ import annotations
 
-from clientlab.diagnose import diagnose_run
+from clientlab.analysis.diagnose import diagnose_run
 from clientlab.testsupport import shipped
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab import crosscheck
+from clientlab.selfcheck import crosscheck
 from clientlab.runner import RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.testsupport import shipped
 
 
@@ -71,7 +71,7 @@ def test_the_rate_under_each_server_says_which_one_held_a_driver_back():
 
 
 def test_nginx_s_log_is_read_once_a_trial_and_its_worker_measured_as_the_server(store, test_drivers, monkeypatch):
-    from clientlab import nginx
+    from clientlab.servers import nginx
 
     waits = []
     original = nginx.StaticServer._log_written

@@ -6,14 +6,14 @@ import re
 
 import pytest
 
-from clientlab import manifest
-from clientlab.diagnose import diagnose_run
+from clientlab.drivers import manifest
+from clientlab.analysis.diagnose import diagnose_run
 from clientlab.netlab import hosts
 from clientlab.netlab.lab import NetLab
 from clientlab.netlab.profile import Profile
 from clientlab.record import Cell, CellFigures, ServerSummary
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.testsupport import shipped
 
 # finds stalls by their timing: run alone, not beside other tests (test.sh)
@@ -147,7 +147,7 @@ def test_a_finding_seen_on_several_scenarios_is_printed_once_for_its_driver():
 
 
 def test_one_body_in_memory_is_no_finding_where_the_scenario_asks_for_memory():
-    from clientlab.diagnose import CellView, whole_body_in_memory
+    from clientlab.analysis.diagnose import CellView, whole_body_in_memory
 
     body = 20_000_000
     cell = CellView("x-y", "download-memory", {}, ["memory"],
@@ -217,13 +217,13 @@ def test_parallel_requests_on_a_connection_each_are_found_for_http2_and_http3(ht
     ("python", "MALLOC_MMAP_THRESHOLD_", "Go's"),
 ])
 def test_the_fresh_pages_fix_names_the_runtimes_own_allocator(language, names, never):
-    from clientlab.diagnose import _fresh_pages_fix
+    from clientlab.analysis.diagnose import _fresh_pages_fix
 
     fix = _fresh_pages_fix(language, glibc=True)
     assert names in fix and never not in fix
 
 
 def test_the_fresh_pages_fix_leaves_glibc_out_where_its_tunables_changed_nothing():
-    from clientlab.diagnose import _fresh_pages_fix
+    from clientlab.analysis.diagnose import _fresh_pages_fix
 
     assert "MALLOC_MMAP_THRESHOLD_" not in _fresh_pages_fix("python", glibc=False)

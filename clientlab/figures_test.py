@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from clientlab.figures import allocator_modes, cell_figures
+from clientlab.analysis.figures import allocator_modes, cell_figures
 from clientlab.store import Trial
 
 REQUESTS = 1000

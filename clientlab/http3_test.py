@@ -9,9 +9,9 @@ import pytest
 
 from clientlab import paths, scenario
 from clientlab.errors import LabError, LabInputError
-from clientlab.job import Endpoint, plan, required_capabilities
-from clientlab.server import BenchServer
-from clientlab.verify import check_trial
+from clientlab.drivers.job import Endpoint, plan, required_capabilities
+from clientlab.servers.bench import BenchServer
+from clientlab.drivers.verify import check_trial
 
 FILES = {f.name: f for f in scenario.discover()[0]}
 ENDPOINT = Endpoint("127.0.0.1", 8080, 8443, Path("/nonexistent/ca.pem"), h3_port=8444)

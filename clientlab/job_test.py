@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clientlab import scenario
-from clientlab.job import Endpoint, plan, required_capabilities
+from clientlab.drivers.job import Endpoint, plan, required_capabilities
 
 FILES = {f.name: f for f in scenario.discover()[0]}
 ENDPOINT = Endpoint("127.0.0.1", 8080, 8443, Path("/nonexistent/ca.pem"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import resource
 
-from clientlab import limits
+from clientlab.measuring import limits
 
 
 def test_the_lab_s_descriptor_limit_is_raised_for_every_live_cell_and_put_back():

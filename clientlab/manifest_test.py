@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from clientlab import build as builder
-from clientlab import manifest
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 
 TESTDRIVERS = Path(__file__).parent / "testdrivers"

@@ -6,7 +6,7 @@ import http.client
 
 import pytest
 
-from clientlab import nginx
+from clientlab.servers import nginx
 
 
 def test_the_log_is_complete_when_read_long_before_nginx_would_flush_it(bench_server, monkeypatch):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from clientlab.noise import Noise, NoiseMeter
+from clientlab.measuring.noise import Noise, NoiseMeter
 
 
 def test_a_quiet_trial_is_not_disturbed():
@@ -41,7 +41,7 @@ def test_a_process_outside_the_lab_burning_cpu_is_seen():
 
 
 def test_a_child_of_the_lab_counts_as_the_labs_own_cpu():
-    from clientlab.noise import lab_tree_cpu_s
+    from clientlab.measuring.noise import lab_tree_cpu_s
 
     before = lab_tree_cpu_s()
     subprocess.run([sys.executable, "-c", "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass"])
@@ -49,7 +49,7 @@ def test_a_child_of_the_lab_counts_as_the_labs_own_cpu():
 
 
 def test_a_live_grandchild_of_the_lab_counts_as_the_labs_own_cpu():
-    from clientlab.noise import lab_tree_cpu_s
+    from clientlab.measuring.noise import lab_tree_cpu_s
 
     burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\ntime.sleep(30)"
     before = lab_tree_cpu_s()
@@ -67,8 +67,8 @@ def test_a_live_grandchild_of_the_lab_counts_as_the_labs_own_cpu():
 
 
 def test_the_probe_before_a_trial_counts_from_the_slow_limit_and_the_one_after_from_a_higher_one():
-    from clientlab.hostprobe import SLOW_LIMIT
-    from clientlab.noise import AFTER_LIMIT
+    from clientlab.measuring.hostprobe import SLOW_LIMIT
+    from clientlab.measuring.noise import AFTER_LIMIT
 
     quiet = {"steal_s": 0.0, "other_cpu_s": 0.0, "wall_s": 1.0}
     assert "before the trial" in Noise(**quiet, host_before=SLOW_LIMIT + 0.01, host_after=1.0).disturbed()

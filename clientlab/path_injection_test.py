@@ -8,7 +8,7 @@ import pytest
 
 from clientlab import scenario
 from clientlab.errors import LabInputError
-from clientlab.job import same_origin_url
+from clientlab.drivers.job import same_origin_url
 from clientlab.testsupport import shipped
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab import plainloop
+from clientlab.selfcheck import plainloop
 from clientlab.runner import RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.testsupport import shipped
 
 # compares the lab's figures with a plain loop's: run alone, not beside other tests (test.sh)

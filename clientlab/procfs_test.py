@@ -9,7 +9,7 @@ from typing import Callable
 
 import pytest
 
-from clientlab.procfs import page_faults, thread_wakeups, wakeups, wakeups_between
+from clientlab.measuring.procfs import page_faults, thread_wakeups, wakeups, wakeups_between
 
 
 # measures CPU and memory of real processes: run alone, not beside other tests (test.sh)

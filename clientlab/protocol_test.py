@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from clientlab.protocol import REDIRECTING_ENV, DriverProcess
+from clientlab.drivers.protocol import REDIRECTING_ENV, DriverProcess
 
 # prints the environment it was given as one protocol line
 SHOW_ENV = "import json, os; print(json.dumps({'type': 'hello', 'env': dict(os.environ)}), flush=True); input()"

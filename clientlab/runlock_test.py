@@ -12,9 +12,9 @@ import threading
 
 import pytest
 
-from clientlab import runlock
+from clientlab.measuring import runlock
 from clientlab.clisupport import QUICK, TESTDRIVERS, db_count, lab, wait_for  # noqa: F401 - the fixture
-from clientlab.runlock import LabBusy, RunLock
+from clientlab.measuring.runlock import LabBusy, RunLock
 
 # holds the machine's run lock: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial
@@ -55,7 +55,7 @@ def test_a_waiting_holder_is_told_who_holds_the_lab_and_gets_it_after(tmp_path):
 
 def test_a_killed_holder_leaves_the_lab_free(tmp_path):
     path = tmp_path / "lab.lock"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from clientlab.runlock import RunLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from clientlab.measuring.runlock import RunLock; "
                                f"RunLock('holder', __import__('pathlib').Path({str(path)!r})).acquire(wait=False); "
                                "print('held', flush=True); time.sleep(600)"], stdout=subprocess.PIPE, text=True)
     try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clientlab import build, manifest, runtimes
+from clientlab.drivers import build, manifest, runtimes
 from clientlab.errors import LabInputError
 
 MANIFEST = '''id = "node-mine"

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from clientlab import selfbench
+from clientlab.selfcheck import selfbench
 
 
 # measures placements: run alone, not beside other tests (test.sh)

@@ -11,7 +11,7 @@ import pytest
 
 from clientlab import paths
 from clientlab.errors import LabError
-from clientlab.server import SECRET_HEADER, BenchServer
+from clientlab.servers.bench import SECRET_HEADER, BenchServer
 
 
 def _start_raw(*args: str, stdin: bytes = b"0123456789abcdef-secret\n") -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clientlab import spread
+from clientlab.analysis import spread
 from clientlab.cli_test import TESTDRIVERS, clientlab
 from clientlab.errors import LabInputError
 from clientlab.store import Store

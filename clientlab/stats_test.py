@@ -1,6 +1,6 @@
 import pytest
 
-from clientlab import stats
+from clientlab.analysis import stats
 
 
 def test_median_of_even_and_odd_counts():
@@ -60,7 +60,7 @@ def test_percentiles_nearest_rank():
 
 
 def test_trials_that_break_by_more_than_one_and_a_half_times_are_two_modes_with_their_counts():
-    from clientlab.stats import modes
+    from clientlab.analysis.stats import modes
 
     found = modes([0.070, 0.072, 0.071, 0.190, 0.200, 0.185, 0.069])
     assert found is not None
@@ -70,7 +70,7 @@ def test_trials_that_break_by_more_than_one_and_a_half_times_are_two_modes_with_
 
 
 def test_a_lone_far_trial_is_an_outlier_not_a_mode_and_a_spread_without_a_gap_is_one_mode():
-    from clientlab.stats import modes
+    from clientlab.analysis.stats import modes
 
     assert modes([0.070, 0.071, 0.072, 0.073, 0.200]) is None        # one far trial
     assert modes([0.10, 0.12, 0.14, 0.16, 0.18, 0.20]) is None        # wide, but no gap of 1.5×

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from clientlab import manifest, paths, scenario
+from clientlab import paths, scenario
+from clientlab.drivers import manifest
 from clientlab.runner import CellRunner, RunOptions
 from clientlab.scenario import Scenario
-from clientlab.server import BenchServer
-from clientlab.stats import StopRule
+from clientlab.servers.bench import BenchServer
+from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 TESTDRIVERS = Path(__file__).parent / "testdrivers"

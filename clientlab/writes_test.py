@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab import nginx, writes
+from clientlab.servers import nginx, writes
 
 JSON_335K = "/json/335114"
 # the bench server's head for this answer (nginx's shape: the 250 bytes nginx sends for this file),

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab import manifest, scenario
-from clientlab.job import plan, required_capabilities
+from clientlab import scenario
+from clientlab.drivers import manifest
+from clientlab.drivers.job import plan, required_capabilities
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 SMALL = {"count": 20, "size": 1024, "feeds": 100}
@@ -104,8 +105,8 @@ def test_driver_runs_the_calibration_loop_on_one_kept_client(bench_server, store
     timed by the driver's clock within the lab's own view, across a change of server port."""
     if driver.missing():
         pytest.fail(f"{driver.id} is not installed: {driver.missing()} (run ./setup.sh)")
-    from clientlab.calibrate import BareLoop
-    from clientlab.protocol import DriverFault
+    from clientlab.selfcheck.calibrate import BareLoop
+    from clientlab.drivers.protocol import DriverFault
 
     sc = _scenario("get-small", None if "http1" in driver.manifest.capabilities else "3")
     loop = BareLoop(driver, None)

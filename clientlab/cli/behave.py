@@ -10,7 +10,9 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from clientlab import behave, behaviour, machine, manifest
+from clientlab.behaviour import behave, cases as behaviour
+from clientlab.drivers import manifest
+from clientlab.measuring import machine
 from clientlab.cli.common import (
     chosen_store,
     driver_path_option,

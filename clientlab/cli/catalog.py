@@ -10,8 +10,9 @@ from rich.markup import escape
 from rich import box
 from rich.table import Table
 
-from clientlab import build as builder
-from clientlab import manifest, paths, runtimes, scenario
+from clientlab.drivers import build as builder
+from clientlab import paths, scenario
+from clientlab.drivers import manifest, runtimes
 from clientlab.cli.common import (
     driver_path_option,
     err,

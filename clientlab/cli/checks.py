@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from clientlab import build as builder
-from clientlab import manifest, scenario
+from clientlab.drivers import build as builder
+from clientlab import scenario
+from clientlab.drivers import manifest
 from clientlab.cli.common import (
     DEFAULT_FORKS,
     DEFAULT_INTERLEAVE,
@@ -35,7 +36,7 @@ from clientlab.errors import LabInputError
 from clientlab.output.crosscheck import crosscheck_report
 from clientlab.output.progress import ProgressEvents
 from clientlab.runner import JIT_WARM_S, PLACEMENTS, RunOptions, stop_on_sigterm
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     server on that host, across the network. Against nginx, both servers run here.
 
     Exit code 0 when every ratio agrees, 1 when one does not."""
-    from clientlab import calibrate, crosscheck
+    from clientlab.selfcheck import calibrate, crosscheck
 
     if bare and plain:
         raise LabInputError("--bare and --plain are two references for the same cells: choose one")
@@ -151,7 +152,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
 def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions, json_path: Path | None,
                server_host: tuple[Host, Path] | None, reference: str) -> None:
     """crosscheck --bare or --plain: the cells beside their loops, a table, exit 1 past the target."""
-    from clientlab import calibrate, plainloop
+    from clientlab.selfcheck import calibrate, plainloop
     from clientlab.output.calibration import calibration_table
 
     module = plainloop if reference == "plain" else calibrate
@@ -193,7 +194,7 @@ def selfbench_cmd(driver_paths, driver_names, seconds, json_path) -> None:  # no
     - the lab's overhead on a 1-second trial, the spread of such trials, and the machine's noise
       floor (fixed CPU work timed ten times);
     - placements (split / shared / free): per-request time and spread of one driver under each."""
-    from clientlab import selfbench
+    from clientlab.selfcheck import selfbench
     from clientlab.output.selfbench import figures_report, nginx_report
 
     drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from clientlab import build as builder
-from clientlab import manifest, scenario
+from clientlab.drivers import build as builder
+from clientlab import scenario
+from clientlab.drivers import manifest
 from clientlab.cli.common import err, load_drivers, split_names
 from clientlab.errors import LabInputError
 

@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from clientlab import export as exporters
-from clientlab import manifest, scenario
+from clientlab import scenario
+from clientlab.drivers import manifest
 from clientlab.errors import LabError, LabInputError
 from clientlab.output.cellfigures import said_once_line
 from clientlab.output.diagnosis import print_findings
@@ -24,7 +25,7 @@ from clientlab.output.wrap import print_wrapped
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.output.whatran import print_what_ran
 from clientlab.record import Cell, RunConfig
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 # a pipe has no width: rich would lay tables out in 80 columns and cut theirs to a letter or two
@@ -133,7 +134,7 @@ def use_scenario_paths(scenario_paths: tuple[Path, ...]) -> None:
 def take_lab_lock(no_wait: bool) -> None:
     """One measuring run per machine: wait for the lab (saying who holds it), or exit 75 with
     --no-wait. Held until the command ends."""
-    from clientlab.runlock import LabBusy, RunLock
+    from clientlab.measuring.runlock import LabBusy, RunLock
 
     lock = RunLock()
     try:
@@ -196,7 +197,7 @@ def entry() -> None:
 def diagnose_and_store(store: Store, run_id: int) -> None:
     """The diagnosis's findings of every measured cell, kept with its figures: the rules on what
     the server saw, and the CPU gaps to the fastest client of each language (clientlab/profile)."""
-    from clientlab.diagnose import diagnose_run
+    from clientlab.analysis.diagnose import diagnose_run
     from clientlab.profile.causes import cpu_findings
 
     cells = store.cells(run_id)

@@ -10,7 +10,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from clientlab import manifest, paths
+from clientlab import paths
+from clientlab.drivers import manifest
 from clientlab.cli.common import (
     DEFAULT_INTERLEAVE,
     DEFAULT_PLACEMENT,
@@ -35,7 +36,7 @@ from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_op
 from clientlab.errors import LabInputError
 from clientlab.output.progress import ProgressEvents
 from clientlab.runner import INTERLEAVES, PLACEMENTS, RunOptions, stop_on_sigterm
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:

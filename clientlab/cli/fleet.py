@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from clientlab import manifest
+from clientlab.drivers import manifest
 from clientlab.cli.choice import chosen_drivers, chosen_scenarios
 from clientlab.cli.common import (
     EXIT_FAILED,

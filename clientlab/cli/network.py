@@ -91,7 +91,7 @@ def net_clean_cmd() -> None:
     """Remove what a killed run left behind (namespaces, links, processes inside). A network lab
     that a live run holds is not touched: this says which run."""
     from clientlab.netlab import hosts
-    from clientlab.runlock import LabBusy
+    from clientlab.measuring.runlock import LabBusy
 
     try:
         claim = hosts.claim(wait=False)

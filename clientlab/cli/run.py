@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from clientlab import build as builder
+from clientlab.drivers import build as builder
 from clientlab import export as exporters
-from clientlab import manifest, runtimes, scenario
+from clientlab import scenario
+from clientlab.drivers import manifest, runtimes
 from clientlab.cli.choice import chosen_drivers, chosen_scenarios
 from clientlab.cli.common import (
     DEFAULT_FORKS,
@@ -54,13 +55,13 @@ from clientlab.runner import (
     stop_on_sigterm,
     stored_run,
 )
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
     from clientlab.hosts.hostsfile import Host
     from clientlab.netlab.profile import Profile
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
 
 
 @main.command("run", epilog=EXIT_CODES)

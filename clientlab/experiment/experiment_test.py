@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from clientlab import manifest, scenario
+from clientlab import scenario
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 from clientlab.experiment import findings, spec
 from clientlab.experiment.execute import run_experiment
@@ -14,7 +15,7 @@ from clientlab.experiment.plan import plan
 from clientlab.experiment.verdict import CONFIRMED, NOT_HERE, PARTLY, REFUTED, judge, metric_value, show
 from clientlab.record import Cell, CellFigures, PlainCheck, WallStats
 from clientlab.runner import RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 
 EXPERIMENTS = spec.discover()
 

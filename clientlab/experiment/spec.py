@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from typing_extensions import TypedDict
 
-from clientlab import paths, runtimes
+from clientlab import paths
+from clientlab.drivers import runtimes
 from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
 from clientlab.scenario import OptionValue
 

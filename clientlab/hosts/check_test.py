@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clientlab import machine
+from clientlab.measuring import machine
 from clientlab.hosts import check, remote
 from clientlab.hosts.nshost import clientlab, trust, write_hosts_file
 

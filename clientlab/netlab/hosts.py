@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from clientlab.errors import LabError
-from clientlab.runlock import RunLock, lock_path
+from clientlab.measuring.runlock import RunLock, lock_path
 
 PREFIX = "clab-"
 CLIENT_NS, SERVER_NS = "clab-client", "clab-server"

@@ -19,7 +19,7 @@ from clientlab.netlab import hosts, probe
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import NetLab
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.testsupport import shipped
 
 # the lab's RTT and rates are measured: run alone (test.sh)

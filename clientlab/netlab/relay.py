@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from clientlab.control import ControlClient, first_json_line, stop
+from clientlab.servers.control import ControlClient, first_json_line, stop
 from clientlab.netlab import hosts
 from clientlab.netlab.profile import Profile
 from clientlab.netlab.services import binary

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from clientlab import paths
-from clientlab.control import ControlClient, first_json_line, stop
+from clientlab.servers.control import ControlClient, first_json_line, stop
 from clientlab.errors import LabError
 from clientlab.netlab import hosts
 

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any, Self
 
-from clientlab.control import first_json_line, stop
+from clientlab.servers.control import first_json_line, stop
 from clientlab.errors import LabError
 from clientlab.netlab import hosts
 

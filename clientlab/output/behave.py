@@ -9,9 +9,9 @@ import dataclasses
 import textwrap
 from typing import Any
 
-from clientlab import behaviour
-from clientlab.behave import BehaveCell
-from clientlab.behaviour import CREDENTIALS, BehaviourCase
+from clientlab.behaviour import cases as behaviour
+from clientlab.behaviour.behave import BehaveCell
+from clientlab.behaviour.cases import CREDENTIALS, BehaviourCase
 from clientlab.record import Cell
 
 WIDTH = 80

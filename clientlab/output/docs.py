@@ -16,7 +16,8 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from clientlab import manifest, paths
+from clientlab import paths
+from clientlab.drivers import manifest
 
 LANGUAGE_ORDER = ("c", "cli", "python", "php", "perl", "go", "rust", "node", "java", "ruby")
 LANGUAGE_NAMES = {"c": "C", "cli": "the curl command", "python": "Python", "php": "PHP", "perl": "Perl",

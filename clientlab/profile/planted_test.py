@@ -8,11 +8,11 @@ import statistics
 
 import pytest
 
-from clientlab import build, manifest
+from clientlab.drivers import build, manifest
 from clientlab.cli.common import diagnose_and_store
 from clientlab.profile import flame
 from clientlab.runner import CellRunner, Placement, RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.testsupport import shipped
 
 # profiled trials are timed and sampled: run alone, not beside other tests (test.sh)

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clientlab import stats
-from clientlab.protocol import DriverFault
+from clientlab.analysis import stats
+from clientlab.drivers.protocol import DriverFault
 from clientlab.runner.warming import scale
 from clientlab.store.profiles import add_profile
 from clientlab.profile import folded as fold

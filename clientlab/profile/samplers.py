@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from clientlab.errors import LabError
-from clientlab.procfs import process_tree
+from clientlab.measuring.procfs import process_tree
 from clientlab.profile import tools
 from clientlab.profile.folded import Folded, parse_perf_script, parse_pyspy
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clientlab.compare import CellComparison
+from clientlab.analysis.compare import CellComparison
 from clientlab.report.browser import open_report
 from clientlab.report.compare import page
 

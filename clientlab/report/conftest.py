@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab import machine, paths
-from clientlab.diagnose import diagnose_run
+from clientlab import paths
+from clientlab.measuring import machine
+from clientlab.analysis.diagnose import diagnose_run
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 from clientlab.testsupport import shipped
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from clientlab.testsupport import shipped
-from clientlab.warmup import WarmupPolicy
+from clientlab.measuring.warmup import WarmupPolicy
 
 # stalls and budgets follow the clock: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial

@@ -11,11 +11,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from clientlab import build as builder
-from clientlab import hostprobe, limits, paths
-from clientlab.job import plan, required_capabilities
-from clientlab.manifest import Driver
-from clientlab.protocol import DriverFault
+from clientlab.drivers import build as builder
+from clientlab import paths
+from clientlab.measuring import hostprobe, limits
+from clientlab.drivers.job import plan, required_capabilities
+from clientlab.drivers.manifest import Driver
+from clientlab.drivers.protocol import DriverFault
 from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
 from clientlab.runner.deadline import NONE, Deadline
 from clientlab.runner.options import RunOptions
@@ -27,7 +28,7 @@ from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
 
 if TYPE_CHECKING:
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
 
 
 class Profiler(Protocol):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clientlab.scenario import Scenario
-from clientlab.stats import StopRule
-from clientlab.warmup import DEFAULT as DEFAULT_WARMUP
-from clientlab.warmup import WarmupPolicy
+from clientlab.analysis.stats import StopRule
+from clientlab.measuring.warmup import DEFAULT as DEFAULT_WARMUP
+from clientlab.measuring.warmup import WarmupPolicy
 
 # a shared JIT process's warm-up work before timing, however many cells share it: how warm a
 # JIT cell is must not depend on how many scenarios the run holds (warmup.WarmupPolicy)

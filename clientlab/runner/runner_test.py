@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab import protocol
+from clientlab.drivers import protocol
 from clientlab.runner import CellGroup, RunOptions
-from clientlab.stats import StopRule
+from clientlab.analysis.stats import StopRule
 from clientlab.testsupport import shipped
-from clientlab.warmup import WarmupPolicy
+from clientlab.measuring.warmup import WarmupPolicy
 
 # warm-up and time budgets follow the clock: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial
@@ -140,7 +140,7 @@ def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_s
 
 
 def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_server, store, test_drivers, monkeypatch):
-    from clientlab import noise
+    from clientlab.measuring import noise
     from clientlab.runner import run_matrix
 
     monkeypatch.setattr(noise, "FLOOR_TICKS", -1)
@@ -201,7 +201,7 @@ def test_each_part_gets_its_share_of_the_time_left_by_its_weight(monkeypatch):
 
 
 def test_a_disturbed_trial_is_run_again_and_kept_apart(cell, monkeypatch):
-    from clientlab import noise
+    from clientlab.measuring import noise
 
     monkeypatch.setattr(noise, "FLOOR_TICKS", -1)
     monkeypatch.setattr(noise, "OTHER_LIMIT", -1.0)  # every trial reads as disturbed
@@ -267,7 +267,8 @@ def test_warm_ups_still_falling_one_after_another_are_not_steady():
 def test_timed_trials_carry_the_host_probe_of_the_drivers_core(bench_server, store, test_drivers):
     import os
 
-    from clientlab import hostprobe, paths
+    from clientlab import paths
+    from clientlab.measuring import hostprobe
     from clientlab.runner import CellRunner
 
     if not paths.lab_binary(hostprobe.BINARY).exists():

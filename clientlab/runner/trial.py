@@ -16,24 +16,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from clientlab import cgroup, figures, hostprobe
+from clientlab.analysis import figures
+from clientlab.measuring import cgroup, hostprobe
 from clientlab.errors import LabError
-from clientlab.job import plan
-from clientlab.measure import TreeMeter, Usage
-from clientlab.procfs import process_tree
-from clientlab.noise import Noise, NoiseMeter
-from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.drivers.job import plan
+from clientlab.measuring.measure import TreeMeter, Usage
+from clientlab.measuring.procfs import process_tree
+from clientlab.measuring.noise import Noise, NoiseMeter
+from clientlab.drivers.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.runner.cell import Cell, Events
 from clientlab.runner.deadline import Deadline
 from clientlab.runner.options import STALL_S
 from clientlab.runner.pool import HELLO_TIMEOUT_S, ProcessPool, stopped
 from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
-from clientlab.verify import check_trial, check_verification
+from clientlab.drivers.verify import check_trial, check_verification
 
 if TYPE_CHECKING:
     from clientlab.profile.samplers import Sampler
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
 
 REPORT_TIMEOUT_S = 120.0
 TRIAL_TIMEOUT_FACTOR = 10     # a timed trial may take this many times what verification predicts…
@@ -45,7 +46,7 @@ class Unsupported(Exception):
 
 
 class HostProbe(Protocol):
-    """The host's speed on the driver's core (clientlab/hostprobe.py), as a trial reads it."""
+    """The host's speed on the driver's core (clientlab/measuring/hostprobe.py), as a trial reads it."""
 
     def wait_fast(self, limit_s: float) -> float: ...
     def slowdown(self) -> float: ...

@@ -14,7 +14,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from clientlab import paths, runtimes
+from clientlab import paths
+from clientlab.drivers import runtimes
 from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, quote, read_toml, shown
 
 Capability = Literal[

@@ -1,6 +1,6 @@
 """What a driver's process tree cost during the timed phase.
 
-Where the lab can make control groups (root, cgroup v1 or v2: clientlab/cgroup.py), the driver
+Where the lab can make control groups (root, cgroup v1 or v2: clientlab/measuring/cgroup.py), the driver
 runs in a group of its own:
 - CPU: the group's counter in nanoseconds, delta go → done; it keeps the time of children that
   have already exited.
@@ -22,11 +22,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clientlab.procfs import (cpu_seconds, page_faults, process_tree, reset_peak_rss, status_kb, thread_wakeups,
+from clientlab.measuring.procfs import (cpu_seconds, page_faults, process_tree, reset_peak_rss, status_kb, thread_wakeups,
                               wakeups, wakeups_between)
 
 if TYPE_CHECKING:
-    from clientlab.cgroup import Group
+    from clientlab.measuring.cgroup import Group
 
 SAMPLE_INTERVAL_S = 0.02
 

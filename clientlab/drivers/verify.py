@@ -11,7 +11,7 @@ import hashlib
 from collections import Counter, defaultdict
 from typing import Any
 
-from clientlab.job import PlannedJob
+from clientlab.drivers.job import PlannedJob
 
 MAX_PROBLEMS = 5
 

@@ -14,13 +14,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clientlab import build as builder
-from clientlab import manifest
-from clientlab.behaviour import BehaviourCase, Observed, judge
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest
+from clientlab.behaviour.cases import BehaviourCase, Observed, judge
 from clientlab.errors import LabError
-from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.drivers.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.record import BehaviourOutcome, CellFigures
-from clientlab.server import BenchServer
+from clientlab.servers.bench import BenchServer
 from clientlab.store import Store
 
 START_S = 60.0    # a driver's hello and ready (a JVM's start on a busy host)

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from rich import box
 from rich.table import Table
 
-from clientlab import stats
-from clientlab.compare import keyed_cells, trial_throughputs
+from clientlab.analysis import stats
+from clientlab.analysis.compare import keyed_cells, trial_throughputs
 from clientlab.record import Cell
 from clientlab.errors import LabInputError
 from clientlab.store import Store

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
 
 THRESHOLD = 256          # at or below this many connections the defaults are plenty
 SPARE_FDS = 1024         # files, pipes and listeners besides the connections

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from clientlab import nginx, paths, writes
+from clientlab import paths
+from clientlab.servers import nginx, writes
 from clientlab.errors import LabError
-from clientlab.job import plan
-from clientlab.manifest import Driver
+from clientlab.drivers.job import plan
+from clientlab.drivers.manifest import Driver
 from clientlab.runner import CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
-from clientlab.server import BenchServer
+from clientlab.servers.bench import BenchServer
 from clientlab.store import Store
 
 STATIC_SCENARIOS = ("get-small", "get-json-335k", "download-memory", "download-file")

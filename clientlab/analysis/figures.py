@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from clientlab import stats
+from clientlab.analysis import stats
 from clientlab.record import CellFigures, Mode, ServerSummary, WallStats
 from clientlab.store import Trial
 

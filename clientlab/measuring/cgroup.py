@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clientlab.procfs import process_tree
+from clientlab.measuring.procfs import process_tree
 
 ROOT = Path("/sys/fs/cgroup")
 _serial = itertools.count()

@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from clientlab import hostprobe, paths
-from clientlab.noise import Noise
+from clientlab import paths
+from clientlab.measuring import hostprobe
+from clientlab.measuring.noise import Noise
 
 # reads the host's speed: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial

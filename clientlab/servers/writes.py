@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clientlab import stats
+from clientlab.analysis import stats
 
 SEND_CALLS = ("write", "writev", "sendfile", "sendmsg", "sendto")
 ATTACH_TIMEOUT_S = 5.0

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from clientlab import cgroup
-from clientlab.job import Endpoint
+from clientlab.measuring import cgroup
+from clientlab.drivers.job import Endpoint
 
 
 class ServerSide(Protocol):

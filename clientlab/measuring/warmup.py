@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clientlab import stats
+from clientlab.analysis import stats
 
 
 @dataclass(frozen=True)

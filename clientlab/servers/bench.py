@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from clientlab import affinity, paths
-from clientlab.control import ControlClient, first_json_line, stop
+from clientlab import paths
+from clientlab.measuring import affinity
+from clientlab.servers.control import ControlClient, first_json_line, stop
 from clientlab.errors import LabError
-from clientlab.job import Endpoint
-from clientlab.serverside import local_cpu_ns
+from clientlab.drivers.job import Endpoint
+from clientlab.servers.side import local_cpu_ns
 
 SECRET_HEADER = "X-Clientlab-Secret"
 

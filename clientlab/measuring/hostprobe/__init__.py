@@ -16,7 +16,8 @@ import atexit
 import subprocess
 import time
 
-from clientlab import affinity, paths
+from clientlab import paths
+from clientlab.measuring import affinity
 
 BINARY = "clientlab-hostprobe"
 ROUND_TRIPS = 200        # one sample: about a millisecond on this machine

@@ -5,7 +5,7 @@ On a shared VM the host takes cores away (steal), and any other process on the m
 for the cores the lab uses. Both are read around every trial from /proc/stat (per-CPU, in clock
 ticks) and set against the CPU the lab itself accounts for (the driver's tree, the bench server,
 the lab's own process). The host also slows a core's kernel work for seconds at a time without
-reporting steal: clientlab.hostprobe reads that right before and after the trial. A trial in
+reporting steal: clientlab.measuring.hostprobe reads that right before and after the trial. A trial in
 which any of these is large is *disturbed*: the runner runs it again (docs/measurement.md).
 """
 
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from clientlab.procfs import tree_cpu_s
+from clientlab.measuring.procfs import tree_cpu_s
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TICK_S = 1 / CLK_TCK
@@ -71,7 +71,7 @@ class Noise:
 
     def disturbed(self) -> str | None:
         """Why this trial does not measure the client alone, or None."""
-        from clientlab.hostprobe import SLOW_LIMIT
+        from clientlab.measuring.hostprobe import SLOW_LIMIT
 
         floor = FLOOR_TICKS * TICK_S
         reasons = []

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from clientlab import paths
-from clientlab.control import stop
+from clientlab.servers.control import stop
 from clientlab.errors import LabError
-from clientlab.job import Endpoint
-from clientlab.serverside import local_cpu_ns
+from clientlab.drivers.job import Endpoint
+from clientlab.servers.side import local_cpu_ns
 
 LOG_FORMAT = ('{"path":"$uri","status":$status,"resp_body_bytes":$body_bytes_sent,'
               '"conn":$connection,"conn_requests":$connection_requests,"proto":"$server_protocol",'
@@ -132,7 +132,7 @@ http {{
 
     def pids(self) -> list[int]:
         """The nginx processes (one: master_process stays on, so the worker is its child)."""
-        from clientlab.procfs import process_tree
+        from clientlab.measuring.procfs import process_tree
 
         return process_tree(self.proc.pid)
 

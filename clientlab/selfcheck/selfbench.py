@@ -7,7 +7,7 @@
    turn, three times: medians of req/s and MB/s, their spread, the ratio (target >= 1.0x nginx),
    and each server's CPU per request. The bench server keeps every counter on as in a timed trial
    (trial records, per-request read events; record_digests off). Connection-heavy points get the
-   limits they need (clientlab/limits.py). Then the memory each server holds per idle keep-alive
+   limits they need (clientlab/measuring/limits.py). Then the memory each server holds per idle keep-alive
    connection, with 10,000 of them open.
    The drivers: get-small (sequential) and parallel-feeds (20 in flight) on every installed driver,
    measured the normal way: the fastest sequential and the fastest parallel driver's rates against
@@ -18,7 +18,7 @@
    overhead = measured wall - 1 s, and the CPU the lab itself used meanwhile. Target: < 1 %.
    The spread of those ten 1 s trials (CV) is the floor of any wall-time figure.
 3. The machine's noise floor: the same fixed CPU work timed ten times on the driver's core (CV,
-   max/min, steal seen meanwhile); and the host's slow phases on that core (clientlab/hostprobe,
+   max/min, steal seen meanwhile); and the host's slow phases on that core (clientlab/measuring/hostprobe,
    sampled for 20 s): how much of the time the core's kernel work ran slow, and how slow.
 4. Placements: one driver on get-small under split / shared / free — per-request time (the
    wake-up cost shows as the difference) and its spread over trials; the one with the smallest
@@ -42,14 +42,16 @@ from typing import Any
 
 from rich.console import Console
 
-from clientlab import affinity, limits, machine, paths, scenario, stats
-from clientlab import build as builder
+from clientlab import paths, scenario
+from clientlab.analysis import stats
+from clientlab.measuring import affinity, limits, machine
+from clientlab.drivers import build as builder
 from clientlab.errors import LabError
-from clientlab.manifest import Driver, load_manifest
-from clientlab.protocol import DriverProcess
+from clientlab.drivers.manifest import Driver, load_manifest
+from clientlab.drivers.protocol import DriverProcess
 from clientlab.runner import PLACEMENTS, CellResult, RunOptions, pick_cpus, run_matrix, stored_run, timed_phase
-from clientlab.server import BenchServer
-from clientlab.stats import StopRule
+from clientlab.servers.bench import BenchServer
+from clientlab.analysis.stats import StopRule
 from clientlab.store import Store, open_store
 
 WRK_REPORT = """
@@ -219,7 +221,7 @@ class _Servers:
     """The bench server and nginx, both up on the server's core, as a measurement point reaches them."""
 
     bench: BenchServer
-    nginx: Any  # clientlab.nginx.Nginx; None where nginx is not installed
+    nginx: Any  # clientlab.servers.nginx.Nginx; None where nginx is not installed
     reach: dict[str, tuple[int, int, list[int]]]  # server -> (HTTP port, HTTPS port, its processes)
     path: str
     wrk_script: str
@@ -230,8 +232,8 @@ class _Servers:
 def _servers_started(path: str, most: int, server_cpu: int | None, nginx_missing: str | None) -> Iterator[_Servers]:
     """The bench server (record_digests off, every other counter on) and nginx (one worker, no access
     log) on `server_cpu`, serving the same bytes at `path`, with the limits `most` connections need."""
-    from clientlab import nginx as nginx_mod
-    from clientlab.procfs import process_tree
+    from clientlab.servers import nginx as nginx_mod
+    from clientlab.measuring.procfs import process_tree
 
     with limits.lift(most) as lifted, BenchServer(cpu=server_cpu) as bench, \
             tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
@@ -309,7 +311,7 @@ def against_nginx(seconds: int, h1_connections: tuple[int, ...] = H1_CONNECTIONS
                   h2_connections: tuple[int, ...] = H2_CONNECTIONS, repeats: int = REPEATS,
                   idle_connections: int = IDLE_CONNECTIONS) -> dict:
     """The bench server and nginx side by side, one run (see the module's docstring)."""
-    from clientlab import nginx as nginx_mod
+    from clientlab.servers import nginx as nginx_mod
 
     if shutil.which("wrk") is None:
         raise LabError("wrk is not installed (./setup.sh installs it)")
@@ -417,7 +419,7 @@ def host_phases(seconds: float = 20.0, every_s: float = 0.05) -> dict | None:
     """The host probe on the driver's core, sampled for `seconds`: the share of samples in a slow
     phase (over hostprobe.SLOW_LIMIT × the fastest), their median slowdown, the phases and the
     longest one. None when set-up did not build the probe."""
-    from clientlab import hostprobe
+    from clientlab.measuring import hostprobe
 
     _, driver_cpu = pick_cpus()
     if driver_cpu is None or not paths.lab_binary(hostprobe.BINARY).exists():
@@ -460,7 +462,7 @@ def _placement_figures(run_id: int, result: CellResult) -> dict:
 def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
     """One driver (the first installed of c-libcurl, python-requests, the reference test driver) on
     get-small under each placement, each its own stored run: per-request time and the spread of its trials."""
-    from clientlab.manifest import discover
+    from clientlab.drivers.manifest import discover
 
     known = {d.id: d for d in drivers + discover([paths.ROOT / "clientlab" / "testdrivers"])[0]}
     driver = next(known[i] for i in ("c-libcurl", "python-requests", "python-fake-reference")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from clientlab import paths
 from clientlab.errors import LabInputError
-from clientlab.manifest import Driver
+from clientlab.drivers.manifest import Driver
 
 _SKIP_DIRS = {".venv", "build", "node_modules", "target", "__pycache__", "vendor"}
 

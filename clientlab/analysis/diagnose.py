@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from clientlab.figures import FRESH_BODY, FRESH_SHARE, MMAP_THRESHOLD_MAX, PAGE
+from clientlab.analysis.figures import FRESH_BODY, FRESH_SHARE, MMAP_THRESHOLD_MAX, PAGE
 from clientlab.record import Cell, CellFigures, Finding, ServerSummary
 from clientlab.store.fingerprint import digest
 
