@@ -9,7 +9,8 @@ import pytest
 
 from clientlab import paths, scenario
 from clientlab.errors import LabError, LabInputError
-from clientlab.drivers.job import Endpoint, plan, required_capabilities
+from clientlab.drivers.job import plan, required_capabilities
+from clientlab.servers.side import Endpoint
 from clientlab.servers.bench import BenchServer
 from clientlab.drivers.verify import check_trial
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from clientlab import scenario
-from clientlab.drivers.job import Endpoint, plan, required_capabilities
+from clientlab.drivers.job import plan, required_capabilities
+from clientlab.servers.side import Endpoint
 
 FILES = {f.name: f for f in scenario.discover()[0]}
 ENDPOINT = Endpoint("127.0.0.1", 8080, 8443, Path("/nonexistent/ca.pem"))

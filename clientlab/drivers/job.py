@@ -12,19 +12,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from clientlab.errors import LabError, LabInputError, quote
 from clientlab.scenario import Scenario, path_problem
+from clientlab.servers.side import Endpoint
 
 PROTOCOL_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where drivers reach the bench server."""
-
-    host: str
-    http_port: int
-    https_port: int
-    ca_file: Path
-    h3_port: int = 0  # HTTP/3 (UDP); 0: the server has none (an older one, nginx)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from clientlab.servers.control import ControlClient
 from clientlab.errors import LabError, LabInputError
 from clientlab.hosts import ssh
 from clientlab.hosts.hostsfile import Host, HostsFile
-from clientlab.drivers.job import Endpoint
+from clientlab.servers.side import Endpoint
 from clientlab.netlab import probe
 from clientlab.servers.bench import SECRET_HEADER, BenchControl
 

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from clientlab.errors import LabError
-from clientlab.drivers.job import Endpoint
+from clientlab.servers.side import Endpoint
 from clientlab.netlab import hosts, probe
 from clientlab.netlab.profile import Profile
 from clientlab.netlab.relay import LinkRelay

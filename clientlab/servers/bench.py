@@ -11,10 +11,9 @@ from urllib.parse import quote
 
 from clientlab import paths
 from clientlab.measuring import affinity
-from clientlab.servers.control import ControlClient, first_json_line, stop
 from clientlab.errors import LabError
-from clientlab.drivers.job import Endpoint
-from clientlab.servers.side import local_cpu_ns
+from clientlab.servers.control import ControlClient, first_json_line, stop
+from clientlab.servers.side import Endpoint, local_cpu_ns
 
 SECRET_HEADER = "X-Clientlab-Secret"
 

@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from clientlab import paths
-from clientlab.servers.control import stop
 from clientlab.errors import LabError
-from clientlab.drivers.job import Endpoint
-from clientlab.servers.side import local_cpu_ns
+from clientlab.servers.control import stop
+from clientlab.servers.side import Endpoint, local_cpu_ns
 
 LOG_FORMAT = ('{"path":"$uri","status":$status,"resp_body_bytes":$body_bytes_sent,'
               '"conn":$connection,"conn_requests":$connection_requests,"proto":"$server_protocol",'

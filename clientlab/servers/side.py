@@ -1,14 +1,26 @@
 """What the runner needs of the server side of a run, whichever it is: the bench server on
-loopback (server.BenchServer), the network lab around it (netlab.lab.NetLab), nginx serving
+loopback (bench.BenchServer), the network lab around it (netlab.lab.NetLab), nginx serving
 the same files (nginx.StaticServer), or the bench server on a host of its own
-(serverhost.ServerHost)."""
+(hosts.benchserver.ServerHost); and where drivers reach it (Endpoint)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from clientlab.measuring import cgroup
-from clientlab.drivers.job import Endpoint
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where drivers reach the bench server."""
+
+    host: str
+    http_port: int
+    https_port: int
+    ca_file: Path
+    h3_port: int = 0  # HTTP/3 (UDP); 0: the server has none (an older one, nginx)
 
 
 class ServerSide(Protocol):
