@@ -15,7 +15,8 @@ from urllib.parse import parse_qsl
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from clientlab import paths
-from clientlab.errors import MAX_INT, LabInputError, describe_validation_error, did_you_mean, quote, read_named_toml, shown
+from clientlab.datafiles import MAX_INT, read_named_toml
+from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, quote, shown
 from clientlab.units import parse_size
 
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)(?::(bytes|path))?\}")

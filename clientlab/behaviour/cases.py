@@ -17,7 +17,8 @@ from urllib.parse import urlencode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, read_toml
+from clientlab.datafiles import read_toml
+from clientlab.errors import LabInputError, describe_validation_error, did_you_mean
 from clientlab.record import BehaviourOutcome
 
 # the fault resources of the bench server (server/faults.go), each at /fault/<name>

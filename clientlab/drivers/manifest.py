@@ -16,7 +16,8 @@ from pydantic_core import PydanticCustomError
 
 from clientlab import paths
 from clientlab.drivers import runtimes
-from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, quote, read_toml, shown
+from clientlab.datafiles import read_toml
+from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, quote, shown
 
 Capability = Literal[
     "http1", "tls", "http2", "h2c", "http3", "cookies", "redirects", "form", "multipart", "upload",

@@ -10,7 +10,8 @@ from typing_extensions import TypedDict
 
 from clientlab import paths
 from clientlab.drivers import runtimes
-from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
+from clientlab.datafiles import read_named_toml, scan_folder
+from clientlab.errors import LabInputError, describe_validation_error, quote
 from clientlab.scenario import OptionValue
 
 Value = int | float | str | bool

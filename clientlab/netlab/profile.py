@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
+from clientlab.datafiles import read_named_toml, scan_folder
+from clientlab.errors import LabInputError, describe_validation_error, quote
 
 
 class Profile(BaseModel):

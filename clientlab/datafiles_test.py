@@ -8,8 +8,9 @@ import threading
 
 import pytest
 
-from clientlab import errors
-from clientlab.errors import LabInputError, read_named_toml, read_toml
+from clientlab import datafiles, errors
+from clientlab.datafiles import read_named_toml, read_toml
+from clientlab.errors import LabInputError
 
 
 def refused(path, match: str) -> str:
@@ -113,7 +114,7 @@ def test_a_device_is_refused_without_reading_it(tmp_path):
 def test_a_file_past_the_size_limit_is_refused_before_reading(tmp_path):
     path = tmp_path / "big.toml"
     with open(path, "wb") as f:
-        f.truncate(errors.MAX_FILE_BYTES + 1)
+        f.truncate(datafiles.MAX_FILE_BYTES + 1)
     refused(path, "a scenario file is at most 1024 KiB")
 
 
