@@ -360,10 +360,10 @@ def fastest_driver(drivers: list[Driver], store: Store) -> tuple[int, list[dict]
 
 def lab_overhead() -> dict:
     """Measured wall minus a known 1-second phase, and the lab's own CPU during it."""
-    driver = load_manifest(paths.ROOT / "clientlab" / "testdrivers" / "sleep" / "driver.toml")
+    driver = load_manifest(paths.instruments_dir() / "sleep" / "driver.toml")
     server_cpu, driver_cpu = pick_cpus()
     excess, lab_cpu = [], []
-    env = {**os.environ, "FAKE_SLEEP_S": str(SLEEP_S)}
+    env = {**os.environ, "INSTRUMENT_SLEEP_S": str(SLEEP_S)}
     job = {"scenario": "selfbench-sleep", "verify": False, "http": "1.1", "tls_ca": None, "concurrency": 1,
            "keep_alive": True, "cookies": False, "accept_gzip": False, "timeout_s": 30, "options": {},
            "requests": []}
@@ -392,8 +392,8 @@ def _cv(values: list[float]) -> float:
 
 
 def noise_floor(trials: int = 10) -> dict:
-    """A fixed amount of CPU work (the spin test driver), timed `trials` times on the driver's core."""
-    driver = load_manifest(paths.ROOT / "clientlab" / "testdrivers" / "spin" / "driver.toml")
+    """A fixed amount of CPU work (the spin instrument), timed `trials` times on the driver's core."""
+    driver = load_manifest(paths.instruments_dir() / "spin" / "driver.toml")
     server_cpu, driver_cpu = pick_cpus()
     job = {"scenario": "selfbench-spin", "verify": False, "http": "1.1", "tls_ca": None, "concurrency": 1,
            "keep_alive": True, "cookies": False, "accept_gzip": False, "timeout_s": 60, "options": {},
@@ -460,13 +460,14 @@ def _placement_figures(run_id: int, result: CellResult) -> dict:
 
 
 def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
-    """One driver (the first installed of c-libcurl, python-requests, the reference test driver) on
-    get-small under each placement, each its own stored run: per-request time and the spread of its trials."""
-    from clientlab.drivers.manifest import discover
-
-    known = {d.id: d for d in drivers + discover([paths.ROOT / "clientlab" / "testdrivers"])[0]}
-    driver = next(known[i] for i in ("c-libcurl", "python-requests", "python-fake-reference")
-                  if i in known and builder.missing(known[i]) is None)
+    """One driver (the first installed of c-libcurl and python-requests, else the first installed
+    driver given) on get-small under each placement, each its own stored run: per-request time and
+    the spread of its trials."""
+    installed = [d for d in drivers if builder.missing(d) is None]
+    if not installed:
+        raise LabError("selfbench: no installed driver to measure placements with (see: clientlab drivers)")
+    known = {d.id: d for d in installed}
+    driver = next((known[i] for i in ("c-libcurl", "python-requests") if i in known), installed[0])
     files, _ = scenario.discover()
     chosen = scenario.select(files, ["get-small"], {})
     out = {"driver": driver.id, "scenario": "get-small", "placements": {}}

@@ -2,7 +2,7 @@
 plus deliberate faults for the lab's own tests.
 
     fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
-                           | spin | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
+                           | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
                            | planted (a busy function on every request: the profile must name it)
                            | idle-conn | fresh-body | no-bare
                            | careful | lenient (the behaviour matrix: docs/behaviour.md)
@@ -337,13 +337,6 @@ def main() -> None:
             if MODE == "flood":
                 sys.stdout.write("x" * (8 * 1024 * 1024) + "\n")
                 sys.stdout.flush()
-            if MODE == "spin":  # a fixed amount of CPU work: selfbench's noise floor
-                x = 0
-                for i in range(int(os.environ.get("FAKE_SPIN", "3000000"))):
-                    x ^= i
-                send({"type": "done"})
-                send({"type": "report", "responses": [], "errors": []})
-                continue
             if MODE == "sleep":
                 time.sleep(float(os.environ.get("FAKE_SLEEP_S", "1.0")))
                 send({"type": "done"})
