@@ -288,11 +288,11 @@ def _on_runtimes(chosen: list, specs: tuple[str, ...]) -> list:
 def _network_profile(name: str, scenarios: list) -> Profile:
     """The asked profile, or loopback (with what that cannot do, per scenario) when the network lab
     cannot run here."""
-    from clientlab.netlab import hosts
+    from clientlab.netlab import namespaces
     from clientlab.netlab import profile as netprofile
 
     asked = netprofile.get(name)
-    reason = hosts.why_unavailable() if asked.namespaces else None
+    reason = namespaces.why_unavailable() if asked.namespaces else None
     if reason is None:
         return asked
     err.print(f"[yellow]network profile '{name}' needs the network lab, which cannot run here: {reason}. "

@@ -14,7 +14,7 @@ from clientlab.drivers import build as builder
 from clientlab.drivers import manifest
 from clientlab.experiment.plan import PlannedCell, plan
 from clientlab.experiment.spec import Experiment, Part
-from clientlab.netlab import hosts
+from clientlab.netlab import namespaces
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
 from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Deadline, Events, LabRun, RunOptions, lab_run
@@ -108,7 +108,7 @@ class _Networks:
             return None
         if self.server_host is not None:
             return f"the bench server is on host {self.server_host[0].name} (--server-host): its path is the network"
-        return hosts.why_unavailable()
+        return namespaces.why_unavailable()
 
     def _run_on(self, net: str, cells: list[PlannedCell], deadline: Deadline) -> None:
         lab = self.lab

@@ -8,7 +8,7 @@ import pytest
 
 from clientlab.drivers import manifest
 from clientlab.analysis.diagnose import diagnose_run
-from clientlab.netlab import hosts
+from clientlab.netlab import namespaces
 from clientlab.netlab.lab import NetLab
 from clientlab.netlab.profile import Profile
 from clientlab.record import Cell, CellFigures, ServerSummary
@@ -97,7 +97,7 @@ def test_parallel_requests_over_http3_are_not_said_to_miss_http2(diagnosed):
     assert found[("go-net-http-http3", over_h3.label)] == []
 
 
-@pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))
+@pytest.mark.skipif(namespaces.why_unavailable() is not None, reason=str(namespaces.why_unavailable()))
 def test_dns_lookup_per_request_seen_by_the_lab_dns(store, test_drivers):
     with NetLab(Profile(name="test", description="namespaces and lab DNS")) as lab:
         run_id = store.start_run({}, {})

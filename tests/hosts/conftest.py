@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.hosts import nshost
-from clientlab.netlab import hosts as netlab
+from clientlab.netlab import namespaces as netlab
 
 
 @pytest.fixture

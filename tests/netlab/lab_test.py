@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import sigint_as_ctrl_c
-from clientlab.netlab import hosts, probe
+from clientlab.netlab import namespaces, probe
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import NetLab
 from clientlab.runner import CellRunner, RunOptions
@@ -24,7 +24,7 @@ from tests.support.fixtures import shipped
 
 # the lab's RTT and rates are measured: run alone (test.sh)
 pytestmark = [pytest.mark.serial,
-              pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))]
+              pytest.mark.skipif(namespaces.why_unavailable() is not None, reason=str(namespaces.why_unavailable()))]
 
 
 def lab_processes() -> list[str]:
@@ -34,9 +34,9 @@ def lab_processes() -> list[str]:
 
 
 def nothing_left() -> list[str]:
-    left = [ns for ns in hosts.namespaces() if ns.startswith(hosts.PREFIX)]
-    if subprocess.run(["ip", "link", "show", hosts.LAB_DEV], capture_output=True).returncode == 0:
-        left.append(hosts.LAB_DEV)
+    left = [ns for ns in namespaces.namespaces() if ns.startswith(namespaces.PREFIX)]
+    if subprocess.run(["ip", "link", "show", namespaces.LAB_DEV], capture_output=True).returncode == 0:
+        left.append(namespaces.LAB_DEV)
     return left + lab_processes()
 
 
@@ -55,7 +55,7 @@ def test_a_get_over_a_50ms_profile_takes_50_to_60_ms():
 def test_the_dns_counter_counts_a_lookup_from_the_client_namespace():
     with NetLab(profile()) as lab:
         lab.reset()
-        subprocess.run([*hosts.in_ns(hosts.CLIENT_NS), "getent", "ahostsv4", "h7.lab.test"], check=True,
+        subprocess.run([*namespaces.in_ns(namespaces.CLIENT_NS), "getent", "ahostsv4", "h7.lab.test"], check=True,
                        capture_output=True)
         counters = lab.dns.counters()
     assert counters["by_name"].get("h7.lab.test.", 0) >= 1
@@ -64,7 +64,7 @@ def test_the_dns_counter_counts_a_lookup_from_the_client_namespace():
 def test_the_client_host_reuses_time_wait_ports_as_loopback_does():
     # without it, thousands of short connections make connect() slow for the cells that follow
     with NetLab(profile()):
-        out = subprocess.run([*hosts.in_ns(hosts.CLIENT_NS), "sysctl", "-n", "net.ipv4.tcp_tw_reuse"],
+        out = subprocess.run([*namespaces.in_ns(namespaces.CLIENT_NS), "sysctl", "-n", "net.ipv4.tcp_tw_reuse"],
                              capture_output=True, text=True, check=True).stdout
     assert out.strip() == "1"
 
@@ -73,7 +73,7 @@ def test_dns_cache_answers_repeated_lookups_without_the_lab_dns():
     with NetLab(profile(dns_cache=True)) as lab:
         lab.reset()
         for _ in range(5):
-            subprocess.run([*hosts.in_ns(hosts.CLIENT_NS), "getent", "ahostsv4", "h9.lab.test"], check=True,
+            subprocess.run([*namespaces.in_ns(namespaces.CLIENT_NS), "getent", "ahostsv4", "h9.lab.test"], check=True,
                            capture_output=True)
         assert lab.dns.counters()["by_name"] == {"h9.lab.test.": 1}  # one lookup reached it; the cache answered the rest
 
@@ -119,7 +119,7 @@ def test_net_clean_leaves_a_live_network_lab_alone_and_names_who_holds_it(lab_ho
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 75, err
         assert "another measuring run holds the network lab: pid" in err and "nothing removed" in err
-        assert hosts.CLIENT_NS in hosts.namespaces()   # the live lab's hosts are still there
+        assert namespaces.CLIENT_NS in namespaces.namespaces()   # the live lab's hosts are still there
     assert nothing_left() == []
 
 
@@ -129,7 +129,7 @@ def test_nothing_is_left_after_an_interrupted_run(sig, lab_home):
                 "python-fake-sleep", "-s", "get-small", "-p", "count=10", "--trials", "5", "--warmup", "0",
                 home=lab_home)
     deadline = time.monotonic() + 60
-    while hosts.CLIENT_NS not in hosts.namespaces() or not lab_processes():
+    while namespaces.CLIENT_NS not in namespaces.namespaces() or not lab_processes():
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.1)
     time.sleep(1.0)
@@ -150,5 +150,5 @@ def test_a_killed_runs_leftovers_are_removed_when_the_next_starts(lab_home):
     proc.kill()
     proc.wait()
     with NetLab(profile()) as lab:
-        assert hosts.CLIENT_NS in lab.leftovers
+        assert namespaces.CLIENT_NS in lab.leftovers
     assert nothing_left() == []

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from clientlab.netlab import hosts, probe, udpprobe
+from clientlab.netlab import namespaces, probe, udpprobe
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import NetLab
 
 pytestmark = [pytest.mark.xdist_group("netlab"),
-              pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))]
+              pytest.mark.skipif(namespaces.why_unavailable() is not None, reason=str(namespaces.why_unavailable()))]
 
 TAIL = 1e-6   # each bound is missed by chance with at most this probability
 

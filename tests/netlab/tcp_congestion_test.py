@@ -11,11 +11,11 @@ import subprocess
 import pytest
 
 from clientlab.errors import LabError, LabInputError
-from clientlab.netlab import hosts
+from clientlab.netlab import namespaces
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import NetLab
 
-namespaces = pytest.mark.skipif(hosts.why_unavailable() is not None, reason=str(hosts.why_unavailable()))
+namespaces = pytest.mark.skipif(namespaces.why_unavailable() is not None, reason=str(namespaces.why_unavailable()))
 
 
 def load(tmp_path, text: str) -> netprofile.Profile:
@@ -25,7 +25,7 @@ def load(tmp_path, text: str) -> netprofile.Profile:
 
 
 def in_namespace(ns: str) -> str:
-    return subprocess.run([*hosts.in_ns(ns), "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
+    return subprocess.run([*namespaces.in_ns(ns), "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -44,9 +44,9 @@ def test_a_congestion_control_name_that_is_no_name_is_refused_naming_the_field(t
 @pytest.mark.parametrize("algorithm", ["reno", "cubic"])
 def test_both_namespaces_get_the_profiles_congestion_control(algorithm):
     with NetLab(netprofile.Profile(name="t", description="t", tcp_congestion=algorithm)) as lab:
-        seen = {ns: in_namespace(ns) for ns in (hosts.CLIENT_NS, hosts.SERVER_NS)}
+        seen = {ns: in_namespace(ns) for ns in (namespaces.CLIENT_NS, namespaces.SERVER_NS)}
         notes = lab.describe()["notes"]
-    assert seen == {hosts.CLIENT_NS: algorithm, hosts.SERVER_NS: algorithm}
+    assert seen == {namespaces.CLIENT_NS: algorithm, namespaces.SERVER_NS: algorithm}
     assert any(f"TCP congestion control {algorithm}" in note for note in notes)
 
 
