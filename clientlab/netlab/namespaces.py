@@ -1,4 +1,4 @@
-"""The lab's hosts: two network namespaces joined by a veth pair, a control link, tc shaping.
+"""The network lab's namespaces: two of them joined by a veth pair, a control link, tc shaping.
 
     client ns  clab-client   10.77.0.1 (clab-c0) ──veth── 10.77.0.2 (clab-s0)  server ns  clab-server
     root ns    (the lab)     10.77.9.1 (clab-l0) ──veth── 10.77.9.2 (clab-s9)  server ns
