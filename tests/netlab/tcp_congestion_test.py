@@ -15,7 +15,7 @@ from clientlab.netlab import namespaces
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import NetLab
 
-namespaces = pytest.mark.skipif(namespaces.why_unavailable() is not None, reason=str(namespaces.why_unavailable()))
+needs_namespaces = pytest.mark.skipif(namespaces.why_unavailable() is not None, reason=str(namespaces.why_unavailable()))
 
 
 def load(tmp_path, text: str) -> netprofile.Profile:
@@ -40,7 +40,7 @@ def test_a_congestion_control_name_that_is_no_name_is_refused_naming_the_field(t
 
 
 @pytest.mark.serial
-@namespaces
+@needs_namespaces
 @pytest.mark.parametrize("algorithm", ["reno", "cubic"])
 def test_both_namespaces_get_the_profiles_congestion_control(algorithm):
     with NetLab(netprofile.Profile(name="t", description="t", tcp_congestion=algorithm)) as lab:
@@ -51,7 +51,7 @@ def test_both_namespaces_get_the_profiles_congestion_control(algorithm):
 
 
 @pytest.mark.serial
-@namespaces
+@needs_namespaces
 def test_a_congestion_control_the_kernel_lacks_stops_the_lab_naming_it():
     with pytest.raises(LabError, match=r"network profile 't': tcp_congestion 'nosuch' cannot be set .*this kernel has"):
         NetLab(netprofile.Profile(name="t", description="t", tcp_congestion="nosuch"))
