@@ -13,12 +13,7 @@ from clientlab.drivers import build as builder
 from clientlab import scenario
 from clientlab.drivers import manifest
 from clientlab.cli.common import (
-    DEFAULT_FORKS,
-    DEFAULT_INTERLEAVE,
-    DEFAULT_PLACEMENT,
-    DEFAULT_RETRIES,
-    DEFAULT_STOP,
-    DEFAULT_TRIAL_S,
+    MEASURING,
     HTTP_VERSIONS,
     chosen_store,
     counts_given,
@@ -35,7 +30,7 @@ from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_op
 from clientlab.errors import LabInputError
 from clientlab.output.crosscheck import crosscheck_report
 from clientlab.output.progress import ProgressEvents
-from clientlab.runner import JIT_WARM_S, PLACEMENTS, RunOptions, stop_on_sigterm
+from clientlab.runner import PLACEMENTS, RunOptions, stop_on_sigterm
 from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
@@ -52,8 +47,8 @@ if TYPE_CHECKING:
 @click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
               help="Override a scenario parameter, e.g. -p count=500.")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
-@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True)
-@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=MEASURING.placement, show_default=True)
+@click.option("--retries", default=MEASURING.retries, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell.")
 @click.option("--bare", is_flag=True,
               help="Instead of nginx, check the lab against the same client in a plain loop: each cell's "
@@ -119,7 +114,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
     if http:
         scenarios = [s.with_client(http=http) for s in scenarios]
-    stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials)
+    stop = StopRule(min_trials=trials or MEASURING.stop.min_trials, max_trials=trials or MEASURING.stop.max_trials)
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
     store = chosen_store()
     if plain:
@@ -134,8 +129,8 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
         # the cells as `clientlab run` measures them (its trial budget, its interleaving, its
         # processes and JIT warm-up), with no time budget: the figures calibrated are the run's
         fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
-        options = dataclasses.replace(options, trial_seconds=DEFAULT_TRIAL_S, fixed_counts=fixed,
-                                      interleave=DEFAULT_INTERLEAVE, forks=DEFAULT_FORKS, jit_warm_s=JIT_WARM_S)
+        options = dataclasses.replace(options, trial_seconds=MEASURING.trial_seconds, fixed_counts=fixed,
+                                      interleave=MEASURING.interleave, forks=MEASURING.forks, jit_warm_s=MEASURING.jit_warm_s)
         _calibrate(store, drivers, scenarios, options, json_path, server_host, "plain" if plain else "bare")
         return
     cells = len(drivers) * len(scenarios) * 2

@@ -25,7 +25,7 @@ from clientlab.output.wrap import print_wrapped
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.output.whatran import print_what_ran
 from clientlab.record import Cell, RunConfig
-from clientlab.analysis.stats import StopRule
+from clientlab.runner.options import RunOptions
 from clientlab.store import Store
 
 # a pipe has no width: rich would lay tables out in 80 columns and cut theirs to a letter or two
@@ -33,13 +33,7 @@ PIPE_WIDTH = 240
 out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each in logs and pipes
 
-DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers answers in minutes
-DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, docs/measurement.md)
-DEFAULT_INTERLEAVE = "run"       # the host's drift over minutes hits every cell alike (docs/measurement.md)
-DEFAULT_TIME_BUDGET_S = 240.0  # with start-up and set-up, a plain run ends within 5 minutes
-DEFAULT_RETRIES = 3  # a disturbed trial run again at most this often a cell
-DEFAULT_STOP = StopRule()  # trials a cell, precision, time a cell: the stop rule's own defaults
-DEFAULT_FORKS = 3  # a cell's figure is not one process's state (docs/measurement.md, "Forks")
+MEASURING = RunOptions.measuring()  # the measurement policy, whose values the options show as defaults
 
 runtimes_option = click.option(
     "--runtimes", "runtime_specs", multiple=True, metavar="KIND=LINE[,LINE…]",

@@ -13,10 +13,7 @@ from rich.table import Table
 from clientlab import paths
 from clientlab.drivers import manifest
 from clientlab.cli.common import (
-    DEFAULT_INTERLEAVE,
-    DEFAULT_PLACEMENT,
-    DEFAULT_RETRIES,
-    DEFAULT_STOP,
+    MEASURING,
     EXIT_CODES,
     chosen_store,
     diagnose_and_store,
@@ -57,15 +54,15 @@ EXPERIMENT_CELL_S = 30.0
                    "the lab's data folder (.lab/); --write-docs: the project's docs/findings.md]")
 @click.option("--write-docs", is_flag=True,
               help="Write the findings into the project's docs/findings.md (the published answers), not .lab/.")
-@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=MEASURING.placement, show_default=True,
               help="Where driver and server run, as for `clientlab run`.")
-@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
+@click.option("--retries", default=MEASURING.retries, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell (as for `clientlab run`).")
 @click.option("--interleave", type=click.Choice(INTERLEAVES), default=None,
               help="Which cells take turns trial by trial: the drivers of one workload (workloads one after "
                    "another), or every cell on a network (so that a claim comparing two parts is not a "
                    "comparison of two minutes of the host).  [default: the experiment's own `interleave`, "
-                   f"else {DEFAULT_INTERLEAVE}]")
+                   f"else {MEASURING.interleave}]")
 @click.option("--time-budget", type=click.FloatRange(0), metavar="SECONDS",
               help="Each experiment's time: once it is spent, cells stop at their minimum of trials, disturbed "
                    "trials are kept (flagged) and no trial waits for a slow phase of the host; each network and "
@@ -112,7 +109,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     store = chosen_store()
     run_ids = []
     for e in chosen:
-        own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE,
+        own = dataclasses.replace(options, interleave=interleave or e.interleave or MEASURING.interleave,
                                   run_budget_s=e.budget_for(quick, time_budget))
         run_ids.append(_run_one(store, e, quick, own, extra, findings_path, server_host))
     exit_if_cells_failed(store, run_ids)
@@ -148,7 +145,7 @@ def _run_options(quick: bool, trials: int | None, placement: str, retries: int) 
     if quick:
         stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
     else:
-        stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials,
+        stop = StopRule(min_trials=trials or MEASURING.stop.min_trials, max_trials=trials or MEASURING.stop.max_trials,
                         max_seconds=EXPERIMENT_CELL_S)
         warmup = 1
     return RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries)

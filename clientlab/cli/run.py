@@ -17,13 +17,7 @@ from clientlab import scenario
 from clientlab.drivers import manifest, runtimes
 from clientlab.cli.choice import chosen_drivers, chosen_scenarios
 from clientlab.cli.common import (
-    DEFAULT_FORKS,
-    DEFAULT_INTERLEAVE,
-    DEFAULT_PLACEMENT,
-    DEFAULT_RETRIES,
-    DEFAULT_STOP,
-    DEFAULT_TIME_BUDGET_S,
-    DEFAULT_TRIAL_S,
+    MEASURING,
     EXIT_CODES,
     chosen_store,
     counts_given,
@@ -47,7 +41,6 @@ from clientlab.output.progress import ProgressEvents
 from clientlab.output.wrap import print_wrapped
 from clientlab.runner import (
     INTERLEAVES,
-    JIT_WARM_S,
     PLACEMENTS,
     Placement,
     RunOptions,
@@ -88,38 +81,38 @@ if TYPE_CHECKING:
                    "the same resource, the default) or minimal (Content-Length, Content-Type, Date); the cells "
                    "say so in their names (docs/bench-server.md).")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
-@click.option("--min-trials", default=DEFAULT_STOP.min_trials, show_default=True, type=click.IntRange(1))
-@click.option("--max-trials", default=DEFAULT_STOP.max_trials, show_default=True, type=click.IntRange(1))
-@click.option("--precision", default=DEFAULT_STOP.target_precision, show_default=True, type=click.FloatRange(0.0001, 1),
+@click.option("--min-trials", default=MEASURING.stop.min_trials, show_default=True, type=click.IntRange(1))
+@click.option("--max-trials", default=MEASURING.stop.max_trials, show_default=True, type=click.IntRange(1))
+@click.option("--precision", default=MEASURING.stop.target_precision, show_default=True, type=click.FloatRange(0.0001, 1),
               help="Stop adding trials once half the median's 95% CI is this fraction of the median.")
-@click.option("--max-cell-seconds", default=DEFAULT_STOP.max_seconds, show_default=True,
+@click.option("--max-cell-seconds", default=MEASURING.stop.max_seconds, show_default=True,
               help="After --min-trials, stop a cell's trials once they took this long.")
-@click.option("--warmup", default=1, show_default=True, type=click.IntRange(0),
+@click.option("--warmup", default=MEASURING.warmup, show_default=True, type=click.IntRange(0),
               help="Untimed trials first (a driver's manifest may ask for more: JIT runtimes).")
 @click.option("--fresh-process", is_flag=True, help="Start a new driver process for every trial (cold cost).")
-@click.option("--trial-seconds", default=DEFAULT_TRIAL_S, show_default=True, type=click.FloatRange(0),
+@click.option("--trial-seconds", default=MEASURING.trial_seconds, show_default=True, type=click.FloatRange(0),
               help="Time budget of one trial: request counts are scaled down so that a trial lasts about this "
                    "long (the table says the count used). 0: the counts as the scenarios write them. "
                    "Counts you set with -p are never scaled.")
 @click.option("--trial-timeout", type=click.FloatRange(0.1), metavar="SECONDS",
               help="A timed trial that has not finished after this long fails its cell. "
                    "Default: 10× what the verification pass predicts, at least 10 s.")
-@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=MEASURING.placement, show_default=True,
               help="split: driver and server on different cores; shared: both on one core; free: the "
                    "scheduler decides (docs/measurement.md says what each measures).")
-@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
+@click.option("--retries", default=MEASURING.retries, show_default=True, type=click.IntRange(0),
               help="Run a trial again when steal, other processes or a slow phase of the host disturbed it, "
                    "at most this many times per cell.")
-@click.option("--interleave", type=click.Choice(INTERLEAVES), default=DEFAULT_INTERLEAVE, show_default=True,
+@click.option("--interleave", type=click.Choice(INTERLEAVES), default=MEASURING.interleave, show_default=True,
               help="Which cells take turns trial by trial: the drivers of one scenario (scenarios one after "
                    "another), or every cell of the run (each cell's trials spread over the whole run).")
-@click.option("--time-budget", default=DEFAULT_TIME_BUDGET_S, show_default=True, type=click.FloatRange(0),
+@click.option("--time-budget", default=MEASURING.run_budget_s, show_default=True, type=click.FloatRange(0),
               metavar="SECONDS",
               help="The run's time: the cells' rounds of trials go on until it is spent (with --interleave "
                    "scenario, each scenario gets an equal share of what is left); then a cell with --min-trials "
                    "timed trials stops there (flagged 'cut by time budget'; its ± says how precise it is). On a "
                    "noisy host this keeps the run to minutes; 0: no limit.")
-@click.option("--forks", default=DEFAULT_FORKS, show_default=True, type=click.IntRange(1, 100),
+@click.option("--forks", default=MEASURING.forks, show_default=True, type=click.IntRange(1, 100),
               help="Spread each cell's timed trials over this many driver processes, each warmed up, so that "
                    "one process's own state (its heap's place, its allocator) is not the cell's figure. "
                    "JIT drivers (Java, Node.js) keep one process: it takes them a minute to settle.")
@@ -179,7 +172,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
                          trial_seconds=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
                          retries=retries, interleave=interleave, run_budget_s=time_budget or None, forks=forks,
-                         jit_warm_s=JIT_WARM_S, profile=profile_cells, allocator_modes=allocator_modes)
+                         jit_warm_s=MEASURING.jit_warm_s, profile=profile_cells, allocator_modes=allocator_modes)
     profile = _network_profile(net_name, scenarios)
     config = _run_config(chosen, scenarios, options, profile.name, net_name, runtime_specs)
     if profile_cells:
