@@ -21,10 +21,14 @@ import os
 import resource
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from clientlab.servers.side import ServerSide
+
+class Server(Protocol):
+    """What the limits need of a server side: its processes on this machine."""
+
+    def local_pids(self) -> list[int]: ...
+
 
 THRESHOLD = 256          # at or below this many connections the defaults are plenty
 SPARE_FDS = 1024         # files, pipes and listeners besides the connections
@@ -153,7 +157,7 @@ def lift_for_cells(cells: int) -> Lifted:
     return lifted
 
 
-def lift(connections: int, server: ServerSide | None = None, pids: list[int] | None = None) -> Lifted:
+def lift(connections: int, server: Server | None = None, pids: list[int] | None = None) -> Lifted:
     """Raise what `connections` open at once need (nothing at or below THRESHOLD); `server`'s
     process and `pids` get the descriptor limit too.
     The caller restores with `.restore()` (or uses it as a context manager)."""
