@@ -46,7 +46,7 @@ class Unsupported(Exception):
 
 
 class HostProbe(Protocol):
-    """The host's speed on the driver's core (clientlab/measuring/hostprobe.py), as a trial reads it."""
+    """The host's speed on the driver's core (clientlab/measuring/hostprobe), as a trial reads it."""
 
     def wait_fast(self, limit_s: float) -> float: ...
     def slowdown(self) -> float: ...
