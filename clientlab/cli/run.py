@@ -52,8 +52,11 @@ from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from clientlab.hosts.hostsfile import Host
     from clientlab.netlab.profile import Profile
+    from clientlab.runner.cellrunner import Profiler
     from clientlab.servers.side import ServerSide
 
 
@@ -172,7 +175,8 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
                          trial_seconds=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
                          retries=retries, interleave=interleave, run_budget_s=time_budget or None, forks=forks,
-                         jit_warm_s=MEASURING.jit_warm_s, profile=profile_cells, allocator_modes=allocator_modes)
+                         jit_warm_s=MEASURING.jit_warm_s, profiler=_cell_profiler() if profile_cells else None,
+                         allocator_modes=allocator_modes)
     profile = _network_profile(net_name, scenarios)
     config = _run_config(chosen, scenarios, options, profile.name, net_name, runtime_specs)
     if profile_cells:
@@ -188,6 +192,12 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     if interrupted:
         raise SystemExit(130)
     exit_if_cells_failed(store, [run_id])
+
+
+def _cell_profiler() -> Callable[[Store], Profiler]:
+    from clientlab.profile import CellProfiler
+
+    return CellProfiler
 
 
 def _run_config(chosen: list[manifest.Driver], scenarios: list[scenario.Scenario], options: RunOptions,

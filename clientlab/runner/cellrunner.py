@@ -54,10 +54,8 @@ class CellRunner:
         self.warming = Warming(self.trials, self.pool)
         self.turns = TimedTurns(self.trials, self.warming, self.pool)
         self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)
-        self.profiler: Profiler | None = None  # profiles each measured cell (run --profile, profile)
-        if options.profile:
-            from clientlab.profile import CellProfiler
-            self.profiler = CellProfiler(store)
+        # profiles each measured cell (run --profile, profile)
+        self.profiler: Profiler | None = options.profiler(store) if options.profiler else None
 
     def __enter__(self) -> CellRunner:
         return self

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from clientlab.scenario import Scenario
 from clientlab.analysis.stats import StopRule
 from clientlab.measuring.warmup import DEFAULT as DEFAULT_WARMUP
 from clientlab.measuring.warmup import WarmupPolicy
+
+if TYPE_CHECKING:
+    from clientlab.store import Store
 
 # a shared JIT process's warm-up work before timing, however many cells share it: how warm a
 # JIT cell is must not depend on how many scenarios the run holds (warmup.WarmupPolicy)
@@ -47,7 +52,9 @@ class RunOptions:
     warmup_policy: WarmupPolicy = DEFAULT_WARMUP  # when a JIT process is warm
     stall_s: float = STALL_S      # verification: a driver the server hears nothing from this long hangs
     verify_requests: int = 100    # verification makes about this many requests at most (or one per transfer in flight)
-    profile: bool = False         # each measured cell also gets profiled trials (clientlab/profile)
+    # each measured cell also gets profiled trials: the command gives the profiler's maker
+    # (clientlab.profile.CellProfiler, a cellrunner.Profiler), so that the runner needs no profiler
+    profiler: Callable[[Store], Any] | None = None
     # a cell whose bodies can fall into either allocator mode also gets a few trials in each, on
     # purpose (runner/allocator.py): both figures shown, never hidden
     allocator_modes: bool = True

@@ -33,8 +33,15 @@ from clientlab.store import Store, Trial
 from clientlab.drivers.verify import check_trial, check_verification
 
 if TYPE_CHECKING:
-    from clientlab.profile.samplers import Sampler
     from clientlab.servers.side import ServerSide
+
+
+class Sampler(Protocol):
+    """What watches a trial's timed phase (a profiler's sampler, clientlab/profile/samplers.py)."""
+
+    def start(self, pids: list[int]) -> None: ...
+
+    def stop(self) -> None: ...
 
 REPORT_TIMEOUT_S = 120.0
 TRIAL_TIMEOUT_FACTOR = 10     # a timed trial may take this many times what verification predicts…

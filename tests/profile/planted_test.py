@@ -10,7 +10,7 @@ import pytest
 
 from clientlab.drivers import build, manifest
 from clientlab.cli.common import diagnose_and_store
-from clientlab.profile import flame
+from clientlab.profile import CellProfiler, flame
 from clientlab.runner import CellRunner, Placement, RunOptions
 from clientlab.analysis.stats import StopRule
 from tests.support.fixtures import shipped
@@ -36,7 +36,7 @@ def _driver(test_drivers, driver_id: str) -> manifest.Driver:
 def profiled_run(bench_server, store, drivers, count: int = 300) -> list[dict]:
     run_id = store.start_run({}, {})
     # the driver pinned to a core, as `clientlab run` pins it: perf samples that core
-    options = RunOptions(warmup=1, stop=StopRule(min_trials=3, max_trials=3), placement="free", profile=True)
+    options = RunOptions(warmup=1, stop=StopRule(min_trials=3, max_trials=3), placement="free", profiler=CellProfiler)
     with CellRunner(bench_server, store, run_id, options, driver_cpu=Placement.of("split").driver) as runner:
         runner.run_cells(drivers, shipped("get-small", count=count))
     diagnose_and_store(store, run_id)
