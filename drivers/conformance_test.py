@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from clientlab import scenario
+from clientlab.analysis.stats import StopRule
 from clientlab.drivers import manifest
 from clientlab.drivers.job import plan, required_capabilities
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 SMALL = {"count": 20, "size": 1024, "feeds": 100}

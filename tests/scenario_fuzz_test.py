@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clientlab import paths, scenario
+from clientlab.drivers.job import same_origin_url
 from clientlab.errors import LabInputError
 from tests.support.fuzz import (NASTY, anything, document, fuzz_settings, loads_or_explains, maybe, scratch_file,
                                    mutated, texts, toml_document, words)
-from clientlab.drivers.job import same_origin_url
 
 SHIPPED = sorted(paths.scenarios_dir().glob("*.toml"))
 BASES = ("http://127.0.0.1:40001", "https://[::1]:40002")

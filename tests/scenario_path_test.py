@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from clientlab import paths, scenario
-from tests.support.cli import QUICK, lab  # noqa: F401 - the fixture
 from clientlab.errors import LabInputError
+from tests.support.cli import QUICK, lab  # noqa: F401 - the fixture
 
 MINE = '''description = "my own workload: GETs of a small body"
 [params]

@@ -27,8 +27,8 @@ from rich.table import Table
 
 from clientlab.analysis import stats
 from clientlab.analysis.compare import keyed_cells, trial_throughputs
-from clientlab.record import Cell
 from clientlab.errors import LabInputError
+from clientlab.record import Cell
 from clientlab.store import Store
 
 LIMITS = (0.05, 0.10)

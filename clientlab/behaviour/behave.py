@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from clientlab.behaviour.cases import BehaviourCase, Observed, judge
 from clientlab.drivers import build as builder
 from clientlab.drivers import manifest
-from clientlab.behaviour.cases import BehaviourCase, Observed, judge
-from clientlab.errors import LabError
 from clientlab.drivers.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.errors import LabError
 from clientlab.record import BehaviourOutcome, CellFigures
 from clientlab.servers.bench import BenchServer
 from clientlab.store import Store

@@ -11,8 +11,6 @@ import click
 from rich.markup import escape
 
 from clientlab.behaviour import behave, cases as behaviour
-from clientlab.drivers import manifest
-from clientlab.measuring import machine
 from clientlab.cli.common import (
     chosen_store,
     driver_path_option,
@@ -22,6 +20,8 @@ from clientlab.cli.common import (
     split_names,
     store_option,
 )
+from clientlab.drivers import manifest
+from clientlab.measuring import machine
 from clientlab.output.behave import matrix_json, matrix_lines
 
 

@@ -10,9 +10,7 @@ from rich.markup import escape
 from rich import box
 from rich.table import Table
 
-from clientlab.drivers import build as builder
 from clientlab import paths, scenario
-from clientlab.drivers import manifest, runtimes
 from clientlab.cli.common import (
     driver_path_option,
     err,
@@ -24,6 +22,8 @@ from clientlab.cli.common import (
     split_names,
     use_scenario_paths,
 )
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest, runtimes
 from clientlab.errors import LabInputError
 from clientlab.output.cellfigures import DEPARTED
 

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from clientlab.drivers import build as builder
 from clientlab import scenario
-from clientlab.drivers import manifest
+from clientlab.analysis.stats import StopRule
 from clientlab.cli.common import (
     MEASURING,
     HTTP_VERSIONS,
@@ -27,11 +26,12 @@ from clientlab.cli.common import (
     take_lab_lock,
 )
 from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 from clientlab.output.crosscheck import crosscheck_report
 from clientlab.output.progress import ProgressEvents
 from clientlab.runner import PLACEMENTS, RunOptions, stop_on_sigterm
-from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
@@ -130,7 +130,8 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
         # processes and JIT warm-up), with no time budget: the figures calibrated are the run's
         fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
         options = dataclasses.replace(options, trial_seconds=MEASURING.trial_seconds, fixed_counts=fixed,
-                                      interleave=MEASURING.interleave, forks=MEASURING.forks, jit_warm_s=MEASURING.jit_warm_s)
+                                      interleave=MEASURING.interleave, forks=MEASURING.forks,
+                                      jit_warm_s=MEASURING.jit_warm_s)
         _calibrate(store, drivers, scenarios, options, json_path, server_host, "plain" if plain else "bare")
         return
     cells = len(drivers) * len(scenarios) * 2

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from clientlab.drivers import build as builder
 from clientlab import scenario
-from clientlab.drivers import manifest
 from clientlab.cli.common import err, load_drivers, split_names
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 
 

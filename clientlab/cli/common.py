@@ -21,9 +21,9 @@ from clientlab.output.cellfigures import said_once_line
 from clientlab.output.diagnosis import print_findings
 from clientlab.output.long import long_lines, summary_lines
 from clientlab.output.markdown import markdown_text
-from clientlab.output.wrap import print_wrapped
 from clientlab.output.table import CAPTION, results_table, width_needed
 from clientlab.output.whatran import print_what_ran
+from clientlab.output.wrap import print_wrapped
 from clientlab.record import Cell, RunConfig
 from clientlab.runner.options import RunOptions
 from clientlab.store import Store

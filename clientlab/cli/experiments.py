@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from clientlab import paths
-from clientlab.drivers import manifest
+from clientlab.analysis.stats import StopRule
 from clientlab.cli.common import (
     MEASURING,
     EXIT_CODES,
@@ -30,10 +30,10 @@ from clientlab.cli.common import (
     use_scenario_paths,
 )
 from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 from clientlab.output.progress import ProgressEvents
 from clientlab.runner import INTERLEAVES, PLACEMENTS, RunOptions, stop_on_sigterm
-from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:

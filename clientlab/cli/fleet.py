@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from clientlab.drivers import manifest
 from clientlab.cli.choice import chosen_drivers, chosen_scenarios
 from clientlab.cli.common import (
     EXIT_FAILED,
@@ -22,6 +21,7 @@ from clientlab.cli.common import (
     out,
     split_names,
 )
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 
 if TYPE_CHECKING:

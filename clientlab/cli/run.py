@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from clientlab.drivers import build as builder
 from clientlab import export as exporters
 from clientlab import scenario
-from clientlab.drivers import manifest, runtimes
+from clientlab.analysis.stats import StopRule
 from clientlab.cli.choice import chosen_drivers, chosen_scenarios
 from clientlab.cli.common import (
     MEASURING,
@@ -36,6 +35,8 @@ from clientlab.cli.common import (
     use_scenario_paths,
 )
 from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest, runtimes
 from clientlab.netlab.lab import open_server_side
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.wrap import print_wrapped
@@ -48,7 +49,6 @@ from clientlab.runner import (
     stop_on_sigterm,
     stored_run,
 )
-from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
@@ -86,7 +86,8 @@ if TYPE_CHECKING:
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
 @click.option("--min-trials", default=MEASURING.stop.min_trials, show_default=True, type=click.IntRange(1))
 @click.option("--max-trials", default=MEASURING.stop.max_trials, show_default=True, type=click.IntRange(1))
-@click.option("--precision", default=MEASURING.stop.target_precision, show_default=True, type=click.FloatRange(0.0001, 1),
+@click.option("--precision", default=MEASURING.stop.target_precision, show_default=True,
+              type=click.FloatRange(0.0001, 1),
               help="Stop adding trials once half the median's 95% CI is this fraction of the median.")
 @click.option("--max-cell-seconds", default=MEASURING.stop.max_seconds, show_default=True,
               help="After --min-trials, stop a cell's trials once they took this long.")

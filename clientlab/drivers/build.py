@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from clientlab import paths
-from clientlab.errors import LabInputError
 from clientlab.drivers.manifest import Driver
+from clientlab.errors import LabInputError
 
 _SKIP_DIRS = {".venv", "build", "node_modules", "target", "__pycache__", "vendor"}
 

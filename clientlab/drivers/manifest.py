@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from clientlab import paths
-from clientlab.drivers import runtimes
 from clientlab.datafiles import read_toml
+from clientlab.drivers import runtimes
 from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, quote, shown
 
 Capability = Literal[

@@ -18,8 +18,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from clientlab.measuring import affinity
 from clientlab.drivers.job import PROTOCOL_VERSION
+from clientlab.measuring import affinity
 
 MAX_LINE = 64 * 1024 * 1024      # one protocol line (a report of many responses)
 MAX_STDOUT = 256 * 1024 * 1024   # everything a driver may print in its life

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clientlab.analysis.stats import StopRule
 from clientlab.drivers import build as builder
 from clientlab.drivers import manifest
 from clientlab.experiment.plan import PlannedCell, plan
@@ -18,7 +19,6 @@ from clientlab.netlab import namespaces
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
 from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Deadline, Events, LabRun, RunOptions, lab_run
-from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from typing_extensions import TypedDict
 
 from clientlab import paths
-from clientlab.drivers import runtimes
 from clientlab.datafiles import read_named_toml, scan_folder
+from clientlab.drivers import runtimes
 from clientlab.errors import LabInputError, describe_validation_error, quote
 from clientlab.scenario import OptionValue
 

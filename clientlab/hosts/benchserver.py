@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any, Self
 
 from clientlab import paths
-from clientlab.servers.control import ControlClient
 from clientlab.errors import LabError, LabInputError
 from clientlab.hosts import ssh
 from clientlab.hosts.hostsfile import Host, HostsFile
-from clientlab.servers.side import Endpoint
 from clientlab.netlab import probe
 from clientlab.servers.bench import SECRET_HEADER, BenchControl
+from clientlab.servers.control import ControlClient
+from clientlab.servers.side import Endpoint
 
 START_DEADLINE_S = 30            # connect (5 s), unpack, the server's first line
 FORWARD_DEADLINE_S = 15          # the control port answering through the forward

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clientlab.measuring.procfs import (cpu_seconds, page_faults, process_tree, reset_peak_rss, status_kb, thread_wakeups,
-                              wakeups, wakeups_between)
+from clientlab.measuring.procfs import (cpu_seconds, page_faults, process_tree, reset_peak_rss, status_kb,
+                                        thread_wakeups, wakeups, wakeups_between)
 
 if TYPE_CHECKING:
     from clientlab.measuring.cgroup import Group

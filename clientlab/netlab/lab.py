@@ -11,12 +11,12 @@ import time
 from typing import Any
 
 from clientlab.errors import LabError
-from clientlab.servers.side import Endpoint
 from clientlab.netlab import namespaces, probe
 from clientlab.netlab.profile import Profile
 from clientlab.netlab.relay import LinkRelay
 from clientlab.netlab.services import BENCH_HOST, DnsCache, LabDNS, LatencyProxy
 from clientlab.servers.bench import BenchServer
+from clientlab.servers.side import Endpoint
 
 RTT_TOLERANCE = 0.10   # the measured RTT must be within 10 % of the profile's
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from clientlab.servers.control import ControlClient, first_json_line, stop
 from clientlab.netlab import namespaces
 from clientlab.netlab.profile import Profile
 from clientlab.netlab.services import binary
+from clientlab.servers.control import ControlClient, first_json_line, stop
 
 QUEUE_MS = 100   # with a rate: the most a packet waits for the link before it is dropped (a deep 4G-like buffer)
 

@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from clientlab import paths
-from clientlab.servers.control import ControlClient, first_json_line, stop
 from clientlab.errors import LabError
 from clientlab.netlab import namespaces
+from clientlab.servers.control import ControlClient, first_json_line, stop
 
 ZONE = "lab.test"
 BENCH_HOST = f"bench.{ZONE}"   # the name drivers are given; any name under the zone answers too

@@ -23,9 +23,9 @@ import sys
 import time
 from typing import Any, Self
 
-from clientlab.servers.control import first_json_line, stop
 from clientlab.errors import LabError
 from clientlab.netlab import namespaces
+from clientlab.servers.control import first_json_line, stop
 
 HEADER = struct.Struct("!IQ")   # sequence number, send time (ns, this host's monotonic clock)
 PAYLOAD = 100                   # bytes per probe, a small datagram like a DNS or QUIC ACK

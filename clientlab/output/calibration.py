@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from clientlab.selfcheck.calibrate import TARGET, Calibration
 from clientlab.analysis.stats import Summary, median
+from clientlab.selfcheck.calibrate import TARGET, Calibration
 
 CAPTIONS = {
     "bare": ("lab and bare: requests per second (median of the compared pairs, ± half the CI of the median); "

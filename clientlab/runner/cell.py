@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from clientlab.analysis import figures, stats
-from clientlab.measuring import cgroup, hostprobe
 from clientlab.drivers.manifest import Driver
-from clientlab.measuring.noise import Noise
 from clientlab.drivers.protocol import DriverProcess
+from clientlab.measuring import cgroup, hostprobe
+from clientlab.measuring.noise import Noise
 from clientlab.record import CellFigures
 from clientlab.runner.options import RunOptions
 from clientlab.scenario import Scenario

@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from clientlab.drivers import build as builder
 from clientlab import paths
-from clientlab.measuring import hostprobe, limits
+from clientlab.drivers import build as builder
 from clientlab.drivers.job import plan, required_capabilities
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault
+from clientlab.measuring import hostprobe, limits
 from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
 from clientlab.runner.deadline import NONE, Deadline
 from clientlab.runner.options import RunOptions

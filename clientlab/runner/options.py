@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clientlab.scenario import Scenario
 from clientlab.analysis.stats import StopRule
 from clientlab.measuring.warmup import DEFAULT as DEFAULT_WARMUP
 from clientlab.measuring.warmup import WarmupPolicy
+from clientlab.scenario import Scenario
 
 if TYPE_CHECKING:
     from clientlab.store import Store

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clientlab.measuring import machine
 from clientlab.drivers.manifest import Driver
+from clientlab.measuring import machine
 from clientlab.runner.cell import CellGroup, CellResult, Events, SilentEvents
 from clientlab.runner.cellrunner import CellRunner
 from clientlab.runner.deadline import Deadline

@@ -17,20 +17,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from clientlab.analysis import figures
-from clientlab.measuring import cgroup, hostprobe
-from clientlab.errors import LabError
 from clientlab.drivers.job import plan
-from clientlab.measuring.measure import TreeMeter, Usage
-from clientlab.measuring.procfs import process_tree
-from clientlab.measuring.noise import Noise, NoiseMeter
 from clientlab.drivers.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.drivers.verify import check_trial, check_verification
+from clientlab.errors import LabError
+from clientlab.measuring import cgroup, hostprobe
+from clientlab.measuring.measure import TreeMeter, Usage
+from clientlab.measuring.noise import Noise, NoiseMeter
+from clientlab.measuring.procfs import process_tree
 from clientlab.runner.cell import Cell, Events
 from clientlab.runner.deadline import Deadline
 from clientlab.runner.options import STALL_S
 from clientlab.runner.pool import HELLO_TIMEOUT_S, ProcessPool, stopped
 from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
-from clientlab.drivers.verify import check_trial, check_verification
 
 if TYPE_CHECKING:
     from clientlab.servers.side import ServerSide

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import paths
 from clientlab.analysis import stats
-from clientlab.measuring import warmup
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
-from clientlab.measuring.procfs import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
 from clientlab.drivers.protocol import DriverFault, DriverProcess
+from clientlab.measuring import warmup
+from clientlab.measuring.procfs import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
 from clientlab.record import PlainCheck
 from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario

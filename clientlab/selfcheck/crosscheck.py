@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from clientlab import paths
-from clientlab.servers import nginx, writes
-from clientlab.errors import LabError
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
+from clientlab.errors import LabError
 from clientlab.runner import CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
+from clientlab.servers import nginx, writes
 from clientlab.servers.bench import BenchServer
 from clientlab.store import Store
 

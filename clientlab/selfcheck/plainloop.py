@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import paths
 from clientlab.analysis import stats
-from clientlab.measuring import affinity
-from clientlab.selfcheck.calibrate import BareRound, Calibration, Pair
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, driver_env
+from clientlab.measuring import affinity
 from clientlab.runner import JIT_WARM_S, CellGroup, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
+from clientlab.selfcheck.calibrate import BareRound, Calibration, Pair
 from clientlab.store import Store, Trial
 
 if TYPE_CHECKING:

@@ -44,14 +44,14 @@ from rich.console import Console
 
 from clientlab import paths, scenario
 from clientlab.analysis import stats
-from clientlab.measuring import affinity, limits, machine
+from clientlab.analysis.stats import StopRule
 from clientlab.drivers import build as builder
-from clientlab.errors import LabError
 from clientlab.drivers.manifest import Driver, load_manifest
 from clientlab.drivers.protocol import DriverProcess
+from clientlab.errors import LabError
+from clientlab.measuring import affinity, limits, machine
 from clientlab.runner import PLACEMENTS, CellResult, RunOptions, pick_cpus, run_matrix, stored_run, timed_phase
 from clientlab.servers.bench import BenchServer
-from clientlab.analysis.stats import StopRule
 from clientlab.store import Store, open_store
 
 WRK_REPORT = """

@@ -10,8 +10,8 @@ from typing import Any
 from urllib.parse import quote
 
 from clientlab import paths
-from clientlab.measuring import affinity
 from clientlab.errors import LabError
+from clientlab.measuring import affinity
 from clientlab.servers.control import ControlClient, first_json_line, stop
 from clientlab.servers.side import Endpoint, local_cpu_ns
 

@@ -13,10 +13,10 @@ import sys
 import pytest
 
 from clientlab.analysis import compare
-from clientlab.drivers import manifest
 from clientlab.analysis.compare import mann_whitney, normal_p, ranks, smallest_p
-from clientlab.runner import CellRunner, RunOptions
 from clientlab.analysis.stats import StopRule
+from clientlab.drivers import manifest
+from clientlab.runner import CellRunner, RunOptions
 from tests.support.fixtures import TESTDRIVERS, shipped
 
 # tells a slower driver by its measured figures: run alone, not beside other tests (test.sh)

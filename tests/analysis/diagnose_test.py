@@ -6,14 +6,14 @@ import re
 
 import pytest
 
-from clientlab.drivers import manifest
 from clientlab.analysis.diagnose import diagnose_run
+from clientlab.analysis.stats import StopRule
+from clientlab.drivers import manifest
 from clientlab.netlab import namespaces
 from clientlab.netlab.lab import NetLab
 from clientlab.netlab.profile import Profile
 from clientlab.record import Cell, CellFigures, ServerSummary
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.analysis.stats import StopRule
 from tests.support.fixtures import shipped
 
 # finds stalls by their timing: run alone, not beside other tests (test.sh)

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from clientlab.analysis import spread
-from tests.cli.cli_test import TESTDRIVERS, clientlab
 from clientlab.errors import LabInputError
 from clientlab.store import Store
+from tests.cli.cli_test import TESTDRIVERS, clientlab
 
 
 def _run(store: Store, throughputs: dict[tuple[str, str], float | None]) -> int:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from clientlab import scenario
-from clientlab.errors import LabInputError
 from clientlab.drivers.job import same_origin_url
+from clientlab.errors import LabInputError
 from tests.support.fixtures import shipped
 
 

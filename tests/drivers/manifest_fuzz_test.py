@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clientlab.drivers import build as builder
 from clientlab import paths
+from clientlab.drivers import build as builder
 from clientlab.drivers import manifest
 from tests.support.fuzz import (anything, document, fuzz_settings, loads_or_explains, maybe, mutated, scratch_file,
                                    texts, toml_document, words)

@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from clientlab import scenario
+from clientlab.analysis.stats import StopRule
 from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 from clientlab.experiment import findings, spec
@@ -15,7 +16,6 @@ from clientlab.experiment.plan import plan
 from clientlab.experiment.verdict import CONFIRMED, NOT_HERE, PARTLY, REFUTED, judge, metric_value, show
 from clientlab.record import Cell, CellFigures, PlainCheck, WallStats
 from clientlab.runner import RunOptions
-from clientlab.analysis.stats import StopRule
 
 EXPERIMENTS = spec.discover()
 

@@ -16,8 +16,8 @@ import pytest
 
 from clientlab import paths
 from clientlab.fleet.experiments import opening_line
-from tests.fleet.fleet_test import _processes
 from clientlab.fleet.jobrun import JOB_DIR, job_argv
+from tests.fleet.fleet_test import _processes
 from tests.hosts.nshost import trust, write_hosts_file
 from tests.support import TESTDRIVERS
 

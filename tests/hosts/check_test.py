@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from clientlab.measuring import machine
 from clientlab.hosts import check, remote
+from clientlab.measuring import machine
 from tests.hosts.nshost import clientlab, trust, write_hosts_file
 
 # namespace hosts hold the network lab's claim: on the worker that runs the network lab's tests

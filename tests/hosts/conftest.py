@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hosts import nshost
 from clientlab.netlab import namespaces as netlab
+from tests.hosts import nshost
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from clientlab.measuring import runlock
-from tests.support.cli import QUICK, TESTDRIVERS, db_count, lab, wait_for  # noqa: F401 - the fixture
 from clientlab.measuring.runlock import LabBusy, RunLock
+from tests.support.cli import QUICK, TESTDRIVERS, db_count, lab, wait_for  # noqa: F401 - the fixture
 
 # holds the machine's run lock: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial

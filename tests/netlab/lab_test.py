@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import sigint_as_ctrl_c
+from clientlab.analysis.stats import StopRule
 from clientlab.netlab import namespaces, probe
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import NetLab
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.analysis.stats import StopRule
+from tests.support.cli import sigint_as_ctrl_c
 from tests.support.fixtures import shipped
 
 # the lab's RTT and rates are measured: run alone (test.sh)

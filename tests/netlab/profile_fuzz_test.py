@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from clientlab.netlab import profile
 from tests.support.fuzz import (document, fuzz_settings, loads_or_explains, maybe, mutated, scratch_file, texts,
                                    toml_document, words)
-from clientlab.netlab import profile
 
 KEYS = list(profile.Profile.model_fields)
 SHIPPED_DOCS = {p.name: tomllib.loads(p.read_text()) for p in sorted(profile.networks_dir().glob("*.toml"))}

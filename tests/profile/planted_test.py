@@ -8,11 +8,11 @@ import statistics
 
 import pytest
 
-from clientlab.drivers import build, manifest
+from clientlab.analysis.stats import StopRule
 from clientlab.cli.common import diagnose_and_store
+from clientlab.drivers import build, manifest
 from clientlab.profile import CellProfiler, flame
 from clientlab.runner import CellRunner, Placement, RunOptions
-from clientlab.analysis.stats import StopRule
 from tests.support.fixtures import shipped
 
 # profiled trials are timed and sampled: run alone, not beside other tests (test.sh)

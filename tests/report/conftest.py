@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from clientlab import paths
-from clientlab.measuring import machine
 from clientlab.analysis.diagnose import diagnose_run
-from clientlab.runner import CellRunner, RunOptions
 from clientlab.analysis.stats import StopRule
+from clientlab.measuring import machine
+from clientlab.runner import CellRunner, RunOptions
 from clientlab.store import Store
 from tests.support.fixtures import shipped
 

@@ -8,9 +8,9 @@ from plotly.offline import get_plotlyjs
 
 from clientlab.report import write_html
 from clientlab.report.browser import open_report
-from tests.report.conftest import REF, SIZES
 from clientlab.store import Store
 from clientlab.units import parse_size
+from tests.report.conftest import REF, SIZES
 
 
 @pytest.fixture(scope="module")

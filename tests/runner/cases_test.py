@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.support.fixtures import shipped
 from clientlab.measuring.warmup import WarmupPolicy
+from tests.support.fixtures import shipped
 
 # stalls and budgets follow the clock: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial

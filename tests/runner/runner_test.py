@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab.drivers import protocol
-from clientlab.runner import CellGroup, RunOptions
 from clientlab.analysis.stats import StopRule
-from tests.support.fixtures import shipped
+from clientlab.drivers import protocol
 from clientlab.measuring.warmup import WarmupPolicy
+from clientlab.runner import CellGroup, RunOptions
+from tests.support.fixtures import shipped
 
 # warm-up and time budgets follow the clock: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab.drivers import manifest
-from clientlab.selfcheck import calibrate
-from clientlab.runner import RunOptions
 from clientlab.analysis.stats import StopRule
+from clientlab.drivers import manifest
+from clientlab.runner import RunOptions
+from clientlab.selfcheck import calibrate
 from tests.support.fixtures import shipped
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab.selfcheck import crosscheck
-from clientlab.runner import RunOptions
 from clientlab.analysis.stats import StopRule
+from clientlab.runner import RunOptions
+from clientlab.selfcheck import crosscheck
 from tests.support.fixtures import shipped
 
 

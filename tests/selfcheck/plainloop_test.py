@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab.selfcheck import plainloop
-from clientlab.runner import RunOptions
 from clientlab.analysis.stats import StopRule
+from clientlab.runner import RunOptions
+from clientlab.selfcheck import plainloop
 from tests.support.fixtures import shipped
 
 # compares the lab's figures with a plain loop's: run alone, not beside other tests (test.sh)

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from clientlab import paths, scenario
-from clientlab.errors import LabError, LabInputError
 from clientlab.drivers.job import plan, required_capabilities
-from clientlab.servers.side import Endpoint
-from clientlab.servers.bench import BenchServer
 from clientlab.drivers.verify import check_trial
+from clientlab.errors import LabError, LabInputError
+from clientlab.servers.bench import BenchServer
+from clientlab.servers.side import Endpoint
 
 FILES = {f.name: f for f in scenario.discover()[0]}
 ENDPOINT = Endpoint("127.0.0.1", 8080, 8443, Path("/nonexistent/ca.pem"), h3_port=8444)

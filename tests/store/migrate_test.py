@@ -17,8 +17,8 @@ from alembic.script import ScriptDirectory
 from clientlab.errors import LabError
 from clientlab.record import Finding, RunConfig
 from clientlab.store import Store, migrate, schema
-from tests.store import legacy
 from clientlab.store.core import upgrade_store
+from tests.store import legacy
 from tests.store.testruns import MACHINE
 
 

@@ -14,8 +14,8 @@ import sqlalchemy as sa
 
 from clientlab.errors import LabError
 from clientlab.store import Store
-from clientlab.store.push import push
 from clientlab.store import schema
+from clientlab.store.push import push
 from clientlab.store.schema import cells, runs, trials
 from tests.store.testruns import MACHINE, copies, finished_run, template
 

@@ -16,11 +16,11 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from tests.support.cli import TESTDRIVERS, descendants, lab, wait_for  # noqa: F401 - the fixture
 from clientlab.store import KILLED_CELL, Store, Trial
-from tests.store import legacy
 from clientlab.store.process import boot_id, process_start
 from clientlab.store.schema import runs
+from tests.store import legacy
+from tests.support.cli import TESTDRIVERS, descendants, lab, wait_for  # noqa: F401 - the fixture
 
 # kills a run at a moment it waits for: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial

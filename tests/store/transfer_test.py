@@ -9,8 +9,8 @@ import pytest
 
 from clientlab.errors import LabInputError
 from clientlab.store import Store
-from tests.store.testruns import MACHINE, finished_run
 from clientlab.store.transfer import import_run, run_document
+from tests.store.testruns import MACHINE, finished_run
 
 
 def _without_ids(doc: dict) -> dict:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from clientlab import paths, scenario
+from clientlab.analysis.stats import StopRule
 from clientlab.drivers import manifest
 from clientlab.runner import CellRunner, RunOptions
 from clientlab.scenario import Scenario
 from clientlab.servers.bench import BenchServer
-from clientlab.analysis.stats import StopRule
 from clientlab.store import Store
 from tests.support import TESTDRIVERS
 
