@@ -9,7 +9,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from clientlab.errors import LabInputError, quote, shown
 
@@ -21,6 +21,17 @@ MAX_INT = (1 << 63) - 1             # what SQLite, JSON readers and the Go serve
 # control characters (C0 but tab, newline, carriage return; DEL; C1): terminal escapes, NULs
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _CONTROL_IN_KEY = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+T = TypeVar("T")
+
+
+class Found(NamedTuple, Generic[T]):
+    """What a loader's discover() found: what loads, and one line for each file or folder that
+    does not and why (a broken file is reported, not in the way of the others)."""
+
+    found: list[T]
+    problems: list[str]
 
 
 def _read_bytes(path: Path, kind: str) -> bytes:

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from clientlab import paths
-from clientlab.datafiles import read_toml
+from clientlab.datafiles import Found, read_toml, scan_folder
 from clientlab.errors import LabInputError, describe_validation_error, did_you_mean
 from clientlab.record import BehaviourOutcome
 
@@ -112,10 +112,12 @@ def load_case(path: Path) -> BehaviourCase:
 CHECK_ORDER = ("deadline", "truncation", "credentials")
 
 
-def discover(folder: Path | None = None) -> list[BehaviourCase]:
-    """Every case in `folder` (behaviours/), the deadlines first, then truncations, then credentials."""
-    cases = [load_case(p) for p in sorted((folder or behaviours_dir()).glob("*.toml"))]
-    return sorted(cases, key=lambda bc: (CHECK_ORDER.index(bc.case.check), bc.name))
+def discover(folder: Path | None = None) -> Found[BehaviourCase]:
+    """Every case in `folder` (behaviours/) that loads, the deadlines first, then truncations, then
+    credentials; and why each of the others does not."""
+    good, broken = scan_folder(folder or behaviours_dir(), load_case)
+    cases = sorted(good.values(), key=lambda bc: (CHECK_ORDER.index(bc.case.check), bc.name))
+    return Found(cases, list(broken.values()))
 
 
 def select(cases: list[BehaviourCase], wanted: list[str] | None) -> list[BehaviourCase]:

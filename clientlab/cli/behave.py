@@ -21,6 +21,7 @@ from clientlab.cli.common import (
     store_option,
 )
 from clientlab.drivers import manifest
+from clientlab.errors import LabInputError
 from clientlab.measuring import machine
 from clientlab.output.behave import matrix_json, matrix_lines
 
@@ -42,7 +43,10 @@ def behave_cmd(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...], ca
     of its own; the lab's clock and the server's ledger judge it (docs/behaviour.md). A client
     that does otherwise than correct is a finding, not a failure: the exit code is 1 only when a
     driver broke."""
-    cases = behaviour.select(behaviour.discover(), split_names(case_names))
+    found = behaviour.discover()
+    if found.problems:
+        raise LabInputError("\n".join(found.problems))
+    cases = behaviour.select(found.found, split_names(case_names))
     drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
     store = None if no_store else chosen_store()
     config = {"command": "clientlab " + shlex.join(sys.argv[1:])}

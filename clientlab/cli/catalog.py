@@ -160,7 +160,7 @@ def _experiment_lines(drivers: list[manifest.Driver]) -> list[manifest.Driver]:
     from clientlab.experiment.plan import plan
 
     by_id = {d.id: d for d in drivers}
-    named = dict.fromkeys(c.driver for e in spec.discover().values() for c in plan(e, quick=False))
+    named = dict.fromkeys(c.driver for e in spec.discover().found for c in plan(e, quick=False))
     lines = (manifest.variant(by_id, driver_id) for driver_id in named if driver_id not in by_id)
     return [d for d in lines if d is not None]
 

@@ -207,7 +207,8 @@ def findings_cmd(output: Path | None, write_docs: bool, quick_ok: bool) -> None:
     output = findings_target(output, write_docs)
     store = chosen_store()
     runs = findings.latest_runs(store, quick_ok)
-    for name, e in spec.discover().items():
+    for e in spec.discover().found:
+        name = e.name
         if name in runs:
             findings.update(output, name, findings.section(e, store, runs[name]))
             err.print(f"{name}: run {runs[name]}", highlight=False)

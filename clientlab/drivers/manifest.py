@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from clientlab import paths
-from clientlab.datafiles import read_toml
+from clientlab.datafiles import Found, read_toml
 from clientlab.drivers import runtimes
 from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, quote, shown
 
@@ -148,7 +148,7 @@ def _manifest_paths(folder: Path) -> list[Path]:
     return [p for p in found if not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)]
 
 
-def discover(extra_paths: list[Path] | None = None) -> tuple[list[Driver], list[str]]:
+def discover(extra_paths: list[Path] | None = None) -> Found[Driver]:
     """Every driver in drivers/ and in the given folders, plus the problems found on the way.
 
     A broken manifest does not hide the others: it is reported and skipped.
@@ -175,7 +175,7 @@ def discover(extra_paths: list[Path] | None = None) -> tuple[list[Driver], list[
                 )
                 continue
             drivers[driver.id] = driver
-    return sorted(drivers.values(), key=lambda d: d.id), problems
+    return Found(sorted(drivers.values(), key=lambda d: d.id), problems)
 
 
 def on_runtimes(drivers: list[Driver], chosen: dict[str, list[runtimes.Runtime]]) -> list[Driver]:

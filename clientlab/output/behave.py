@@ -112,7 +112,7 @@ def matrix_json(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int
 def stored_matrix_lines(stored: list[Cell], run_id: int) -> list[str]:
     """The matrix of a stored run of kind behave: its cases as behaviours/ describes them, with
     the timeout each cell ran with (its params); cells of a case no longer there are left out."""
-    known = {bc.name: bc for bc in behaviour.discover()}
+    known = {bc.name: bc for bc in behaviour.discover().found}
     cells, cases = [], {}
     for c in stored:
         if c.figures is None or not c.figures.behaviours or c.scenario not in known:

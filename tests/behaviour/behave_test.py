@@ -21,7 +21,7 @@ from clientlab.cli import main
 from clientlab.errors import LabInputError
 from clientlab.output.behave import matrix_lines, stored_matrix_lines
 
-CASES = {bc.name: bc for bc in behaviour.discover()}
+CASES = {bc.name: bc for bc in behaviour.discover().found}
 KEPT = ("ok", "late")  # an error came: the deadline held, within its slack or past it
 
 
