@@ -36,7 +36,7 @@ def drivers_dir() -> Path:
 
 def instruments_dir() -> Path:
     """The lab's instruments: drivers that do a known amount of work (clientlab selfbench)."""
-    return ROOT / "clientlab" / "instruments"
+    return ROOT / "clientlab" / "selfcheck" / "instruments"
 
 
 def scenarios_dir() -> Path:
