@@ -1,6 +1,6 @@
 # The lab's shared test fixtures (the real bench server, a scratch store, the test drivers),
-# for the tests under clientlab/ and drivers/.
-pytest_plugins = ["clientlab.testsupport"]
+# for the tests under tests/ and drivers/.
+pytest_plugins = ["tests.support.fixtures"]
 
 
 def pytest_collection_modifyitems(items):

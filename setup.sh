@@ -71,8 +71,8 @@ else
   say "bench server: up to date"
 fi
 
-# 4b. the host probe (C): the host's slow phases on the driver's core (clientlab/hostprobe)
-probe_src=clientlab/hostprobe/hostprobe.c
+# 4b. the host probe (C): the host's slow phases on the driver's core (clientlab/measuring/hostprobe)
+probe_src=clientlab/measuring/hostprobe/hostprobe.c
 probe_stamp=$(sha256sum "$probe_src" | cut -d' ' -f1)
 if [[ ! -x "$LAB_HOME/bin/clientlab-hostprobe" || "$(cat "$LAB_HOME/bin/.hostprobe-stamp" 2>/dev/null)" != "$probe_stamp" ]]; then
   say "building the host probe"

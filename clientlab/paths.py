@@ -34,6 +34,11 @@ def drivers_dir() -> Path:
     return ROOT / "drivers"
 
 
+def instruments_dir() -> Path:
+    """The lab's instruments: drivers that do a known amount of work (clientlab selfbench)."""
+    return ROOT / "clientlab" / "selfcheck" / "instruments"
+
+
 def scenarios_dir() -> Path:
     return ROOT / "scenarios"
 

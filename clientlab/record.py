@@ -140,7 +140,7 @@ def _records(cls: type[R]) -> Callable[[Any], tuple[R, ...]]:
 
 @dataclass(frozen=True, slots=True)
 class WallStats(Record):
-    """The statistics of the timed trials' wall times, in seconds (clientlab/stats.py)."""
+    """The statistics of the timed trials' wall times, in seconds (clientlab/analysis/stats.py)."""
 
     median: float | None = key()
     mean: float | None = key()
@@ -217,7 +217,7 @@ class PlainCheck(Record):
 
 @dataclass(frozen=True, slots=True)
 class Finding(Record):
-    """What the diagnosis says of a cell (clientlab/diagnose.py): a rule's id, how much it
+    """What the diagnosis says of a cell (clientlab/analysis/diagnose.py): a rule's id, how much it
     matters ("warn": costs time or memory; "info": worth knowing), and its title, evidence and fix."""
 
     rule: str = key("")

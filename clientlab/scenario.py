@@ -15,7 +15,8 @@ from urllib.parse import parse_qsl
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from clientlab import paths
-from clientlab.errors import MAX_INT, LabInputError, describe_validation_error, did_you_mean, quote, read_named_toml, shown
+from clientlab.datafiles import MAX_INT, Found, read_named_toml
+from clientlab.errors import LabInputError, describe_validation_error, did_you_mean, quote, shown
 from clientlab.units import parse_size
 
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)(?::(bytes|path))?\}")
@@ -470,7 +471,7 @@ def _check_folder(folder: Path) -> None:
         raise LabInputError(f"--scenario-path {shown(folder)}: not a folder (give the folder the .toml files are in)")
 
 
-def discover(folder: Path | None = None, extra_paths: list[Path] | None = None) -> tuple[list[ScenarioFile], list[str]]:
+def discover(folder: Path | None = None, extra_paths: list[Path] | None = None) -> Found[ScenarioFile]:
     """Every scenario file (the shipped ones, or `folder`'s, then those of the extra folders),
     plus one problem line for each file that does not validate: a broken file is reported and
     skipped, the others load. Two files of the same name in different folders are an error."""
@@ -496,7 +497,7 @@ def discover(folder: Path | None = None, extra_paths: list[Path] | None = None) 
                 files.append(load_file(path))
             except LabInputError as exc:
                 problems.append(str(exc))
-    return files, problems
+    return Found(files, problems)
 
 
 def _typed(value: str) -> int | str:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from clientlab import build, manifest, scenario
-from clientlab.job import plan, required_capabilities
+from clientlab import scenario
+from clientlab.analysis.stats import StopRule
+from clientlab.drivers import build, manifest
+from clientlab.drivers.job import plan, required_capabilities
 from clientlab.runner import CellRunner, RunOptions
-from clientlab.stats import StopRule
 from clientlab.store import Store
 
 SMALL = {"count": 20, "size": 1024, "feeds": 100}
@@ -84,10 +85,10 @@ def runners(bench_server, tmp_path_factory):
 
 def _installed(driver: manifest.Driver) -> None:
     """Fails unless the driver can run; a runtime line (set-up installs none) is built on first use."""
-    if driver.variant is not None and driver.missing():
+    if driver.variant is not None and build.missing(driver):
         build.build(driver)
-    if driver.missing():
-        pytest.fail(f"{driver.id} is not installed: {driver.missing()} (run ./setup.sh)")
+    if (why := build.missing(driver)):
+        pytest.fail(f"{driver.id} is not installed: {why} (run ./setup.sh)")
 
 
 @pytest.mark.parametrize("driver,name,http", CASES,
@@ -111,8 +112,8 @@ def test_driver_runs_the_calibration_loop_on_one_kept_client(bench_server, store
     """crosscheck --bare's loop (docs/driver-protocol.md §5): rounds on a kept client, counted,
     timed by the driver's clock within the lab's own view, across a change of server port."""
     _installed(driver)
-    from clientlab.calibrate import BareLoop
-    from clientlab.protocol import DriverFault
+    from clientlab.drivers.protocol import DriverFault
+    from clientlab.selfcheck.calibrate import BareLoop
 
     sc = _scenario("get-small", None if "http1" in driver.manifest.capabilities else "3")
     loop = BareLoop(driver, None)

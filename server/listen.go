@@ -21,7 +21,7 @@ import (
 
 // -- where the server may listen ------------------------------------------------------------
 
-// labPrefixes are the network lab's two subnets (clientlab/netlab/hosts.py): the client/server
+// labPrefixes are the network lab's two subnets (clientlab/netlab/namespaces.py): the client/server
 // link 10.77.0.0/24 and the lab's control link 10.77.9.0/24. Nothing else but loopback.
 var labPrefixes = []netip.Prefix{netip.MustParsePrefix("10.77.0.0/24"), netip.MustParsePrefix("10.77.9.0/24")}
 

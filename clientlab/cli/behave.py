@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from clientlab import behave, behaviour, machine, manifest
+from clientlab.behaviour import behave, cases as behaviour
 from clientlab.cli.common import (
     chosen_store,
     driver_path_option,
@@ -22,6 +22,9 @@ from clientlab.cli.common import (
     store_option,
     take_lab_lock,
 )
+from clientlab.drivers import manifest
+from clientlab.errors import LabInputError
+from clientlab.measuring import machine
 from clientlab.output.behave import matrix_json, matrix_lines
 
 
@@ -44,7 +47,10 @@ def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tupl
     that does otherwise than correct is a finding, not a failure: the exit code is 1 only when a
     driver broke. It loads the machine as a run does, so it takes the lab's lock as a run does:
     a second one waits for the first (or exits 75 with --no-wait)."""
-    cases = behaviour.select(behaviour.discover(), split_names(case_names))
+    found = behaviour.discover()
+    if found.problems:
+        raise LabInputError("\n".join(found.problems))
+    cases = behaviour.select(found.found, split_names(case_names))
     drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
     take_lab_lock(no_wait)
     store = None if no_store else chosen_store()

@@ -10,8 +10,7 @@ from rich.markup import escape
 from rich import box
 from rich.table import Table
 
-from clientlab import build as builder
-from clientlab import manifest, paths, runtimes, scenario
+from clientlab import paths, scenario
 from clientlab.cli.common import (
     driver_path_option,
     err,
@@ -23,6 +22,8 @@ from clientlab.cli.common import (
     split_names,
     use_scenario_paths,
 )
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest, runtimes
 from clientlab.errors import LabInputError
 from clientlab.output.cellfigures import DEPARTED
 
@@ -43,7 +44,7 @@ def drivers_cmd(driver_paths: tuple[Path, ...], as_json: bool, long_form: bool) 
         "default": d.manifest.default and d.variant is None, "folder": str(d.folder),
         "departures": d.manifest.departures,
         "runtime": f"{d.runtime.kind} {d.runtime.version}" if d.runtime else None,
-        "installed": (missing := d.missing()) is None, "why_not": missing,
+        "installed": (missing := builder.missing(d)) is None, "why_not": missing,
     } for d in drivers]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -161,7 +162,7 @@ def _experiment_lines(drivers: list[manifest.Driver]) -> list[manifest.Driver]:
     from clientlab.experiment.plan import plan
 
     by_id = {d.id: d for d in drivers}
-    named = dict.fromkeys(c.driver for e in spec.discover().values() for c in plan(e, quick=False))
+    named = dict.fromkeys(c.driver for e in spec.discover().found for c in plan(e, quick=False))
     lines = (manifest.variant(by_id, driver_id) for driver_id in named if driver_id not in by_id)
     return [d for d in lines if d is not None]
 

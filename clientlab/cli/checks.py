@@ -9,15 +9,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from clientlab import build as builder
-from clientlab import manifest, scenario
+from clientlab import scenario
+from clientlab.analysis.stats import StopRule
 from clientlab.cli.common import (
-    DEFAULT_FORKS,
-    DEFAULT_INTERLEAVE,
-    DEFAULT_PLACEMENT,
-    DEFAULT_RETRIES,
-    DEFAULT_STOP,
-    DEFAULT_TRIAL_S,
+    MEASURING,
     HTTP_VERSIONS,
     chosen_store,
     counts_given,
@@ -31,11 +26,12 @@ from clientlab.cli.common import (
     take_lab_lock,
 )
 from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 from clientlab.output.crosscheck import crosscheck_report
 from clientlab.output.progress import ProgressEvents
-from clientlab.runner import JIT_WARM_S, PLACEMENTS, RunOptions, stop_on_sigterm
-from clientlab.stats import StopRule
+from clientlab.runner import PLACEMENTS, RunOptions, stop_on_sigterm
 from clientlab.store import Store
 
 if TYPE_CHECKING:
@@ -51,8 +47,8 @@ if TYPE_CHECKING:
 @click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",
               help="Override a scenario parameter, e.g. -p count=500.")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
-@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True)
-@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=MEASURING.placement, show_default=True)
+@click.option("--retries", default=MEASURING.retries, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell.")
 @click.option("--bare", is_flag=True,
               help="Instead of nginx, check the lab against the same client in a plain loop: each cell's "
@@ -99,7 +95,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     server on that host, across the network. Against nginx, both servers run here.
 
     Exit code 0 when every ratio agrees, 1 when one does not."""
-    from clientlab import calibrate, crosscheck
+    from clientlab.selfcheck import calibrate, crosscheck
 
     if bare and plain:
         raise LabInputError("--bare and --plain are two references for the same cells: choose one")
@@ -110,10 +106,10 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
 
     chosen = manifest.select(load_drivers(driver_paths), split_names(driver_names))
     builder.on_first_use(chosen, lambda line: err.print(line, highlight=False))
-    missing = [f"{d.id} ({d.missing()})" for d in chosen if d.missing() is not None]
+    missing = [f"{d.id} ({builder.missing(d)})" for d in chosen if builder.missing(d) is not None]
     if missing and driver_names:  # named ones must be there; of the defaults, the installed ones run
         raise LabInputError(f"not installed: {'; '.join(missing)}")
-    drivers = [d for d in chosen if d.missing() is None]
+    drivers = [d for d in chosen if builder.missing(d) is None]
     take_lab_lock(False)
     if not drivers:
         raise LabInputError("no installed driver to check (see: clientlab drivers)")
@@ -122,7 +118,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     scenarios = scenario.select(files, names, scenario.parse_overrides(list(params)))
     if http or client_timeout:
         scenarios = [s.with_client(http=http, timeout_s=client_timeout) for s in scenarios]
-    stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials)
+    stop = StopRule(min_trials=trials or MEASURING.stop.min_trials, max_trials=trials or MEASURING.stop.max_trials)
     options = RunOptions(warmup=1, stop=stop, placement=placement, retries=retries)
     store = chosen_store()
     if plain:
@@ -137,8 +133,9 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
         # the cells as `clientlab run` measures them (its trial budget, its interleaving, its
         # processes and JIT warm-up), with no time budget: the figures calibrated are the run's
         fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
-        options = dataclasses.replace(options, trial_seconds=DEFAULT_TRIAL_S, fixed_counts=fixed,
-                                      interleave=DEFAULT_INTERLEAVE, forks=DEFAULT_FORKS, jit_warm_s=JIT_WARM_S)
+        options = dataclasses.replace(options, trial_seconds=MEASURING.trial_seconds, fixed_counts=fixed,
+                                      interleave=MEASURING.interleave, forks=MEASURING.forks,
+                                      jit_warm_s=MEASURING.jit_warm_s)
         _calibrate(store, drivers, scenarios, options, json_path, server_host, "plain" if plain else "bare")
         return
     cells = len(drivers) * len(scenarios) * 2
@@ -155,7 +152,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
 def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions, json_path: Path | None,
                server_host: tuple[Host, Path] | None, reference: str) -> None:
     """crosscheck --bare or --plain: the cells beside their loops, a table, exit 1 past the target."""
-    from clientlab import calibrate, plainloop
+    from clientlab.selfcheck import calibrate, plainloop
     from clientlab.output.calibration import calibration_table
 
     module = plainloop if reference == "plain" else calibrate
@@ -197,8 +194,15 @@ def selfbench_cmd(driver_paths, driver_names, seconds, json_path) -> None:  # no
     - the lab's overhead on a 1-second trial, the spread of such trials, and the machine's noise
       floor (fixed CPU work timed ten times);
     - placements (split / shared / free): per-request time and spread of one driver under each."""
-    from clientlab import selfbench
+    from clientlab.selfcheck import selfbench
+    from clientlab.output.selfbench import figures_report, nginx_report
 
     drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
     take_lab_lock(False)
-    selfbench.run(drivers, seconds, out, err, json_path)
+    result = selfbench.measure(drivers, seconds, err)
+    for table, notes in (nginx_report(result), figures_report(result)):
+        out.print(table)
+        for note in notes:
+            err.print(note, highlight=False)
+    if json_path:
+        json_path.write_text(json.dumps(result, indent=2) + "\n")

@@ -14,17 +14,18 @@ from rich.markup import escape
 from rich.text import Text
 
 from clientlab import export as exporters
-from clientlab import manifest, scenario
+from clientlab import scenario
+from clientlab.drivers import manifest
 from clientlab.errors import LabError, LabInputError
 from clientlab.output.cellfigures import said_once_line
 from clientlab.output.diagnosis import print_findings
 from clientlab.output.long import long_lines, summary_lines
 from clientlab.output.markdown import markdown_text
-from clientlab.output.wrap import print_wrapped
 from clientlab.output.table import CAPTION, results_table
 from clientlab.output.whatran import print_what_ran
+from clientlab.output.wrap import print_wrapped
 from clientlab.record import Cell, RunConfig
-from clientlab.stats import StopRule
+from clientlab.runner.options import RunOptions
 from clientlab.store import Store
 
 # a pipe has no width: rich would lay tables out in 80 columns and cut theirs to a letter or two
@@ -32,13 +33,7 @@ PIPE_WIDTH = 240
 out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each in logs and pipes
 
-DEFAULT_TRIAL_S = 0.3         # a plain `clientlab run` of the default drivers answers in minutes
-DEFAULT_PLACEMENT = "shared"   # the most repeatable here (clientlab selfbench, docs/measurement.md)
-DEFAULT_INTERLEAVE = "run"       # the host's drift over minutes hits every cell alike (docs/measurement.md)
-DEFAULT_TIME_BUDGET_S = 240.0  # with start-up and set-up, a plain run ends within 5 minutes
-DEFAULT_RETRIES = 3  # a disturbed trial run again at most this often a cell
-DEFAULT_STOP = StopRule()  # trials a cell, precision, time a cell: the stop rule's own defaults
-DEFAULT_FORKS = 3  # a cell's figure is not one process's state (docs/measurement.md, "Forks")
+MEASURING = RunOptions.measuring()  # the measurement policy, whose values the options show as defaults
 
 runtimes_option = click.option(
     "--runtimes", "runtime_specs", multiple=True, metavar="KIND=LINE[,LINE…]",
@@ -134,7 +129,7 @@ def use_scenario_paths(scenario_paths: tuple[Path, ...]) -> None:
 def take_lab_lock(no_wait: bool) -> None:
     """One measuring run per machine: wait for the lab (saying who holds it), or exit 75 with
     --no-wait. Held until the command ends."""
-    from clientlab.runlock import LabBusy, RunLock
+    from clientlab.measuring.runlock import LabBusy, RunLock
 
     lock = RunLock()
     try:
@@ -197,7 +192,7 @@ def entry() -> None:
 def diagnose_and_store(store: Store, run_id: int) -> None:
     """The diagnosis's findings of every measured cell, kept with its figures: the rules on what
     the server saw, and the CPU gaps to the fastest client of each language (clientlab/profile)."""
-    from clientlab.diagnose import diagnose_run
+    from clientlab.analysis.diagnose import diagnose_run
     from clientlab.profile.causes import cpu_findings
 
     cells = store.cells(run_id)

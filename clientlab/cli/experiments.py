@@ -10,12 +10,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from clientlab import manifest, paths
+from clientlab import paths
+from clientlab.analysis.stats import StopRule
 from clientlab.cli.common import (
-    DEFAULT_INTERLEAVE,
-    DEFAULT_PLACEMENT,
-    DEFAULT_RETRIES,
-    DEFAULT_STOP,
+    MEASURING,
     EXIT_CODES,
     chosen_store,
     diagnose_and_store,
@@ -32,10 +30,10 @@ from clientlab.cli.common import (
     use_scenario_paths,
 )
 from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 from clientlab.output.progress import ProgressEvents
 from clientlab.runner import INTERLEAVES, PLACEMENTS, RunOptions, stop_on_sigterm
-from clientlab.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
@@ -56,15 +54,15 @@ EXPERIMENT_CELL_S = 30.0
                    "the lab's data folder (.lab/); --write-docs: the project's docs/findings.md]")
 @click.option("--write-docs", is_flag=True,
               help="Write the findings into the project's docs/findings.md (the published answers), not .lab/.")
-@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=MEASURING.placement, show_default=True,
               help="Where driver and server run, as for `clientlab run`.")
-@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
+@click.option("--retries", default=MEASURING.retries, show_default=True, type=click.IntRange(0),
               help="Run a disturbed trial again, at most this many times per cell (as for `clientlab run`).")
 @click.option("--interleave", type=click.Choice(INTERLEAVES), default=None,
               help="Which cells take turns trial by trial: the drivers of one workload (workloads one after "
                    "another), or every cell on a network (so that a claim comparing two parts is not a "
                    "comparison of two minutes of the host).  [default: the experiment's own `interleave`, "
-                   f"else {DEFAULT_INTERLEAVE}]")
+                   f"else {MEASURING.interleave}]")
 @click.option("--time-budget", type=click.FloatRange(0), metavar="SECONDS",
               help="Each experiment's time: once it is spent, cells stop at their minimum of trials, disturbed "
                    "trials are kept (flagged) and no trial waits for a slow phase of the host; each network and "
@@ -111,7 +109,7 @@ def experiment_cmd(names: tuple[str, ...], quick: bool, list_only: bool, trials:
     store = chosen_store()
     run_ids = []
     for e in chosen:
-        own = dataclasses.replace(options, interleave=interleave or e.interleave or DEFAULT_INTERLEAVE,
+        own = dataclasses.replace(options, interleave=interleave or e.interleave or MEASURING.interleave,
                                   run_budget_s=e.budget_for(quick, time_budget))
         run_ids.append(_run_one(store, e, quick, own, extra, findings_path, server_host))
     exit_if_cells_failed(store, run_ids)
@@ -147,7 +145,7 @@ def _run_options(quick: bool, trials: int | None, placement: str, retries: int) 
     if quick:
         stop, warmup = StopRule(min_trials=trials or 1, max_trials=trials or 1), 0
     else:
-        stop = StopRule(min_trials=trials or DEFAULT_STOP.min_trials, max_trials=trials or DEFAULT_STOP.max_trials,
+        stop = StopRule(min_trials=trials or MEASURING.stop.min_trials, max_trials=trials or MEASURING.stop.max_trials,
                         max_seconds=EXPERIMENT_CELL_S)
         warmup = 1
     return RunOptions(warmup=warmup, stop=stop, placement=placement, retries=retries)
@@ -158,6 +156,7 @@ def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extr
     """One experiment into one stored run, its findings section written even when interrupted."""
     from clientlab.experiment import findings
     from clientlab.experiment.execute import count_cells, run_experiment
+    from clientlab.output.verdicts import verdicts_table
 
     total = count_cells(e, quick)
     err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells, "
@@ -174,7 +173,7 @@ def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extr
         raise SystemExit(130)
     diagnose_and_store(store, result.run_id)
     findings.update(findings_path, e.name, findings.section(e, store, result.run_id))
-    _print_verdicts(e, store, result.run_id)
+    out.print(verdicts_table(e, store, result.run_id))
     err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
     return result.run_id
 
@@ -208,21 +207,10 @@ def findings_cmd(output: Path | None, write_docs: bool, quick_ok: bool) -> None:
     output = findings_target(output, write_docs)
     store = chosen_store()
     runs = findings.latest_runs(store, quick_ok)
-    for name, e in spec.discover().items():
+    for e in spec.discover().found:
+        name = e.name
         if name in runs:
             findings.update(output, name, findings.section(e, store, runs[name]))
             err.print(f"{name}: run {runs[name]}", highlight=False)
         else:
             err.print(f"[yellow]{name}: no finished run (clientlab experiment {name})[/]", highlight=False)
-
-
-def _print_verdicts(e: Experiment, store: Store, run_id: int, host: str | None = None) -> None:
-    from clientlab.experiment.verdict import judge_run
-
-    table = Table(title=f"{e.name}: the article's claims (run {run_id}"
-                        + (f", measured on lab host {host})" if host else ")"))
-    for column in ("the article says", "the lab measured", "verdict"):
-        table.add_column(column, overflow="fold")
-    for v in judge_run(e, store.cell_records(run_id)):
-        table.add_row(v.claim.says, "\n".join(v.evidence), v.outcome)
-    out.print(table)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from clientlab import manifest
+from clientlab.cli.choice import chosen_drivers, chosen_scenarios
 from clientlab.cli.common import (
     EXIT_FAILED,
     chosen_store,
@@ -21,6 +21,7 @@ from clientlab.cli.common import (
     out,
     split_names,
 )
+from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 
 if TYPE_CHECKING:
@@ -38,12 +39,10 @@ def _refuse_what_a_fleet_run_cannot_do(ctx: click.Context) -> None:
 
 def _matrix(ctx: click.Context, baseline: str) -> tuple[list[str], list[str]]:
     """(driver ids, scenario labels) chosen as `clientlab run` chooses them; the baseline must exist."""
-    from clientlab.cli.run import _chosen_drivers, _chosen_scenarios
-
     p = ctx.params
-    drivers = [d.id for d in _chosen_drivers(p["driver_paths"], p["driver_names"])]
+    drivers = [d.id for d in chosen_drivers(p["driver_paths"], p["driver_names"])]
     manifest.select(load_drivers(p["driver_paths"]), [baseline])   # a clear error naming an unknown baseline
-    _files, scenarios = _chosen_scenarios(p["scenario_names"], p["params"], p["http_versions"], p["concurrency"],
+    _files, scenarios = chosen_scenarios(p["scenario_names"], p["params"], p["http_versions"], p["concurrency"],
                                           p["keep_alive"], p["client_options"])
     return drivers, [s.label for s in scenarios]
 
@@ -100,10 +99,10 @@ def experiments_on_hosts(ctx: click.Context, on_hosts: str, chosen: list[Experim
                          quick: bool, findings_path: Path) -> None:
     """The coordinator of `clientlab experiment … --on`: each experiment measured on one host,
     stored here, its findings section written here and its verdicts printed as it comes back."""
-    from clientlab.cli.experiments import _print_verdicts
     from clientlab.experiment.spec import source_of
     from clientlab.fleet.experiments import Chosen
     from clientlab.fleet.experiments import experiments_on_hosts as launch
+    from clientlab.output.verdicts import verdicts_table
     from clientlab.runner import stop_on_sigterm
 
     _refuse_what_an_experiment_fleet_cannot_do(ctx)
@@ -116,7 +115,7 @@ def experiments_on_hosts(ctx: click.Context, on_hosts: str, chosen: list[Experim
         err.print(escape(line), highlight=False)
 
     def show_verdicts(e: Experiment, run_id: int, host: str | None) -> None:
-        _print_verdicts(e, store, run_id, host)
+        out.print(verdicts_table(e, store, run_id, host))
 
     experiments = [Chosen(e, source_of(e.name, experiment_path)) for e in chosen]
     try:

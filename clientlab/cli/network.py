@@ -20,7 +20,7 @@ def net_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="As JSON.")
 def net_list_cmd(as_json: bool) -> None:
     """The network profiles (networks/*.toml)."""
-    from clientlab.netlab import hosts
+    from clientlab.netlab import namespaces
     from clientlab.netlab import profile as netprofile
 
     profiles, broken = netprofile.scan()
@@ -35,7 +35,7 @@ def net_list_cmd(as_json: bool) -> None:
     for p in profiles.values():
         table.add_row(escape(p.name), escape(p.summary()), escape(p.description))
     out.print(table)
-    reason = hosts.why_unavailable()
+    reason = namespaces.why_unavailable()
     if reason:
         err.print(f"[yellow]only loopback can run here: {reason}[/]", highlight=False)
 
@@ -90,16 +90,16 @@ def asked(profile) -> dict[str, float]:
 def net_clean_cmd() -> None:
     """Remove what a killed run left behind (namespaces, links, processes inside). A network lab
     that a live run holds is not touched: this says which run."""
-    from clientlab.netlab import hosts
-    from clientlab.runlock import LabBusy
+    from clientlab.netlab import namespaces
+    from clientlab.measuring.runlock import LabBusy
 
     try:
-        claim = hosts.claim(wait=False)
+        claim = namespaces.claim(wait=False)
     except LabBusy as exc:
         err.print(f"[red]busy:[/] {escape(str(exc))}; nothing removed", highlight=False)
         raise SystemExit(EXIT_BUSY) from None
     try:
-        removed = hosts.remove_all()
+        removed = namespaces.remove_all()
     finally:
         claim.release()
     err.print(f"removed: {', '.join(removed)}" if removed else "nothing to remove", highlight=False)

@@ -156,7 +156,7 @@ def spread_cmd(run_refs: tuple[str, ...], json_path: Path | None) -> None:
     such as 184-188): per cell, max/min of the runs' medians and of its ratio to the scenario's
     fastest driver; how many cells stayed within 5 % and 10 %, per driver; each run's wall time
     and disturbed trials. Run the same command a few times back to back, then this."""
-    from clientlab import spread
+    from clientlab.analysis import spread
 
     store = chosen_store()
     s = spread.spread(store, spread.run_ids(store, run_refs))
@@ -178,7 +178,7 @@ def spread_cmd(run_refs: tuple[str, ...], json_path: Path | None) -> None:
 def compare_cmd(run_a: str, run_b: str, json_path: Path | None, html_path: Path | None) -> None:
     """Is run B faster or slower than run A, beyond the noise? Every cell in both runs: throughput
     ratio B/A with a Mann–Whitney U test on the timed trials, CPU and peak RSS ratios."""
-    from clientlab import compare
+    from clientlab.analysis import compare
 
     store = chosen_store()
     a, b = store.resolve(run_a), store.resolve(run_b)

@@ -11,17 +11,12 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from clientlab import build as builder
 from clientlab import export as exporters
-from clientlab import manifest, runtimes, scenario
+from clientlab import scenario
+from clientlab.analysis.stats import StopRule
+from clientlab.cli.choice import chosen_drivers, chosen_scenarios
 from clientlab.cli.common import (
-    DEFAULT_FORKS,
-    DEFAULT_INTERLEAVE,
-    DEFAULT_PLACEMENT,
-    DEFAULT_RETRIES,
-    DEFAULT_STOP,
-    DEFAULT_TIME_BUDGET_S,
-    DEFAULT_TRIAL_S,
+    MEASURING,
     EXIT_CODES,
     chosen_store,
     counts_given,
@@ -30,25 +25,23 @@ from clientlab.cli.common import (
     err,
     exit_if_cells_failed,
     known_http_versions,
-    load_drivers,
     main,
     no_wait_option,
     print_run,
     runtimes_option,
     scenario_path_option,
-    split_names,
     store_option,
     take_lab_lock,
     use_scenario_paths,
 )
 from clientlab.cli.hosts import chosen_server_host, hosts_option, server_host_option
-from clientlab.errors import LabInputError
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest, runtimes
 from clientlab.netlab.lab import open_server_side
 from clientlab.output.progress import ProgressEvents
 from clientlab.output.wrap import print_wrapped
 from clientlab.runner import (
     INTERLEAVES,
-    JIT_WARM_S,
     PLACEMENTS,
     Placement,
     RunOptions,
@@ -56,13 +49,15 @@ from clientlab.runner import (
     stop_on_sigterm,
     stored_run,
 )
-from clientlab.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from clientlab.hosts.hostsfile import Host
     from clientlab.netlab.profile import Profile
-    from clientlab.serverside import ServerSide
+    from clientlab.runner.cellrunner import Profiler
+    from clientlab.servers.side import ServerSide
 
 
 @main.command("run", epilog=EXIT_CODES)
@@ -89,38 +84,39 @@ if TYPE_CHECKING:
                    "the same resource, the default) or minimal (Content-Length, Content-Type, Date); the cells "
                    "say so in their names (docs/bench-server.md).")
 @click.option("--trials", type=click.IntRange(1), help="Exactly this many timed trials per cell.")
-@click.option("--min-trials", default=DEFAULT_STOP.min_trials, show_default=True, type=click.IntRange(1))
-@click.option("--max-trials", default=DEFAULT_STOP.max_trials, show_default=True, type=click.IntRange(1))
-@click.option("--precision", default=DEFAULT_STOP.target_precision, show_default=True, type=click.FloatRange(0.0001, 1),
+@click.option("--min-trials", default=MEASURING.stop.min_trials, show_default=True, type=click.IntRange(1))
+@click.option("--max-trials", default=MEASURING.stop.max_trials, show_default=True, type=click.IntRange(1))
+@click.option("--precision", default=MEASURING.stop.target_precision, show_default=True,
+              type=click.FloatRange(0.0001, 1),
               help="Stop adding trials once half the median's 95% CI is this fraction of the median.")
-@click.option("--max-cell-seconds", default=DEFAULT_STOP.max_seconds, show_default=True,
+@click.option("--max-cell-seconds", default=MEASURING.stop.max_seconds, show_default=True,
               help="After --min-trials, stop a cell's trials once they took this long.")
-@click.option("--warmup", default=1, show_default=True, type=click.IntRange(0),
+@click.option("--warmup", default=MEASURING.warmup, show_default=True, type=click.IntRange(0),
               help="Untimed trials first (a driver's manifest may ask for more: JIT runtimes).")
 @click.option("--fresh-process", is_flag=True, help="Start a new driver process for every trial (cold cost).")
-@click.option("--trial-seconds", default=DEFAULT_TRIAL_S, show_default=True, type=click.FloatRange(0),
+@click.option("--trial-seconds", default=MEASURING.trial_seconds, show_default=True, type=click.FloatRange(0),
               help="Time budget of one trial: request counts are scaled down so that a trial lasts about this "
                    "long (the table says the count used). 0: the counts as the scenarios write them. "
                    "Counts you set with -p are never scaled.")
 @click.option("--trial-timeout", type=click.FloatRange(0.1), metavar="SECONDS",
               help="A timed trial that has not finished after this long fails its cell. "
                    "Default: 10× what the verification pass predicts, at least 10 s.")
-@click.option("--placement", type=click.Choice(PLACEMENTS), default=DEFAULT_PLACEMENT, show_default=True,
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=MEASURING.placement, show_default=True,
               help="split: driver and server on different cores; shared: both on one core; free: the "
                    "scheduler decides (docs/measurement.md says what each measures).")
-@click.option("--retries", default=DEFAULT_RETRIES, show_default=True, type=click.IntRange(0),
+@click.option("--retries", default=MEASURING.retries, show_default=True, type=click.IntRange(0),
               help="Run a trial again when steal, other processes or a slow phase of the host disturbed it, "
                    "at most this many times per cell.")
-@click.option("--interleave", type=click.Choice(INTERLEAVES), default=DEFAULT_INTERLEAVE, show_default=True,
+@click.option("--interleave", type=click.Choice(INTERLEAVES), default=MEASURING.interleave, show_default=True,
               help="Which cells take turns trial by trial: the drivers of one scenario (scenarios one after "
                    "another), or every cell of the run (each cell's trials spread over the whole run).")
-@click.option("--time-budget", default=DEFAULT_TIME_BUDGET_S, show_default=True, type=click.FloatRange(0),
+@click.option("--time-budget", default=MEASURING.run_budget_s, show_default=True, type=click.FloatRange(0),
               metavar="SECONDS",
               help="The run's time: the cells' rounds of trials go on until it is spent (with --interleave "
                    "scenario, each scenario gets an equal share of what is left); then a cell with --min-trials "
                    "timed trials stops there (flagged 'cut by time budget'; its ± says how precise it is). On a "
                    "noisy host this keeps the run to minutes; 0: no limit.")
-@click.option("--forks", default=DEFAULT_FORKS, show_default=True, type=click.IntRange(1, 100),
+@click.option("--forks", default=MEASURING.forks, show_default=True, type=click.IntRange(1, 100),
               help="Spread each cell's timed trials over this many driver processes, each warmed up, so that "
                    "one process's own state (its heap's place, its allocator) is not the cell's figure. "
                    "JIT drivers (Java, Node.js) keep one process: it takes them a minute to settle.")
@@ -170,9 +166,9 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
         from clientlab.cli.fleet import run_on_hosts
         run_on_hosts(click.get_current_context(), on_hosts, hosts_path, job_size, baseline)
         return
-    chosen = _on_runtimes(_chosen_drivers(driver_paths, driver_names), runtime_specs)
+    chosen = _on_runtimes(chosen_drivers(driver_paths, driver_names), runtime_specs)
     builder.on_first_use(chosen, lambda line: err.print(line, highlight=False))
-    files, scenarios = _chosen_scenarios(scenario_names, params, http_versions, concurrency, keep_alive,
+    files, scenarios = chosen_scenarios(scenario_names, params, http_versions, concurrency, keep_alive,
                                          client_options, server_headers)
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
                     target_precision=precision, max_seconds=max_cell_seconds)
@@ -180,7 +176,8 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     options = RunOptions(warmup=warmup, stop=stop, fresh_process=fresh_process, placement=placement,
                          trial_seconds=trial_seconds or None, fixed_counts=fixed, trial_timeout_s=trial_timeout,
                          retries=retries, interleave=interleave, run_budget_s=time_budget or None, forks=forks,
-                         jit_warm_s=JIT_WARM_S, profile=profile_cells, allocator_modes=allocator_modes)
+                         jit_warm_s=MEASURING.jit_warm_s, profiler=_cell_profiler() if profile_cells else None,
+                         allocator_modes=allocator_modes)
     profile = _network_profile(net_name, scenarios)
     config = _run_config(chosen, scenarios, options, profile.name, net_name, runtime_specs)
     if profile_cells:
@@ -198,50 +195,10 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     exit_if_cells_failed(store, [run_id])
 
 
-def _chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...]) -> list[manifest.Driver]:
-    """The drivers named (all: every one), or every installed default driver, saying which are skipped."""
-    drivers = load_drivers(driver_paths)
-    wanted = split_names(driver_names)
-    every = wanted == ["all"]
-    chosen = [d for d in drivers] if every else manifest.select(drivers, wanted)
-    if every:
-        wanted = None
-    if not wanted:
-        skipped = [d for d in chosen if d.missing()]
-        for d in skipped:
-            err.print(f"[dim]not installed, skipped: {d.id} ({escape(d.missing() or '')})[/]", highlight=False)
-        chosen = [d for d in chosen if d not in skipped]
-    if not chosen:
-        raise LabInputError("no installed driver to run (see: clientlab drivers)")
-    return chosen
+def _cell_profiler() -> Callable[[Store], Profiler]:
+    from clientlab.profile import CellProfiler
 
-
-def _chosen_scenarios(scenario_names: tuple[str, ...], params: tuple[str, ...], http_versions: tuple[str, ...],
-                      concurrency: int | None, keep_alive: bool | None,
-                      client_options: tuple[str, ...],
-                      server_headers: str | None = None) -> tuple[list, list[scenario.Scenario]]:
-    """(the scenario files, the scenarios selected with the client settings given on the command line,
-    each once per --http version)."""
-    versions: list[str | None] = list(http_versions) or [None]  # None: the scenarios' own
-    files, problems = scenario.discover()
-    for problem in problems:
-        err.print(f"[red]invalid scenario, skipped:[/] {escape(problem)}", highlight=False)
-    scenarios = scenario.select(files, split_names(scenario_names), scenario.parse_overrides(list(params)))
-    if not scenarios:
-        raise LabInputError("no scenario selected")
-    options_given = scenario.parse_options(list(client_options))
-    changed = []
-    for s, http in ((s, v) for s in scenarios for v in versions):
-        try:
-            changed.append(s.with_client(http=http, concurrency=concurrency, keep_alive=keep_alive, options=options_given)
-                           .with_server(headers=server_headers))
-        except LabInputError as exc:
-            if scenario_names:  # asked for by name: the user must hear that it cannot be run so
-                raise
-            err.print(f"[yellow]skipped:[/] {escape(str(exc))}", highlight=False)
-    if not changed:
-        raise LabInputError("no scenario can run with these settings")
-    return files, changed
+    return CellProfiler
 
 
 def _run_config(chosen: list[manifest.Driver], scenarios: list[scenario.Scenario], options: RunOptions,
@@ -335,11 +292,11 @@ def _on_runtimes(chosen: list, specs: tuple[str, ...]) -> list:
 def _network_profile(name: str, scenarios: list) -> Profile:
     """The asked profile, or loopback (with what that cannot do, per scenario) when the network lab
     cannot run here."""
-    from clientlab.netlab import hosts
+    from clientlab.netlab import namespaces
     from clientlab.netlab import profile as netprofile
 
     asked = netprofile.get(name)
-    reason = hosts.why_unavailable() if asked.namespaces else None
+    reason = namespaces.why_unavailable() if asked.namespaces else None
     if reason is None:
         return asked
     err.print(f"[yellow]network profile '{name}' needs the network lab, which cannot run here: {reason}. "

@@ -10,20 +10,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clientlab import build as builder
-from clientlab import manifest
+from clientlab.analysis.stats import StopRule
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest
 from clientlab.experiment.plan import PlannedCell, plan
 from clientlab.experiment.spec import Experiment, Part
-from clientlab.netlab import hosts
+from clientlab.netlab import namespaces
 from clientlab.netlab import profile as netprofile
 from clientlab.netlab.lab import open_server_side
 from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Deadline, Events, LabRun, RunOptions, lab_run
-from clientlab.stats import StopRule
 from clientlab.store import Store
 
 if TYPE_CHECKING:
     from clientlab.hosts.hostsfile import Host
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
 
 QUICK_PART_TRIALS = 5
 
@@ -108,7 +108,7 @@ class _Networks:
             return None
         if self.server_host is not None:
             return f"the bench server is on host {self.server_host[0].name} (--server-host): its path is the network"
-        return hosts.why_unavailable()
+        return namespaces.why_unavailable()
 
     def _run_on(self, net: str, cells: list[PlannedCell], deadline: Deadline) -> None:
         lab = self.lab
@@ -120,7 +120,7 @@ class _Networks:
             side = open_server_side(netprofile.get(net), lab.placement.server, check_rtt=self.check_links)
         with side as server, lab.runner(server) as runner:
             if self.experiment.beside == "plain":
-                from clientlab.plainloop import PlainBeside
+                from clientlab.selfcheck.plainloop import PlainBeside
 
                 runner.beside = beside = PlainBeside(lab.placement.driver, lab.options.jit_warm_s or JIT_WARM_S)
             if (described := server.describe()) is not None:

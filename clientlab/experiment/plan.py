@@ -6,7 +6,8 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-from clientlab import manifest, runtimes, scenario
+from clientlab import scenario
+from clientlab.drivers import manifest, runtimes
 from clientlab.errors import LabInputError
 from clientlab.experiment.spec import Experiment, Part, Value
 from clientlab.scenario import Scenario

@@ -8,8 +8,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from typing_extensions import TypedDict
 
-from clientlab import paths, runtimes
-from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
+from clientlab import paths
+from clientlab.datafiles import Found, read_named_toml, scan_folder
+from clientlab.drivers import runtimes
+from clientlab.errors import LabInputError, describe_validation_error, quote
 from clientlab.scenario import OptionValue
 
 Value = int | float | str | bool
@@ -208,9 +210,11 @@ def scan(folder: Path | None = None) -> tuple[dict[str, Experiment], dict[str, s
     return scan_folder(folder or experiments_dir(), load_file)
 
 
-def discover(folder: Path | None = None) -> dict[str, Experiment]:
-    """The experiments that validate (scan() also says which do not, and why)."""
-    return scan(folder)[0]
+def discover(folder: Path | None = None) -> Found[Experiment]:
+    """The experiments that validate, by name, and why each of the others does not (scan() has
+    both by name)."""
+    known, broken = scan(folder)
+    return Found(list(known.values()), list(broken.values()))
 
 
 def get(names: list[str], folder: Path | None = None) -> list[Experiment]:

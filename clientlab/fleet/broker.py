@@ -1,6 +1,6 @@
 """The fleet's broker: Debian's redis-server as a process of the coordinator's own, on 127.0.0.1,
 a free port and a random password, with nothing written to disk beyond its temp folder; stopped
-when the fleet run ends. Lab hosts reach it only through their SSH sessions (clientlab/fleet/hosts.py)."""
+when the fleet run ends. Lab hosts reach it only through their SSH sessions (clientlab/fleet/sessions.py)."""
 
 from __future__ import annotations
 

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any, Self
 
 from clientlab import paths
-from clientlab.control import ControlClient
 from clientlab.errors import LabError, LabInputError
 from clientlab.hosts import ssh
 from clientlab.hosts.hostsfile import Host, HostsFile
-from clientlab.job import Endpoint
 from clientlab.netlab import probe
-from clientlab.server import SECRET_HEADER, BenchControl
+from clientlab.servers.bench import SECRET_HEADER, BenchControl
+from clientlab.servers.control import ControlClient
+from clientlab.servers.side import Endpoint
 
 START_DEADLINE_S = 30            # connect (5 s), unpack, the server's first line
 FORWARD_DEADLINE_S = 15          # the control port answering through the forward
@@ -156,7 +156,7 @@ def measure_path(address: str, port: int) -> PathFigures:
 
 
 class ServerHost(BenchControl):
-    """The bench server running on `host`, as the runner's server side (clientlab.serverside)."""
+    """The bench server running on `host`, as the runner's server side (clientlab.servers.side)."""
 
     driver_prefix: list[str] = []  # noqa: RUF012 - drivers run here, as on loopback
 

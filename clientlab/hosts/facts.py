@@ -74,7 +74,7 @@ def _nics() -> dict:
 
 
 def fingerprint() -> dict:
-    """The keys of clientlab.machine.describe() (a run's `machine`), with the same meaning, plus
+    """The keys of clientlab.measuring.machine.describe() (a run's `machine`), with the same meaning, plus
     the network interfaces: two hosts compare like with like."""
     memory_kib = _first_line("/proc/meminfo", "MemTotal")
     return {
@@ -134,7 +134,7 @@ def version(lab_dir: str) -> dict:
 
 
 def build_stamps(lab_home: str) -> dict:
-    """Driver id → its build stamp (the digest of its build inputs; clientlab/build.py)."""
+    """Driver id → its build stamp (the digest of its build inputs; clientlab/drivers/build.py)."""
     folder = os.path.join(lab_home, "build")
     stamps = {}
     try:

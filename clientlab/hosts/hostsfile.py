@@ -28,11 +28,11 @@ from pydantic import (
 )
 
 from clientlab import paths
+from clientlab.datafiles import read_toml
 from clientlab.errors import (
     LabInputError,
     describe_validation_error,
     quote,
-    read_toml,
     shown,
 )
 

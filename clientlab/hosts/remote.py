@@ -93,6 +93,6 @@ def read(host: Host, known_hosts: Path, sample_s: float = 1.0) -> Reading:
 
 
 def fingerprint(host: Host, known_hosts: Path) -> dict:
-    """The host's machine, to store with a run made there: the keys of clientlab.machine.describe()
+    """The host's machine, to store with a run made there: the keys of clientlab.measuring.machine.describe()
     (a run's `machine`) plus its network interfaces, so runs here and there compare like with like."""
     return read(host, known_hosts, sample_s=0).facts["fingerprint"]

@@ -11,28 +11,28 @@ import time
 from typing import Any
 
 from clientlab.errors import LabError
-from clientlab.job import Endpoint
-from clientlab.netlab import hosts, probe
+from clientlab.netlab import namespaces, probe
 from clientlab.netlab.profile import Profile
 from clientlab.netlab.relay import LinkRelay
 from clientlab.netlab.services import BENCH_HOST, DnsCache, LabDNS, LatencyProxy
-from clientlab.server import BenchServer
+from clientlab.servers.bench import BenchServer
+from clientlab.servers.side import Endpoint
 
 RTT_TOLERANCE = 0.10   # the measured RTT must be within 10 % of the profile's
 
 
 class NetLab:
     def __init__(self, profile: Profile, cpu: int | None = None, check_rtt: bool = True):
-        reason = hosts.why_unavailable()
+        reason = namespaces.why_unavailable()
         if reason:
             raise LabError(f"network profile '{profile.name}': {reason}")
         self.profile = profile
         self.notes: list[str] = []
         self._parts: list[Any] = []
         self.relay: LinkRelay | None = None   # only where the profile asks for link = "relay"
-        self._claim = hosts.claim()           # no other lab's namespaces are torn down below
+        self._claim = namespaces.claim()           # no other lab's namespaces are torn down below
         try:
-            self.leftovers = hosts.remove_all()   # a killed run's namespaces and processes
+            self.leftovers = namespaces.remove_all()   # a killed run's namespaces and processes
             self._start(cpu, check_rtt)
         except BaseException:
             self.stop()
@@ -42,7 +42,7 @@ class NetLab:
         p = self.profile
         delay_done = self._link()
         try:
-            own = hosts.set_tcp_congestion(p.tcp_congestion)
+            own = namespaces.set_tcp_congestion(p.tcp_congestion)
         except LabError as exc:
             raise LabError(f"network profile '{p.name}': {exc}") from None
         self.notes.append(f"TCP congestion control {p.tcp_congestion} in both namespaces"
@@ -51,9 +51,9 @@ class NetLab:
         self._parts.append(self.dns)
         if p.dns_cache:
             self._parts.append(DnsCache())
-        hosts.write_resolver("127.0.0.1" if p.dns_cache else hosts.SERVER_IP)
-        self.server = BenchServer(host=hosts.SERVER_IP, control_host=hosts.CONTROL_IP, cpu=cpu,
-                                  wrap=hosts.in_ns(hosts.SERVER_NS), max_conns=p.max_conns,
+        namespaces.write_resolver("127.0.0.1" if p.dns_cache else namespaces.SERVER_IP)
+        self.server = BenchServer(host=namespaces.SERVER_IP, control_host=namespaces.CONTROL_IP, cpu=cpu,
+                                  wrap=namespaces.in_ns(namespaces.SERVER_NS), max_conns=p.max_conns,
                                   public_host=BENCH_HOST)
         self._parts.append(self.server)
         http_port, https_port = self.server.endpoint.http_port, self.server.endpoint.https_port
@@ -67,7 +67,7 @@ class NetLab:
             self.notes.append("no HTTP/3 on this profile: its delay comes from a TCP proxy (use a link = \"relay\" profile)")
         self.endpoint = Endpoint(host=BENCH_HOST, http_port=http_port, https_port=https_port, h3_port=h3_port,
                                  ca_file=self.server.endpoint.ca_file)
-        self.driver_prefix = hosts.in_ns(hosts.CLIENT_NS)
+        self.driver_prefix = namespaces.in_ns(namespaces.CLIENT_NS)
         self.rtt_ms = probe.measure("rtt", BENCH_HOST, http_port, 10)
         if check_rtt and p.rtt_ms and abs(self.rtt_ms - p.rtt_ms) > RTT_TOLERANCE * p.rtt_ms:
             raise LabError(f"network profile '{p.name}': measured RTT {self.rtt_ms:.1f} ms is not within "
@@ -78,18 +78,18 @@ class NetLab:
         (else the latency proxy adds it)."""
         p = self.profile
         if p.link == "relay":
-            hosts.create(data_veth=False)
+            namespaces.create(data_veth=False)
             self.relay = LinkRelay(p)
             self._parts.append(self.relay)
             self.notes.append("the link is the user-space relay (clientlab-link): delay, jitter, loss and rate "
                               "apply to every IP packet, TCP and UDP alike")
             return True
-        hosts.create()
-        netem = hosts.netem_available()
+        namespaces.create()
+        netem = namespaces.netem_available()
         delay_by_netem = bool(p.rtt_ms) and netem
         if p.rtt_ms and not netem:
             self.notes.append("no netem in this kernel: round-trip delay comes from the latency proxy (Toxiproxy)")
-        hosts.shape(p.rate_mbit, p.rtt_ms / 2 if delay_by_netem else 0)
+        namespaces.shape(p.rate_mbit, p.rtt_ms / 2 if delay_by_netem else 0)
         return delay_by_netem
 
     # -- what the run stores about the network ------------------------------------------------
@@ -147,7 +147,7 @@ class NetLab:
                 pass
         self._parts.clear()
         if self._claim.fd is not None:
-            hosts.remove_all()
+            namespaces.remove_all()
             self._claim.release()
 
     def __enter__(self) -> "NetLab":

@@ -20,7 +20,7 @@ import time
 
 from clientlab.errors import LabError
 
-from clientlab.netlab import hosts
+from clientlab.netlab import namespaces
 
 CHUNK = 1 << 20
 
@@ -87,7 +87,7 @@ def upload_mbit(host: str, port: int, size: int) -> float:
 
 def measure(what: str, host: str, port: int, arg: int) -> float:
     """Run this probe inside the client namespace and return its figure."""
-    argv = [*hosts.in_ns(hosts.CLIENT_NS), sys.executable, "-m", "clientlab.netlab.probe", what, host, str(port), str(arg)]
+    argv = [*namespaces.in_ns(namespaces.CLIENT_NS), sys.executable, "-m", "clientlab.netlab.probe", what, host, str(port), str(arg)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise LabError(f"network lab: the {what} probe failed: {done.stderr.strip()[-500:]}")

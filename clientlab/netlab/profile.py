@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from clientlab import paths
-from clientlab.errors import LabInputError, describe_validation_error, quote, read_named_toml, scan_folder
+from clientlab.datafiles import Found, read_named_toml, scan_folder
+from clientlab.errors import LabInputError, describe_validation_error, quote
 
 
 class Profile(BaseModel):
@@ -104,9 +105,11 @@ def scan(folder: Path | None = None) -> tuple[dict[str, Profile], dict[str, str]
     return scan_folder(folder or networks_dir(), load_file)
 
 
-def discover(folder: Path | None = None) -> dict[str, Profile]:
-    """The profiles that validate (scan() also says which do not, and why)."""
-    return scan(folder)[0]
+def discover(folder: Path | None = None) -> Found[Profile]:
+    """The profiles that validate, by name, and why each of the others does not (scan() has
+    both by name)."""
+    known, broken = scan(folder)
+    return Found(list(known.values()), list(broken.values()))
 
 
 def get(name: str, folder: Path | None = None) -> Profile:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from clientlab.control import ControlClient, first_json_line, stop
-from clientlab.netlab import hosts
+from clientlab.netlab import namespaces
 from clientlab.netlab.profile import Profile
 from clientlab.netlab.services import binary
+from clientlab.servers.control import ControlClient, first_json_line, stop
 
 QUEUE_MS = 100   # with a rate: the most a packet waits for the link before it is dropped (a deep 4G-like buffer)
 
@@ -36,19 +36,19 @@ class LinkRelay:
     """clientlab-link between the lab's namespaces, its devices addressed and up."""
 
     def __init__(self, profile: Profile, seed: int = 0):
-        argv = [*hosts.in_ns(hosts.SERVER_NS), binary("clientlab-link"), "--client-ns", hosts.CLIENT_NS,
-                "--client-dev", hosts.CLIENT_DEV, "--server-dev", hosts.SERVER_DEV,
-                "--control", f"{hosts.CONTROL_IP}:0", "--seed", str(seed), *relay_args(profile)]
+        argv = [*namespaces.in_ns(namespaces.SERVER_NS), binary("clientlab-link"), "--client-ns", namespaces.CLIENT_NS,
+                "--client-dev", namespaces.CLIENT_DEV, "--server-dev", namespaces.SERVER_DEV,
+                "--control", f"{namespaces.CONTROL_IP}:0", "--seed", str(seed), *relay_args(profile)]
         # stdin is a pipe the relay watches: it closes when this process ends, however it ends
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         info = first_json_line(self.proc, "link relay")
         host, _, port = info["control"].rpartition(":")
         self.control = ControlClient("link relay", host, int(port), self.proc)
-        for ns, dev in ((hosts.CLIENT_NS, hosts.CLIENT_DEV), (hosts.SERVER_NS, hosts.SERVER_DEV)):
+        for ns, dev in ((namespaces.CLIENT_NS, namespaces.CLIENT_DEV), (namespaces.SERVER_NS, namespaces.SERVER_DEV)):
             # no IPv6 on the link: its router solicitations would be counted as the lab's traffic
-            hosts.sh(*hosts.in_ns(ns), "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1")
-            hosts.sh("ip", "-n", ns, "link", "set", dev, "txqueuelen", "1000")
-        hosts.address_data_link()
+            namespaces.sh(*namespaces.in_ns(ns), "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1")
+            namespaces.sh("ip", "-n", ns, "link", "set", dev, "txqueuelen", "1000")
+        namespaces.address_data_link()
 
     def counters(self, reset: bool = False) -> dict[str, Any]:
         """Per direction ("up": client → server, "down"): packets read, lost (random, queue),

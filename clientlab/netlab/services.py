@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from clientlab import paths
-from clientlab.control import ControlClient, first_json_line, stop
 from clientlab.errors import LabError
-from clientlab.netlab import hosts
+from clientlab.netlab import namespaces
+from clientlab.servers.control import ControlClient, first_json_line, stop
 
 ZONE = "lab.test"
 BENCH_HOST = f"bench.{ZONE}"   # the name drivers are given; any name under the zone answers too
@@ -30,8 +30,8 @@ class LabDNS:
     """clientlab-dns in the server namespace: the lab's zone, an answer delay, query counters."""
 
     def __init__(self, delay_ms: float):
-        argv = [*hosts.in_ns(hosts.SERVER_NS), binary("clientlab-dns"), "--listen", f"{hosts.SERVER_IP}:53",
-                "--control", f"{hosts.CONTROL_IP}:0", "--zone", ZONE, "--answer", hosts.SERVER_IP,
+        argv = [*namespaces.in_ns(namespaces.SERVER_NS), binary("clientlab-dns"), "--listen", f"{namespaces.SERVER_IP}:53",
+                "--control", f"{namespaces.CONTROL_IP}:0", "--zone", ZONE, "--answer", namespaces.SERVER_IP,
                 "--delay-ms", str(int(delay_ms))]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         info = first_json_line(self.proc, "lab DNS")
@@ -56,8 +56,8 @@ class DnsCache:
     def __init__(self) -> None:
         if shutil.which("dnsmasq") is None:
             raise LabError("network lab: the DNS cache needs dnsmasq (Debian package dnsmasq-base; run ./setup.sh)")
-        argv = [*hosts.in_ns(hosts.CLIENT_NS), "dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts",
-                "--no-poll", f"--server={hosts.SERVER_IP}", "--listen-address=127.0.0.1", "--bind-interfaces",
+        argv = [*namespaces.in_ns(namespaces.CLIENT_NS), "dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts",
+                "--no-poll", f"--server={namespaces.SERVER_IP}", "--listen-address=127.0.0.1", "--bind-interfaces",
                 "--port=53", "--cache-size=10000", "--min-cache-ttl=3600", "--user=root", "--pid-file",
                 "--log-facility=-"]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -78,16 +78,16 @@ class LatencyProxy:
     directions by half the round trip. Drivers are given the proxy's ports."""
 
     def __init__(self, rtt_ms: float, upstreams: dict[str, int]):
-        argv = [*hosts.in_ns(hosts.SERVER_NS), binary("toxiproxy-server"), "-host", hosts.CONTROL_IP,
+        argv = [*namespaces.in_ns(namespaces.SERVER_NS), binary("toxiproxy-server"), "-host", namespaces.CONTROL_IP,
                 "-port", str(PROXY_API_PORT)]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.control = ControlClient("latency proxy", hosts.CONTROL_IP, PROXY_API_PORT, self.proc)
+        self.control = ControlClient("latency proxy", namespaces.CONTROL_IP, PROXY_API_PORT, self.proc)
         self._wait_ready()
         self.ports: dict[str, int] = {}
         half = rtt_ms / 2
         for name, upstream in upstreams.items():
             proxy = self.control.request("POST", "/proxies", {
-                "name": name, "listen": f"{hosts.SERVER_IP}:0", "upstream": f"{hosts.SERVER_IP}:{upstream}",
+                "name": name, "listen": f"{namespaces.SERVER_IP}:0", "upstream": f"{namespaces.SERVER_IP}:{upstream}",
                 "enabled": True}, ok=(200, 201))
             self.ports[name] = int(proxy["listen"].rpartition(":")[2])
             for stream in ("upstream", "downstream"):

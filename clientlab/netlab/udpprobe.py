@@ -23,9 +23,9 @@ import sys
 import time
 from typing import Any, Self
 
-from clientlab.control import first_json_line, stop
 from clientlab.errors import LabError
-from clientlab.netlab import hosts
+from clientlab.netlab import namespaces
+from clientlab.servers.control import first_json_line, stop
 
 HEADER = struct.Struct("!IQ")   # sequence number, send time (ns, this host's monotonic clock)
 PAYLOAD = 100                   # bytes per probe, a small datagram like a DNS or QUIC ACK
@@ -107,8 +107,8 @@ class UdpEcho:
     """The echo in the server namespace, on the server's address (a port of its own)."""
 
     def __init__(self) -> None:
-        argv = [*hosts.in_ns(hosts.SERVER_NS), sys.executable, "-m", "clientlab.netlab.udpprobe", "echo",
-                hosts.SERVER_IP, "0"]
+        argv = [*namespaces.in_ns(namespaces.SERVER_NS), sys.executable, "-m", "clientlab.netlab.udpprobe", "echo",
+                namespaces.SERVER_IP, "0"]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.port = int(first_json_line(self.proc, "UDP echo")["udp_echo"].rpartition(":")[2])
 
@@ -127,7 +127,7 @@ class UdpEcho:
 
 def measure(host: str, port: int, count: int, interval_ms: float = 1.0) -> dict[str, Any]:
     """Run the probe inside the client namespace and return its figures."""
-    argv = [*hosts.in_ns(hosts.CLIENT_NS), sys.executable, "-m", "clientlab.netlab.udpprobe", "probe", host,
+    argv = [*namespaces.in_ns(namespaces.CLIENT_NS), sys.executable, "-m", "clientlab.netlab.udpprobe", "probe", host,
             str(port), str(count), str(interval_ms)]
     done = subprocess.run(argv, check=False, capture_output=True, text=True,
                           timeout=60 + count * interval_ms / 1000)

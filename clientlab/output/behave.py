@@ -10,9 +10,9 @@ import re
 import textwrap
 from typing import Any
 
-from clientlab import behaviour
-from clientlab.behave import BehaveCell
-from clientlab.behaviour import CREDENTIALS, BehaviourCase
+from clientlab.behaviour import cases as behaviour
+from clientlab.behaviour.behave import BehaveCell
+from clientlab.behaviour.cases import CREDENTIALS, BehaviourCase
 from clientlab.record import Cell
 
 WIDTH = 80
@@ -149,7 +149,7 @@ def stored_matrix(stored: list[Cell]) -> tuple[list[BehaveCell], list[BehaviourC
     """The cells and cases of a stored run of kind behave: its cases as behaviours/ describes
     them, with the timeout each cell ran with (its params); cells of a case no longer there are
     left out."""
-    known = {bc.name: bc for bc in behaviour.discover()}
+    known = {bc.name: bc for bc in behaviour.discover().found}
     cells, cases = [], {}
     for c in stored:
         if c.figures is None or not c.figures.behaviours or c.scenario not in known:

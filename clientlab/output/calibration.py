@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from clientlab.calibrate import TARGET, Calibration
-from clientlab.stats import Summary, median
+from clientlab.analysis.stats import Summary, median
+from clientlab.selfcheck.calibrate import TARGET, Calibration
 
 CAPTIONS = {
     "bare": ("lab and bare: requests per second (median of the compared pairs, ± half the CI of the median); "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from clientlab import crosscheck
+from clientlab.selfcheck import crosscheck
 
 
 def crosscheck_report(run_id: int, rows: list[crosscheck.Row], patterns: list) -> tuple[Table, list[str], list]:

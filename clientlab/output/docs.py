@@ -16,7 +16,8 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from clientlab import manifest, paths, runtimes
+from clientlab import paths
+from clientlab.drivers import manifest, runtimes
 
 LANGUAGE_ORDER = ("c", "cli", "python", "php", "perl", "go", "rust", "node", "java", "ruby")
 LANGUAGE_NAMES = {"c": "C", "cli": "the curl command", "python": "Python", "php": "PHP", "perl": "Perl",
@@ -81,13 +82,13 @@ def experiments_table() -> str:
     from clientlab.experiment.plan import plan
 
     lines: list[str] = []
-    for name, e in sorted(spec.discover().items()):
+    for e in spec.discover().found:
         full, quick = len(plan(e, quick=False)), len(plan(e, quick=True))
         budget = (f"{(e.time_budget or 0) / 60:g} min budget ({(e.quick_time_budget or 0) / 60:g} quick)"
                   if e.time_budget else "no budget")
         where = "" if e.in_all else "; by name only, not in `experiment all`"
-        lines += _item(f"`{name}`: {e.title} — {full} cells ({quick} quick), {budget}{where}.")
-    everything = [e for e in spec.discover().values() if e.in_all]
+        lines += _item(f"`{e.name}`: {e.title} — {full} cells ({quick} quick), {budget}{where}.")
+    everything = [e for e in spec.discover().found if e.in_all]
     total = sum(e.time_budget or 0 for e in everything) / 60
     quick_total = sum(e.quick_time_budget or 0 for e in everything) / 60
     lines += [""] + textwrap.wrap(

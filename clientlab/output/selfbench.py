@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from clientlab.selfbench import H2_STREAMS
+from clientlab.selfcheck.selfbench import H2_STREAMS
 
 NGINX_COLUMNS = ("load", "conns", "clientlab req/s", "nginx req/s", "ratio", "MB/s (clientlab / nginx)",
                  "CPU µs/req (clientlab / nginx)")

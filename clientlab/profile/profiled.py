@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clientlab import stats
-from clientlab.protocol import DriverFault
-from clientlab.runner.warming import scale
-from clientlab.store.profiles import add_profile
+from clientlab.analysis import stats
+from clientlab.drivers.protocol import DriverFault
 from clientlab.profile import folded as fold
 from clientlab.profile.layers import layers
 from clientlab.profile.rules import Rules
 from clientlab.profile.samplers import ProfilerFailed, Sampler, for_language, process_env
+from clientlab.runner.warming import scale
+from clientlab.store.profiles import add_profile
 
 if TYPE_CHECKING:
     from clientlab.runner.cell import Cell

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from clientlab.errors import LabError
-from clientlab.measure import process_tree
+from clientlab.measuring.procfs import process_tree
 from clientlab.profile import tools
 from clientlab.profile.folded import (Folded, parse_excimer, parse_jfr_json, parse_nytprofcalls, parse_perf_script,
                                      parse_pyspy, parse_rbspy)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from html import escape
 
-from clientlab.behave import BehaveCell
-from clientlab.behaviour import BehaviourCase
+from clientlab.behaviour.behave import BehaveCell
+from clientlab.behaviour.cases import BehaviourCase
 from clientlab.output.behave import CORRECT, LEGEND, code
 
 # what a cell's outcome says of the client: kept its promise, did not, or the cell shows nothing

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
-from clientlab.compare import ALPHA, MIN_CHANGE, CellComparison
+from clientlab.analysis.compare import ALPHA, MIN_CHANGE, CellComparison
 
 VERDICT_COLOUR = {"faster": "#2a7", "slower": "#c33", "no significant difference": "#777", "too few trials": "#a60"}
 BAR_WIDTH = 160   # px for the ratio bar; 1.0 sits in the middle, 0.5× and 2× at the ends (log scale)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from clientlab.figures import FRESH_BODY, FRESH_MODE, HEAP_MODE, MMAP_THRESHOLD_MAX, MODE_KIND
+from clientlab.analysis.figures import FRESH_BODY, FRESH_MODE, HEAP_MODE, MMAP_THRESHOLD_MAX, MODE_KIND
 
 if TYPE_CHECKING:
     from clientlab.runner.cell import Cell

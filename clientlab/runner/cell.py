@@ -7,17 +7,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from clientlab import cgroup, figures, hostprobe, stats
-from clientlab.manifest import Driver
-from clientlab.noise import Noise
-from clientlab.protocol import DriverProcess
+from clientlab.analysis import figures, stats
+from clientlab.drivers.manifest import Driver
+from clientlab.drivers.protocol import DriverProcess
+from clientlab.measuring import cgroup, hostprobe
+from clientlab.measuring.noise import Noise
 from clientlab.record import CellFigures
 from clientlab.runner.options import RunOptions
 from clientlab.scenario import Scenario
 from clientlab.store import Trial
 
 if TYPE_CHECKING:
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
 
 
 @dataclass
@@ -64,7 +65,7 @@ class SilentEvents:
 
 class Beside(Protocol):
     """Work that takes its turn right after each timed trial of a cell, with every driver process
-    of the run stopped: the calibration loop of the same client (clientlab/calibrate.py)."""
+    of the run stopped: the calibration loop of the same client (clientlab/selfcheck/calibrate.py)."""
 
     def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: ServerSide,
                     trial: Trial) -> None: ...

@@ -11,10 +11,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from clientlab import hostprobe, limits, paths
-from clientlab.job import plan, required_capabilities
-from clientlab.manifest import Driver
-from clientlab.protocol import DriverFault
+from clientlab import paths
+from clientlab.drivers import build as builder
+from clientlab.drivers.job import plan, required_capabilities
+from clientlab.drivers.manifest import Driver
+from clientlab.drivers.protocol import DriverFault
+from clientlab.measuring import hostprobe, limits
 from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
 from clientlab.runner.deadline import NONE, Deadline
 from clientlab.runner.options import RunOptions
@@ -26,7 +28,7 @@ from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
 
 if TYPE_CHECKING:
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
 
 
 class Profiler(Protocol):
@@ -52,10 +54,8 @@ class CellRunner:
         self.warming = Warming(self.trials, self.pool)
         self.turns = TimedTurns(self.trials, self.warming, self.pool)
         self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)
-        self.profiler: Profiler | None = None  # profiles each measured cell (run --profile, profile)
-        if options.profile:
-            from clientlab.profile import CellProfiler
-            self.profiler = CellProfiler(store)
+        # profiles each measured cell (run --profile, profile)
+        self.profiler: Profiler | None = options.profiler(store) if options.profiler else None
 
     def __enter__(self) -> CellRunner:
         return self
@@ -146,7 +146,7 @@ class CellRunner:
     def _prepare(self, cell: Cell) -> None:
         """Capabilities, start, verification, the count for the trials, warm-up."""
         driver, scenario = cell.driver, cell.scenario
-        if missing := driver.missing():
+        if missing := builder.missing(driver):
             cell.finish("not-installed", missing)
             return
         probe = plan(scenario, cell.server.endpoint, self.scratch, verify=True, tag=cell.tag)

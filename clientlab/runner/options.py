@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from clientlab.analysis.stats import StopRule
+from clientlab.measuring.warmup import DEFAULT as DEFAULT_WARMUP
+from clientlab.measuring.warmup import WarmupPolicy
 from clientlab.scenario import Scenario
-from clientlab.stats import StopRule
-from clientlab.warmup import DEFAULT as DEFAULT_WARMUP
-from clientlab.warmup import WarmupPolicy
+
+if TYPE_CHECKING:
+    from clientlab.store import Store
 
 # a shared JIT process's warm-up work before timing, however many cells share it: how warm a
 # JIT cell is must not depend on how many scenarios the run holds (warmup.WarmupPolicy)
-JIT_WARM_S = 30.0   # the CLI's jit_warm_s
+JIT_WARM_S = 30.0   # RunOptions.measuring()'s jit_warm_s
 
 STALL_S = 15.0   # verification: no request reaching the server for this long = hung
 
@@ -23,8 +28,8 @@ INTERLEAVES = ("scenario", "run")
 
 @dataclass
 class RunOptions:
-    """How cells are run. The defaults are the plain, unscaled behaviour the tests rely on; the
-    CLI sets the budget, retries and placement a user run gets."""
+    """How cells are run. The defaults are the plain, unscaled behaviour the tests rely on;
+    RunOptions.measuring() is what a measuring command runs with unless told otherwise."""
 
     warmup: int = 1
     stop: StopRule = field(default_factory=StopRule)
@@ -47,10 +52,27 @@ class RunOptions:
     warmup_policy: WarmupPolicy = DEFAULT_WARMUP  # when a JIT process is warm
     stall_s: float = STALL_S      # verification: a driver the server hears nothing from this long hangs
     verify_requests: int = 100    # verification makes about this many requests at most (or one per transfer in flight)
-    profile: bool = False         # each measured cell also gets profiled trials (clientlab/profile)
+    # each measured cell also gets profiled trials: the command gives the profiler's maker
+    # (clientlab.profile.CellProfiler, a cellrunner.Profiler), so that the runner needs no profiler
+    profiler: Callable[[Store], Any] | None = None
     # a cell whose bodies can fall into either allocator mode also gets a few trials in each, on
     # purpose (runner/allocator.py): both figures shown, never hidden
     allocator_modes: bool = True
+
+    @classmethod
+    def measuring(cls) -> "RunOptions":
+        """The measurement policy: what `clientlab run` measures with unless its options say
+        otherwise (they show these as their defaults), and what experiment, crosscheck and
+        calibrate take of it."""
+        return cls(
+            trial_seconds=0.3,    # a plain `clientlab run` of the default drivers answers in minutes
+            placement="shared",   # the most repeatable here (clientlab selfbench, docs/measurement.md)
+            interleave="run",     # the host's drift over minutes hits every cell alike (docs/measurement.md)
+            run_budget_s=240.0,   # with start-up and set-up, a plain run ends within 5 minutes
+            retries=3,            # a disturbed trial run again at most this often a cell
+            forks=3,              # a cell's figure is not one process's state (docs/measurement.md, "Forks")
+            jit_warm_s=JIT_WARM_S,
+        )
 
     def __post_init__(self) -> None:
         if self.interleave not in INTERLEAVES:

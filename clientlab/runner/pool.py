@@ -15,8 +15,8 @@ import signal
 import time
 from collections.abc import Iterator
 
-from clientlab import cgroup
-from clientlab.protocol import DriverFault, DriverProcess
+from clientlab.drivers.protocol import DriverFault, DriverProcess
+from clientlab.measuring import cgroup
 from clientlab.runner.cell import Cell, Running
 
 HELLO_TIMEOUT_S = 60.0

@@ -11,15 +11,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clientlab import machine
-from clientlab.manifest import Driver
+from clientlab.drivers.manifest import Driver
+from clientlab.measuring import machine
 from clientlab.runner.cell import CellGroup, CellResult, Events, SilentEvents
 from clientlab.runner.cellrunner import CellRunner
 from clientlab.runner.deadline import Deadline
 from clientlab.runner.options import RunOptions
 from clientlab.runner.placement import Placement
 from clientlab.scenario import Scenario
-from clientlab.server import BenchServer
+from clientlab.servers.bench import BenchServer
 from clientlab.store import Store
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from clientlab.hosts.benchserver import ServerHost
     from clientlab.hosts.hostsfile import Host
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
 
 
 @contextlib.contextmanager

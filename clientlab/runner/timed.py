@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import time
 
-from clientlab import hostprobe
-from clientlab.noise import Noise
-from clientlab.protocol import DriverFault
+from clientlab.drivers.protocol import DriverFault
+from clientlab.measuring import hostprobe
+from clientlab.measuring.noise import Noise
 from clientlab.runner import allocator
 from clientlab.runner.cell import Cell
 from clientlab.runner.deadline import Deadline

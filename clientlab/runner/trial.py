@@ -14,25 +14,34 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from clientlab import cgroup, figures, hostprobe
+from clientlab.analysis import figures
+from clientlab.drivers.job import plan
+from clientlab.drivers.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.drivers.verify import check_trial, check_verification
 from clientlab.errors import LabError
-from clientlab.job import plan
-from clientlab.measure import TreeMeter, Usage, process_tree
-from clientlab.noise import HostProbe, Noise, NoiseMeter
-from clientlab.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.measuring import cgroup, hostprobe
+from clientlab.measuring.measure import TreeMeter, Usage
+from clientlab.measuring.noise import HostProbe, Noise, NoiseMeter
+from clientlab.measuring.procfs import process_tree
 from clientlab.runner.cell import Cell, Events
 from clientlab.runner.deadline import Deadline
 from clientlab.runner.options import STALL_S
 from clientlab.runner.pool import HELLO_TIMEOUT_S, ProcessPool, stopped
 from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
-from clientlab.verify import check_trial, check_verification
 
 if TYPE_CHECKING:
-    from clientlab.profile.samplers import Sampler
-    from clientlab.serverside import ServerSide
+    from clientlab.servers.side import ServerSide
+
+
+class Sampler(Protocol):
+    """What watches a trial's timed phase (a profiler's sampler, clientlab/profile/samplers.py)."""
+
+    def start(self, pids: list[int]) -> None: ...
+
+    def stop(self) -> None: ...
 
 REPORT_TIMEOUT_S = 120.0
 TRIAL_TIMEOUT_FACTOR = 10     # a timed trial may take this many times what verification predicts…

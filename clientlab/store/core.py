@@ -46,7 +46,7 @@ class Trial:
     work_bytes: int | None = None
     server: dict | None = None
     problems: list[str] | None = None
-    noise: dict | None = None     # steal and other processes' CPU during the trial (clientlab/noise.py)
+    noise: dict | None = None     # steal and other processes' CPU during the trial (clientlab/measuring/noise.py)
     page_faults: int | None = None  # minor + major faults of the driver's tree in the timed phase
     wakeups: int | None = None      # voluntary context switches of the tree's threads in the timed phase
 

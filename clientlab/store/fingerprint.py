@@ -1,6 +1,6 @@
 """Fingerprints: what must stay the same for two results to compare, as one digest each.
 
-- a host's: the fields of `clientlab.machine.describe()` (and of `clientlab.hosts.facts.fingerprint()`)
+- a host's: the fields of `clientlab.measuring.machine.describe()` (and of `clientlab.hosts.facts.fingerprint()`)
   that shape a measurement — CPU model, cores, memory, kernel, OS and the Go that built the bench
   server. The host name (who, not what) and the orchestrator's Python are left out: two identical
   hosts share a fingerprint, an upgraded kernel makes a new one;

@@ -303,7 +303,7 @@ func parseOptions(raw map[string]json.RawMessage) (Options, error) {
 }
 
 // refusal says why a job cannot be done exactly (an option not honoured), or "". Capabilities
-// are the lab's to check (clientlab/job.py): it sends no job that needs one the manifest does
+// are the lab's to check (clientlab/drivers/job.py): it sends no job that needs one the manifest does
 // not claim.
 func refusal(job *Job, honoured map[string][]any) string {
 	names := make([]string, 0, len(job.Options.set))

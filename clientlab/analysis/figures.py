@@ -1,0 +1,175 @@
+"""A cell's reported figures, computed from its timed trials (and nothing the driver timed)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from clientlab.analysis import stats
+from clientlab.record import CellFigures, Mode, ServerSummary, WallStats
+from clientlab.store import Trial
+
+STALL_GAP_NS = 30_000_000  # a pause of 30 ms or more inside one request's arrival (Nagle is ~40 ms)
+STALL_MAX_READS = 4        # …in a request that came in at most this many reads
+EXPECT_STALL_NS = 900_000_000  # libcurl waits 1 s for "100 Continue" before sending the body anyway
+
+
+def server_summary(snapshot: dict[str, Any], sequential: bool) -> dict[str, Any]:
+    """What the server saw in one trial, kept with the trial (the diagnosis reads this)."""
+    log = snapshot.get("log") or []  # null when the server logged no request
+    per_conn = [c.get("requests", 0) for c in snapshot.get("conns", [])]
+    arrivals = sorted(e["first_byte_ns"] for e in log if e.get("first_byte_ns"))
+    summary: dict[str, Any] = {
+        "connections": snapshot.get("connections", 0),
+        "requests": snapshot.get("requests", 0),
+        "tls": snapshot.get("tls", {}),
+        "versions": snapshot.get("versions", {}),
+        "bytes_in": snapshot.get("bytes_in", 0),
+        "bytes_out": snapshot.get("bytes_out", 0),
+        "requests_per_conn": {"min": min(per_conn), "median": stats.median(per_conn), "max": max(per_conn)}
+        if per_conn else {},
+        "carrying_connections": sum(1 for n in per_conn if n),  # of those listed: they carried requests
+        "statuses": dict(Counter(str(e.get("status")) for e in log)),
+        "resp_body_bytes": sum(e.get("resp_body_bytes", 0) for e in log),
+        "req_body_bytes": sum(e.get("req_body_bytes", 0) for e in log),
+        "multi_read_requests": sum(1 for e in log if e.get("reads", 0) >= 2),
+        # a request that arrived in a few pieces with a long pause between them (headers, then the
+        # body): a large upload arrives in many reads, and its pauses are flow control, not Nagle
+        "stalled_requests": sum(1 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS
+                                and e.get("reads", 0) <= STALL_MAX_READS),
+        "max_read_gap_ms": max((e.get("max_read_gap_ns", 0) for e in log), default=0) / 1e6,
+        "stall_gap_ms_median": stats.median(stalls) if (stalls := [
+            e["max_read_gap_ns"] / 1e6 for e in log if e.get("max_read_gap_ns", 0) >= STALL_GAP_NS
+            and e.get("reads", 0) <= STALL_MAX_READS]) else 0.0,
+        "expect_continue": sum(1 for e in log if e.get("expect_continue")),
+        "expect_stalled": sum(1 for e in log if e.get("expect_continue")
+                              and e.get("max_read_gap_ns", 0) >= EXPECT_STALL_NS),
+        "gzip": sum(1 for e in log if e.get("gzip")),
+        "idle_connections": snapshot.get("idle_connections", 0),  # opened in the trial, carried no request
+        "kept_open": snapshot.get("kept_open", 0),  # open before the trial and still open at its end
+    }
+    if snapshot.get("alt_svc"):  # answers offered HTTP/3 (the TLS port's, when the server has it)
+        summary["alt_svc"] = snapshot["alt_svc"]
+    if snapshot.get("cap"):  # the server's connection cap: who had to wait for a slot
+        cap = snapshot["cap"]
+        summary["cap"] = {"limit": cap["limit"], "peak_open": cap["peak_open"], "waited": cap["waited"],
+                          "wait_ms": cap["wait_ns"] / 1e6, "idle_closed": cap["idle_closed"]}
+    if "dns" in snapshot:  # the network lab's DNS: what the client's lookups cost it
+        dns = snapshot["dns"]
+        summary["dns"] = {"queries": dns.get("queries", 0), "by_type": dns.get("by_type", {}),
+                          "names": len(dns.get("by_name", {}))}
+    if sequential and len(arrivals) > 1:
+        # server-observed time from one request's arrival to the next: the client's full cycle
+        gaps_ms = [(b - a) / 1e6 for a, b in zip(arrivals, arrivals[1:])]
+        summary["cycle_ms"] = stats.percentiles(gaps_ms)
+    return summary
+
+
+PAGE = 4096
+FRESH_BODY = 128 * 1024   # bodies from this size on may be mapped afresh by the allocator (diagnose.py)
+MMAP_THRESHOLD_MAX = 32 * 1024 * 1024   # glibc's dynamic mmap threshold rises no higher (64-bit)
+FRESH_SHARE = 0.5         # ... when the faults of a request cover this share of its body's pages
+
+
+FAULT_MODES_APART = 1.10  # two allocator states are two figures only when their times differ this much
+
+
+def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
+    """Two modes when some trials took each large body's memory anew from the kernel (a page
+    fault per 4 KB of it) and others kept bodies on the heap: two processes' allocator states,
+    even when their times are closer than stats.modes' gap, but not when they cost the same
+    (within FAULT_MODES_APART): then the cell has one figure. Fastest mode first."""
+    if not requests:
+        return None
+    fresh, heap = [], []
+    for t in timed:
+        body = (t.work_bytes or 0) / requests
+        if t.page_faults is None or body < FRESH_BODY:
+            return None
+        (fresh if t.page_faults / requests * PAGE >= FRESH_SHARE * body else heap).append(t.wall_s or 0.0)
+    if min(len(fresh), len(heap)) < stats.MODE_MIN_TRIALS:
+        return None
+    fast, slow = sorted([stats.Mode(stats.median(fresh), len(fresh)), stats.Mode(stats.median(heap), len(heap))],
+                        key=lambda m: m.median)
+    return [fast, slow] if slow.median >= FAULT_MODES_APART * fast.median else None
+
+
+MODE_KIND = "mode:"   # the kind of a trial in a process held in one allocator mode (runner/allocator.py)
+HEAP_MODE, FRESH_MODE = "heap", "fresh pages"
+
+
+def _fresh(t: Trial, requests: int) -> bool:
+    """Whether a trial's bodies were mapped anew: its faults cover FRESH_SHARE of their pages."""
+    body = (t.work_bytes or 0) / requests
+    return (t.page_faults or 0) / requests * PAGE >= FRESH_SHARE * body
+
+
+def allocator_modes(trials: list[Trial], requests: int) -> tuple[tuple[stats.Mode, stats.Mode] | None, str | None]:
+    """The two allocator modes measured on purpose (trials of kind mode:heap and mode:fresh pages),
+    heap first, each with how many of the cell's own timed trials fell into it; or None and why
+    the cell has one figure: the held processes' faults did not follow the tunables (the bodies
+    do not come from glibc's malloc), or both modes cost the same within FAULT_MODES_APART."""
+    held = {m: [t for t in trials if t.kind == MODE_KIND + m and t.ok and t.wall_s and t.page_faults is not None]
+            for m in (HEAP_MODE, FRESH_MODE)}
+    if not requests or not all(held.values()):
+        return None, None
+    if any(_fresh(t, requests) for t in held[HEAP_MODE]) or not all(_fresh(t, requests) for t in held[FRESH_MODE]):
+        return None, ("one allocator mode: held in each by glibc's tunables, its processes took the same "
+                      "pages for a body (its bodies do not come from glibc's malloc)")
+    timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s and t.page_faults is not None]
+    fresh_own = sum(1 for t in timed if _fresh(t, requests))
+    heap = stats.Mode(stats.median([t.wall_s or 0.0 for t in held[HEAP_MODE]]), len(timed) - fresh_own)
+    fresh = stats.Mode(stats.median([t.wall_s or 0.0 for t in held[FRESH_MODE]]), fresh_own)
+    if max(heap.median, fresh.median) < FAULT_MODES_APART * min(heap.median, fresh.median):
+        return None, (f"one figure: bodies on the heap and bodies mapped anew cost the same within "
+                      f"{FAULT_MODES_APART - 1:.0%} (held in each mode on purpose)")
+    return (heap, fresh), None
+
+
+def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startup_s: float | None) -> CellFigures:
+    """Throughput, CPU, memory and their statistics over the cell's timed trials."""
+    timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s]
+    walls = [t.wall_s for t in timed]
+    summary = stats.summarize(walls)
+    work_bytes = stats.median([float(t.work_bytes or 0) for t in timed])
+    unit = "MB/s" if metric == "bytes" else "req/s"
+    # the trial whose wall time is the median carries the per-request figures
+    middle = min(timed, key=lambda t: abs(t.wall_s - summary.median))
+    rate = (lambda wall: work_bytes / wall / 1e6) if metric == "bytes" else (lambda wall: logical_requests / wall)
+    held, _ = allocator_modes(trials, logical_requests)
+    groups = _fault_modes(timed, logical_requests) or stats.modes(walls)
+    if held is not None:
+        # each allocator mode measured on purpose, heap first, with how many of the cell's own
+        # trials fell into it: both figures, whichever mode the cell's processes happened to be in
+        modes = tuple(Mode(rate(m.median), m.trials, label=label, cause="allocator")
+                      for m, label in zip(held, (HEAP_MODE, FRESH_MODE)))
+    else:
+        modes = tuple(Mode(rate(m.median), m.trials) for m in groups) if groups else None
+    return CellFigures(
+        throughput=rate(summary.median),
+        unit=unit,
+        requests=logical_requests,
+        work_bytes=work_bytes,
+        wall_s=WallStats(
+            median=summary.median, mean=summary.mean, stddev=summary.stddev, mad=summary.mad,
+            min=summary.minimum, max=summary.maximum,
+            ci_low=summary.ci_low, ci_high=summary.ci_high, ci_confidence=summary.ci_confidence,
+        ),
+        precision=summary.precision,
+        relative_spread=summary.relative_spread,
+        noisy=summary.noisy,
+        outliers=tuple(summary.outliers),
+        # fastest mode first: its throughput and how many trials fell in it
+        modes=modes,
+        trials=summary.n,
+        cpu_user_s=stats.median([t.user_s or 0.0 for t in timed]),
+        # the CPU's own repeatability: a claim on CPU is judged against it, not the wall time's
+        cpu_precision=stats.summarize([(t.user_s or 0.0) + (t.sys_s or 0.0) for t in timed]).precision,
+        cpu_sys_s=stats.median([t.sys_s or 0.0 for t in timed]),
+        page_faults=(stats.median([float(t.page_faults) for t in timed if t.page_faults is not None])
+                     if any(t.page_faults is not None for t in timed) else None),
+        peak_rss_kb=int(stats.median([float(t.peak_rss_kb or 0) for t in timed])),
+        setup_s=stats.median([t.setup_s or 0.0 for t in timed]),
+        startup_s=startup_s,
+        server=ServerSummary.from_json(middle.server) if middle.server is not None else None,
+    )

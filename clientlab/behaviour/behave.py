@@ -1,0 +1,165 @@
+"""`clientlab behave`: every chosen driver on every behaviour case, each in a driver process of
+its own, against the bench server's fault origins; the outcomes judged by behaviour.judge and
+stored as cells of a run of kind "behave" (CellFigures.behaviours).
+
+The lab's clock times the driver from go to done; the server's ledger tells what reached the
+other origin. A driver that crashes, hangs before its go or breaks the protocol fails its cell
+with the reason and its last stderr lines, as in a run; the matrix goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from clientlab.behaviour.cases import BehaviourCase, Observed, judge
+from clientlab.drivers import build as builder
+from clientlab.drivers import manifest
+from clientlab.drivers.protocol import DriverFault, DriverProcess, DriverTimeout
+from clientlab.measuring import cgroup
+from clientlab.errors import LabError
+from clientlab.record import BehaviourOutcome, CellFigures
+from clientlab.servers.bench import BenchServer
+from clientlab.store import Store
+
+START_S = 60.0    # a driver's hello and ready (a JVM's start on a busy host)
+REPORT_S = 30.0   # its report after done
+LATE_TRIES = 3    # a late deadline is tried again, up to this many tries in all (run_judged)
+
+
+@dataclass
+class BehaveCell:
+    driver: str
+    case: str
+    status: str                       # ok (judged) / unsupported / not-installed / failed
+    outcome: BehaviourOutcome
+    versions: dict = field(default_factory=dict)
+
+    @property
+    def elapsed_s(self) -> float | None:
+        """Go to done by the lab's clock (None: done never came)."""
+        return self.outcome.elapsed_s
+
+
+def fault_origin(server: BenchServer) -> tuple[str, int]:
+    port = server.info.get("fault_a")
+    if not port:
+        raise LabError("the bench server has no fault origins (an older build): rebuild it with ./setup.sh")
+    return server.endpoint.host, int(port)
+
+
+def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) -> BehaveCell:
+    """One driver on one case, in a driver process of its own."""
+    def cell(status: str, outcome: str, detail: str, versions: dict | None = None) -> BehaveCell:
+        return BehaveCell(driver.id, bc.name, status, BehaviourOutcome(bc.name, outcome, detail), versions or {})
+
+    if reason := builder.missing(driver):
+        return cell("not-installed", "not-installed", reason)
+    claimed = set(driver.manifest.capabilities) | ({"http1"} if driver.manifest.http1 else set())
+    if lacking := [c for c in bc.capabilities() if c not in claimed]:
+        return cell("unsupported", "unsupported", f"the manifest does not claim {', '.join(lacking)}")
+    host, port = fault_origin(server)
+    group, argv = None, driver.argv
+    if bc.case.memory_cap_mib:
+        group = cgroup.open_group("behave")
+        if group is None:
+            return cell("unsupported", "no-cap", "the lab cannot make a control group here (not root, or no memory "
+                        "controller): a case that can eat the host's memory runs only under a cap")
+        group.limit_memory(bc.case.memory_cap_mib << 20)
+        argv = group.wrap(argv)
+    server.faults(reset=True)
+    try:
+        return _run_cell(driver, bc, server, host, port, argv, group, cell)
+    finally:
+        if group is not None:
+            group.remove()
+
+
+def _run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, host: str, port: int,
+              argv: list[str], group: cgroup.Group | None, cell: Callable[..., BehaveCell]) -> BehaveCell:
+    def memory() -> dict:
+        """The driver's peak and whether the cap ended it, where it ran under one."""
+        return {} if group is None else {"peak_bytes": group.peak_bytes(), "capped": group.oom_kills() > 0}
+
+    proc = DriverProcess(argv, driver.folder, env=driver.env())
+    versions: dict = {}
+    try:
+        versions = proc.hello(START_S).get("versions", {})
+        proc.send({"type": "job", "job": bc.job(host, port, server.info, str(server.endpoint.ca_file))})
+        ready = proc.receive({"ready"}, START_S)
+        if ready["type"] == "unsupported":
+            return cell("unsupported", "unsupported", str(ready.get("reason")), versions)
+        if ready["type"] == "error":
+            return cell("failed", "failed", f"the driver refused the job: {ready.get('message')}", versions)
+        proc.send({"type": "go"})
+        t0 = time.monotonic()
+        try:
+            done = proc.receive({"done"}, bc.limit_s)
+        except DriverTimeout:
+            proc.kill()
+            seen = Observed(None, [], [], server.faults(reset=True)["entries"], **memory())
+            return BehaveCell(driver.id, bc.name, "ok", judge(bc, seen), versions)
+        elapsed = time.monotonic() - t0
+        if done["type"] != "done":
+            return cell("failed", "failed", f"the driver answered go with {done['type']}: "
+                                            f"{done.get('message') or done.get('reason')}", versions)
+        report = proc.receive({"report"}, REPORT_S)
+        if report["type"] != "report":
+            return cell("failed", "failed", f"the driver sent {report['type']} instead of its report", versions)
+    except DriverFault as exc:
+        if group is not None and group.oom_kills() > 0:  # the cap ended it: the case's finding, not a broken driver
+            seen = Observed(None, [], [], server.faults(reset=True)["entries"], **memory())
+            return BehaveCell(driver.id, bc.name, "ok", judge(bc, seen), versions)
+        return cell("failed", "failed", str(exc), versions)
+    finally:
+        proc.close()
+    seen = Observed(elapsed, list(report.get("responses") or []), list(report.get("errors") or []),
+                    server.faults(reset=True)["entries"], **memory())
+    outcome = dataclasses.replace(judge(bc, seen), elapsed_s=round(elapsed, 4))
+    return BehaveCell(driver.id, bc.name, "ok", outcome, versions)
+
+
+def run_judged(try_once: Callable[[], BehaveCell], timeout_s: float, tries_at_most: int = LATE_TRIES) -> BehaveCell:
+    """A cell, its late deadline tried again (try_once runs the cell once): a busy host can make
+    a try late, never early, so the earliest error of the tries is the client's. The detail lists
+    every try's overshoot."""
+    tries = [try_once()]
+    while tries[-1].outcome.outcome == "late" and len(tries) < tries_at_most:
+        tries.append(try_once())
+    if len(tries) == 1:
+        return tries[0]
+    judged = [t for t in tries if t.outcome.outcome in ("ok", "late") and t.elapsed_s is not None]
+    best = min(judged, key=lambda t: t.elapsed_s or 0.0) if judged else tries[-1]
+    overs = ", ".join(f"{round(((t.elapsed_s or 0.0) - timeout_s) * 1000):+d}" for t in judged)
+    note = f" [{len(tries)} tries, the earliest counts: {overs} ms]"
+    return dataclasses.replace(best, outcome=dataclasses.replace(best.outcome, detail=(best.outcome.detail or "") + note))
+
+
+def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store: Store | None,
+               config: dict, machine: dict, on_cell: Callable[[BehaveCell], None] = lambda _c: None
+               ) -> tuple[int | None, list[BehaveCell]]:
+    """Every driver on every case, driver by driver; each cell stored as it completes."""
+    run_id = store.start_run(machine, {**config, "kind": "behave", "drivers": [d.id for d in drivers],
+                                       "scenarios": [c.name for c in cases]}) if store else None
+    cells: list[BehaveCell] = []
+    status = "failed"
+    try:
+        with BenchServer() as server:
+            fault_origin(server)
+            for driver in drivers:
+                for bc in cases:
+                    cell_id = store.start_cell(run_id, driver.id, bc.name, bc.params(), "behaviour") if store else None
+                    result = run_judged(lambda: run_cell(driver, bc, server), bc.case.timeout_s)
+                    if store and cell_id is not None:
+                        store.finish_cell(cell_id, result.status,
+                                          None if result.status == "ok" else result.outcome.detail,
+                                          CellFigures(behaviours=(result.outcome,)), result.versions or None)
+                    cells.append(result)
+                    on_cell(result)
+        status = "done"
+    finally:
+        if store and run_id is not None:
+            store.finish_run(run_id, status)
+    return run_id, cells

@@ -1,0 +1,403 @@
+"""Behaviour cases (`behaviours/*.toml`): what the bench server's fault origins do, the job a
+driver gets, and what a correct client does (docs/behaviour.md).
+
+One file is one case, named by its slug; the lab finds them by glob and validates each, with
+messages that name the file and the field. Judging a driver's answer (`judge`) is pure: it reads
+the lab's own clock (go to done), the driver's report and the server's ledger, never the
+driver's clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from clientlab import paths
+from clientlab.datafiles import Found, read_toml, scan_folder
+from clientlab.errors import LabError, LabInputError, describe_validation_error, did_you_mean
+from clientlab.record import BehaviourOutcome
+
+# the fault resources of the bench server (server/faults.go), each at /fault/<name>
+Fault = Literal["stall-headers", "trickle", "short-body", "chunked-no-end", "redirect-other", "redirect-other-host",
+                "keepalive-race", "connect-dark", "see-other", "redirect-to-plain", "gzip-bomb", "big-header",
+                "many-headers", "h2-goaway", "h2-refused"]
+REDIRECTS = ("redirect-other", "redirect-other-host", "redirect-to-plain")
+Check = Literal["deadline", "truncation", "credentials", "retry", "see-other", "bomb", "headers", "streams"]
+# where a fault is served, when not on origin a: (scheme, the listening line's key, the path)
+ORIGINS = {"connect-dark": ("http", "fault_dark", "/fault/landing"),
+           "redirect-to-plain": ("https", "fault_s", "/fault/redirect-to-plain"),
+           "h2-goaway": ("https", "fault_h2", "/fault/h2-goaway"),
+           "h2-refused": ("https", "fault_h2", "/fault/h2-refused")}
+H2_FAULTS = ("h2-goaway", "h2-refused")
+# each check's fault, where it has one of its own
+CHECK_FAULT = {"retry": "keepalive-race", "see-other": "see-other", "bomb": "gzip-bomb"}
+HEADER_FAULTS = ("big-header", "many-headers")
+MIB = 1 << 20
+
+
+def bomb_bytes(mib: int) -> int:
+    """The decoded size of the bench server's bomb of about `mib` MiB (server/faults_bomb.go):
+    one zero, then copies of 258."""
+    return 1 + 258 * ((mib * MIB - 1) // 258)
+
+
+CREDENTIALS = ("Authorization", "Cookie", "Proxy-Authorization")
+DEADLINE_SLACK = 0.10  # a deadline kept: the error within timeout_s plus 10 %
+
+
+class Case(BaseModel):
+    """One behaviour case, as its file says it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    description: str = Field(min_length=1)
+    label: str | None = Field(None, min_length=1, max_length=9)  # the matrix's column head (default: the name's start)
+    fault: Fault
+    query: dict[str, int | str] = {}
+    timeout_s: float = Field(gt=0, le=30)
+    check: Check
+    follow_redirects: bool | None = None
+    headers: dict[str, str] = {}
+    method: Literal["GET", "POST"] = "GET"
+    form: dict[str, str] = {}        # the request's body, as urlencoded form fields (a POST's)
+    # the request goes out on a kept connection: the job first GETs the fault (query n = 1), then
+    # sends the case's request (n = 2) on the connection that GET left open
+    reuse: bool = False
+    # the driver runs in a control group capped at this much memory, whose peak the cell shows
+    # (a client that takes a bomb into memory is ended by the cap, never the host)
+    memory_cap_mib: int | None = Field(None, ge=64, le=4096)
+    # this many GETs (n = 1 ... streams) at once over HTTP/2, on as few connections as the client uses
+    streams: int = Field(0, ge=0, le=64)
+    references: list[str] = []
+
+    @model_validator(mode="after")
+    def _fits_its_check(self) -> "Case":
+        if self.form and self.method != "POST":
+            raise ValueError("form needs method = \"POST\"")
+        for check, fault in CHECK_FAULT.items():
+            if (self.check == check) != (self.fault == fault):
+                raise ValueError(f"check = \"{check}\" goes with fault = \"{fault}\", and only with it")
+        if self.check == "retry" and not self.reuse:
+            raise ValueError("check = \"retry\" needs reuse = true: the race is on a kept connection")
+        if self.check == "see-other" and (self.method != "POST" or not self.form or self.follow_redirects is not True):
+            raise ValueError("check = \"see-other\" needs method = \"POST\", a form and follow_redirects = true")
+        if (self.check == "headers") != (self.fault in HEADER_FAULTS):
+            raise ValueError(f"check = \"headers\" goes with a fault of {', '.join(HEADER_FAULTS)}, and only with it")
+        if self.check in ("bomb", "headers") and self.memory_cap_mib is None:
+            raise ValueError(f"check = \"{self.check}\" needs memory_cap_mib: the driver's memory is capped and measured")
+        if self.check == "bomb" and bomb_bytes(int(self.query.get("mib", 1024))) <= (self.memory_cap_mib or 0) * MIB:
+            raise ValueError("a bomb's decoded size (query mib) must exceed memory_cap_mib: the cap tells a client "
+                             "that holds it all")
+        if (self.check == "streams") != (self.fault in H2_FAULTS) or (self.check == "streams") != (self.streams >= 2):
+            raise ValueError(f"check = \"streams\" goes with a fault of {', '.join(H2_FAULTS)} and streams >= 2, "
+                             "and only with them")
+        if self.fault == "connect-dark" and self.check != "deadline":
+            raise ValueError("fault = \"connect-dark\" is judged by check = \"deadline\"")
+        if self.check == "credentials":
+            if self.fault not in REDIRECTS or self.follow_redirects is not True:
+                raise ValueError(f"check = \"credentials\" needs a fault of {', '.join(REDIRECTS)} "
+                                 "and follow_redirects = true")
+            if not any(h.lower() in {c.lower() for c in CREDENTIALS} for h in self.headers):
+                raise ValueError(f"check = \"credentials\" needs at least one of {', '.join(CREDENTIALS)} in headers")
+        elif self.fault in REDIRECTS:
+            raise ValueError(f"fault = \"{self.fault}\" is judged by check = \"credentials\"")
+        return self
+
+
+@dataclass(frozen=True)
+class BehaviourCase:
+    name: str
+    case: Case
+    path: Path
+
+    @property
+    def label(self) -> str:
+        return self.case.label or self.name[:9]
+
+    @property
+    def limit_s(self) -> float:
+        """How long the lab waits for the driver's done before it kills the driver: long enough to
+        tell a late error from none at all."""
+        return max(4 * self.case.timeout_s, self.case.timeout_s + 4)
+
+    @property
+    def first_origin(self) -> str:
+        """The fault origin the job's request goes to first (the ledger's name for it)."""
+        return "s" if self.case.fault == "redirect-to-plain" else "a"
+
+    def job(self, host: str, port: int, origins: dict[str, int] | None = None,
+            tls_ca: str | None = None) -> dict[str, Any]:
+        """The job (docs/driver-protocol.md §3) against origin a at host:port, or the fault's own
+        origin named in `origins` (the listening line's fault_* ports)."""
+        c = self.case
+        scheme, key, path = ORIGINS.get(c.fault, ("http", "fault_a", f"/fault/{c.fault}"))
+        if key != "fault_a":
+            if not (origins or {}).get(key):
+                raise LabError(f"the bench server has no {key} port for the case {self.name} (an older build, or not "
+                               "on loopback): rebuild it with ./setup.sh")
+            port = int(origins[key])  # type: ignore[index]
+        url = f"{scheme}://{host}:{port}{path}"
+
+        def entry(method: str, query: dict) -> dict[str, Any]:
+            e: dict[str, Any] = {"method": method, "url": url + (f"?{urlencode(query)}" if query else ""), "repeat": 1}
+            if c.headers:
+                e["headers"] = dict(c.headers)
+            if c.follow_redirects is not None:
+                e["follow_redirects"] = c.follow_redirects
+            return e
+
+        case_entry = entry(c.method, {**c.query, "n": 2} if c.reuse else c.query)
+        if c.form:
+            case_entry.update(form=dict(c.form), form_encoding="urlencoded")
+        requests = [entry("GET", {**c.query, "n": 1}), case_entry] if c.reuse else [case_entry]
+        if c.streams:
+            requests = [entry("GET", {**c.query, "n": n}) for n in range(1, c.streams + 1)]
+        return {"scenario": f"behave:{self.name}", "verify": False, "http": "2" if c.streams else "1.1",
+                "tls_ca": tls_ca if scheme == "https" else None,
+                "concurrency": max(1, c.streams), "keep_alive": True, "cookies": False, "accept_gzip": c.fault == "gzip-bomb",
+                "timeout_s": c.timeout_s, "options": {"tcp_nodelay": None, "max_host_connections": None},
+                "requests": requests}
+
+    def params(self) -> dict[str, Any]:
+        """What a stored cell keeps of its case: the fault's query and the timeout."""
+        return {**self.case.query, "timeout_s": self.case.timeout_s}
+
+    def capabilities(self) -> list[str]:
+        c = self.case
+        wanted = {"redirects": bool(c.follow_redirects), "keepalive": c.reuse, "form": bool(c.form),
+                  "tls": ORIGINS.get(c.fault, ("http",))[0] == "https", "gzip": c.fault == "gzip-bomb",
+                  "http2": bool(c.streams), "parallel": bool(c.streams)}
+        return (["http1"] if not c.streams else []) + [name for name, needed in wanted.items() if needed]
+
+
+def behaviours_dir() -> Path:
+    return paths.ROOT / "behaviours"
+
+
+def load_case(path: Path) -> BehaviourCase:
+    data = read_toml(path, "behaviour case")
+    try:
+        case = Case.model_validate(data)
+    except ValidationError as exc:
+        raise LabInputError(describe_validation_error(path, exc)) from exc
+    return BehaviourCase(path.stem, case, path)
+
+
+CHECK_ORDER = ("deadline", "truncation", "credentials", "see-other", "retry", "streams", "bomb", "headers")
+
+
+def discover(folder: Path | None = None) -> Found[BehaviourCase]:
+    """Every case in `folder` (behaviours/) that loads, the deadlines first, then truncations, then
+    credentials; and why each of the others does not."""
+    good, broken = scan_folder(folder or behaviours_dir(), load_case)
+    cases = sorted(good.values(), key=lambda bc: (CHECK_ORDER.index(bc.case.check), bc.name))
+    return Found(cases, list(broken.values()))
+
+
+def select(cases: list[BehaviourCase], wanted: list[str] | None) -> list[BehaviourCase]:
+    """The cases named (every one when None); an unknown name is an error naming the known."""
+    if not wanted:
+        return cases
+    by_name = {c.name: c for c in cases}
+    unknown = [w for w in wanted if w not in by_name]
+    if unknown:
+        raise LabInputError("unknown behaviour case(s): " + "; ".join(f"{w}{did_you_mean(w, by_name)}" for w in unknown)
+                            + f". The cases are {', '.join(by_name)}")
+    return [by_name[w] for w in wanted]
+
+
+# -- judging -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Observed:
+    """What the lab saw of one driver on one case."""
+
+    elapsed_s: float | None          # go to done by the lab's clock; None: no done within limit_s
+    responses: list[dict]
+    errors: list[dict]
+    ledger: list[dict]               # the fault origins' entries for this driver's job
+    peak_bytes: int | None = None    # the driver's peak memory (its control group), where capped
+    capped: bool = False             # the cap's OOM killer ended a process of the driver
+
+
+def judge(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """The outcome: "ok" when the client did what the case calls correct, else what it did."""
+    c = bc.case
+    answered = ", ".join(f"{r.get('status')} with {r.get('bytes')} B" for r in seen.responses)
+    error = "; ".join(str(e.get("message", ""))[:120] for e in seen.errors)
+    if c.check == "deadline":
+        if seen.elapsed_s is None:
+            return BehaviourOutcome(bc.name, "no-deadline",
+                                    f"no error within {bc.limit_s:g} s of a {c.timeout_s:g} s timeout: the lab killed it")
+        over_ms = round((seen.elapsed_s - c.timeout_s) * 1000)
+        if seen.responses:
+            return BehaviourOutcome(bc.name, "no-deadline", f"answered {answered} after {seen.elapsed_s:.2f} s "
+                                    f"({over_ms:+d} ms past the {c.timeout_s:g} s timeout)")
+        within = seen.elapsed_s <= c.timeout_s * (1 + DEADLINE_SLACK)
+        return BehaviourOutcome(bc.name, "ok" if within else "late",
+                                f"error {over_ms:+d} ms past the {c.timeout_s:g} s timeout: {error}")
+    if c.check == "truncation":
+        if seen.elapsed_s is None:
+            return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s after the server closed: the lab killed it")
+        if seen.responses:
+            return BehaviourOutcome(bc.name, "accepted-short", f"reported {answered}: the truncation went unseen")
+        return BehaviourOutcome(bc.name, "ok", f"error: {error}")
+    if c.check == "retry":
+        return _judge_retry(bc, seen)
+    if c.check == "see-other":
+        return _judge_see_other(bc, seen)
+    if c.check in ("bomb", "headers"):
+        return _judge_memory(bc, seen)
+    if c.check == "streams":
+        return _judge_streams(bc, seen)
+    # credentials: judged on the headers the client sent to the first origin
+    at_a = [e for e in seen.ledger if e.get("origin") == bc.first_origin]
+    elsewhere = [e for e in seen.ledger if e.get("origin") != bc.first_origin]
+    sent = [h for h in CREDENTIALS if any(h in e.get("credentials", []) for e in at_a)]
+    asked = [h for h in CREDENTIALS if any(h.lower() == k.lower() for k in c.headers)]
+    unsent = [h for h in asked if h not in sent]
+    note = f" (it did not send {', '.join(unsent)} even to the first origin)" if unsent else ""
+    if not elsewhere:
+        how = f"reported {answered}" if answered else (f"error: {error}" if error else "no report")
+        if seen.elapsed_s is None:
+            how = f"nothing within {bc.limit_s:g} s: the lab killed it"
+        if c.fault == "redirect-to-plain" and seen.elapsed_s is not None:  # refusing to leave https keeps them
+            return BehaviourOutcome(bc.name, "ok", f"the redirect to plain http was not followed ({how})")
+        return BehaviourOutcome(bc.name, "not-followed", f"no request reached the other origin ({how})")
+    if not sent:
+        return BehaviourOutcome(bc.name, "not-sent", f"asked to send {', '.join(asked)}, it sent none of them "
+                                "to the first origin: the case shows nothing")
+    leaked = [h for h in CREDENTIALS if any(h in e.get("credentials", []) for e in elsewhere)]
+    if leaked:
+        return BehaviourOutcome(bc.name, "leaked", f"{', '.join(leaked)} reached the other origin{note}")
+    return BehaviourOutcome(bc.name, "ok", f"none of {', '.join(sent)} reached the other origin{note}")
+
+
+def _sent(entries: list[dict]) -> str:
+    """Where each of the entries arrived: the connection and the request's place on it."""
+    return ", ".join(f"conn {e.get('conn')} #{e.get('seq')}" for e in entries)
+
+
+def _judge_retry(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """The keep-alive race, from the ledger: how often the numbered request (n = 2) arrived, and
+    on which connection; what the driver reported of it."""
+    c = bc.case
+    first = [e for e in seen.ledger if e.get("n") == "1"]
+    raced = [e for e in seen.ledger if e.get("n") == "2"]
+    answered = [r for r in seen.responses if r.get("r") == 1]
+    failed = "; ".join(str(e.get("message", ""))[:120] for e in seen.errors if e.get("r") == 1)
+    if seen.elapsed_s is None:
+        return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s after the server dropped the "
+                                f"request ({len(raced)} sent): the lab killed it")
+    if not first or any(e.get("r") == 0 for e in seen.errors):
+        return BehaviourOutcome(bc.name, "first-failed", "the first request, answered whole, was not reported as "
+                                "answered: " + ("; ".join(str(e.get("message", ""))[:120] for e in seen.errors) or "-"))
+    if not any(e.get("seq", 1) > 1 for e in raced):
+        return BehaviourOutcome(bc.name, "not-reused", f"the {c.method} went out on a fresh connection "
+                                f"({_sent(raced) or 'never sent'}): the race did not happen")
+    where = f"{c.method} arrived {len(raced)}× ({_sent(raced)})"
+    if answered and len(raced) == 1:
+        return BehaviourOutcome(bc.name, "phantom", f"reported {answered[0].get('status')} for a {c.method} the server "
+                                "never answered")
+    if c.method == "POST":
+        if len(raced) > 1:
+            return BehaviourOutcome(bc.name, "duplicated", f"{where}, each with its {raced[-1].get('body_bytes')} B "
+                                    "body: sent again without the program's word")
+        return BehaviourOutcome(bc.name, "ok", f"{where}; reported as an error: {failed}")
+    if len(raced) == 1:
+        return BehaviourOutcome(bc.name, "no-retry", f"{where}; the dropped GET reported as an error, not retried: "
+                                f"{failed}")
+    if len(raced) > 2:
+        return BehaviourOutcome(bc.name, "retried-more", f"{where}: retried more than once")
+    if not answered:
+        return BehaviourOutcome(bc.name, "retry-failed", f"{where}; retried, yet reported as an error: {failed}")
+    return BehaviourOutcome(bc.name, "ok", f"{where}: retried once, then {answered[0].get('status')}")
+
+
+def _judge_see_other(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """A 303 after a POST, from the ledger: the method and body length that reached its target."""
+    posted = [e for e in seen.ledger if e.get("path") == "/fault/see-other"]
+    landed = [e for e in seen.ledger if e.get("path") != "/fault/see-other"]
+    if not posted or posted[0].get("method") != "POST" or not posted[0].get("body_bytes"):
+        got = f"{posted[0].get('method')} with {posted[0].get('body_bytes')} B" if posted else "nothing"
+        return BehaviourOutcome(bc.name, "not-sent", f"asked to POST a form, it sent {got}: the case shows nothing")
+    if not landed:
+        how = f"nothing within {bc.limit_s:g} s: the lab killed it" if seen.elapsed_s is None else (
+            ", ".join(f"reported {r.get('status')}" for r in seen.responses)
+            or "; ".join(str(e.get("message", ""))[:120] for e in seen.errors) or "no report")
+        return BehaviourOutcome(bc.name, "not-followed", f"no request reached the 303's target ({how})")
+    first = landed[0]
+    what = f"{first.get('method')} with a {first.get('body_bytes')} B body at the 303's target " \
+           f"(the POST's was {posted[0].get('body_bytes')} B)"
+    if first.get("method") == "GET" and not first.get("body_bytes"):
+        return BehaviourOutcome(bc.name, "ok", what)
+    return BehaviourOutcome(bc.name, "kept-post" if first.get("method") == "POST" else "kept-body", what)
+
+
+OUT_OF_MEMORY = ("memoryerror", "outofmemory", "out of memory", "cannot allocate memory", "enomem", "heap out of")
+
+
+def _judge_memory(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    return dataclasses.replace(_judge_memory_outcome(bc, seen), peak_bytes=seen.peak_bytes)
+
+
+def _judge_memory_outcome(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """A bomb or an oversized head, under the cell's memory cap: correct is an error from the
+    client (a limit it keeps); a kill by the cap, or the runtime out of memory, is a client that
+    held it all; an answer taken whole is said with its peak."""
+    c = bc.case
+    cap = c.memory_cap_mib or 0
+    peak = f"peak {seen.peak_bytes / MIB:.0f} MiB" if seen.peak_bytes is not None else "peak not measured"
+    error = "; ".join(str(e.get("message", ""))[:160] for e in seen.errors)
+    if seen.capped:
+        return BehaviourOutcome(bc.name, "held-all", f"ended by the cell's {cap} MiB memory cap ({peak}): "
+                                "it held what it decoded in memory")
+    # a bomb's out of memory is the runtime's (a JVM's heap, sized from the cap); a head of 1 MiB
+    # cannot exhaust the cap, so there the words are the client's limit (libcurl says a header
+    # over its maximum is CURLE_OUT_OF_MEMORY)
+    if c.check == "bomb" and seen.errors and any(m in error.lower() for m in OUT_OF_MEMORY):
+        return BehaviourOutcome(bc.name, "held-all", f"its runtime ran out of memory under the {cap} MiB cap "
+                                f"({peak}): {error}")
+    if seen.elapsed_s is None:
+        return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s ({peak}): the lab killed it")
+    if seen.responses:
+        r = seen.responses[0]
+        if c.check == "bomb":
+            whole = bomb_bytes(int(c.query.get("mib", 1024)))
+            got = int(r.get("bytes") or 0)
+            if got == whole:
+                return BehaviourOutcome(bc.name, "inflated", f"decoded all {whole} B ({peak})")
+            if got < whole // 100:  # what came on the wire, or one layer of two: the program sees an encoded body
+                return BehaviourOutcome(bc.name, "undecoded", f"handed over {got} B still encoded, not inflated "
+                                        f"({peak})")
+            return BehaviourOutcome(bc.name, "accepted-short", f"decoded {got} of {whole} B, reported as complete "
+                                    f"({peak})")
+        return BehaviourOutcome(bc.name, "accepted", f"took the head whole: {r.get('status')} ({peak})")
+    return BehaviourOutcome(bc.name, "ok", f"error ({peak}): {error}")
+
+
+def _judge_streams(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """GOAWAY or REFUSED_STREAM with streams in flight, from the ledger and the report: a stream
+    the server did not process may be sent again, so every request should be answered."""
+    c = bc.case
+    arrivals = {str(n): [e for e in seen.ledger if e.get("n") == str(n)] for n in range(1, c.streams + 1)}
+    again = [f"n={n} {len(es)}×" for n, es in arrivals.items() if len(es) > 1]
+    sent = f"sent again: {', '.join(again)}" if again else "none sent again"
+    conns = len({e.get("conn") for e in seen.ledger})
+    where = f"{len(seen.ledger)} request(s) on {conns} connection(s), {sent}"
+    if seen.elapsed_s is None:
+        return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s ({where}): the lab killed it")
+    if not any(e.get("seq", 1) > 1 for e in seen.ledger):
+        return BehaviourOutcome(bc.name, "not-multiplexed", f"one request a connection ({where}): no stream was "
+                                "in flight beside another, the case shows nothing")
+    answered = sum(1 for r in seen.responses if r.get("status") == 200)
+    if answered < c.streams:
+        error = "; ".join(sorted({str(e.get("message", ""))[:120] for e in seen.errors}))
+        return BehaviourOutcome(bc.name, "lost", f"{c.streams - answered} of {c.streams} reported as errors "
+                                f"({where}): {error}")
+    return BehaviourOutcome(bc.name, "ok", f"all {c.streams} answered ({where})")

@@ -1,0 +1,294 @@
+"""Is the driver part of the answer? Each cell beside its library's own plain loop.
+
+`crosscheck --bare` (calibrate.py) loops the driver's own request path, so the driver's code and
+settings sit on both sides of its ratio. The reference a user would write is the library's own
+plain loop: `plain.<ext>` in the driver's folder, a few lines in the library's documented idiom,
+no lab code (docs/driver-protocol.md §9). `crosscheck --plain` runs it beside the cell: right
+after each timed trial, a fresh process of the plain loop (as a user's program starts), pinned
+to the driver's core, outside the cell's control group, makes the trial's requests, and the lab
+divides the cell's time per request by the loop's, pair by pair.
+
+The loop times itself (it is a reference, never a cell's figure); the lab checks its answer
+against the bench server's own record of the round: every request the loop claims arrived, and
+the bytes it says it read are the server's answers. Its CPU, page faults and wake-ups come from
+the kernel's account of the whole process (wait4), less the same program's start-up and first
+requests, read once per cell from runs of a tenth of the round's GETs, so that a round's mode of
+a large answer (bodies on the heap, or mapped anew) can be told as the lab's trials' are. A run
+that times nothing (COUNT 0) would leave in the round what a fresh process pays on its first
+requests and the lab's warm process paid long before its trial: code and heap pages touched for
+the first time (0.3-5 page faults a request on Ruby and LWP loops).
+
+A round is watched as a timed trial is (noise.watched: the host probe on the core before and
+after it, steal and other processes' CPU around it), and a disturbed round is run again at once,
+after the probe's wait for a slow phase to pass, at most the run's `retries` times a cell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clientlab import paths
+from clientlab.analysis import stats
+from clientlab.drivers.job import plan
+from clientlab.drivers.manifest import Driver
+from clientlab.drivers.protocol import DriverFault, driver_env
+from clientlab.measuring import affinity, hostprobe
+from clientlab.measuring.noise import HostProbe, Noise, watched
+from clientlab.selfcheck.calibrate import BareRound, Calibration, Pair
+from clientlab.runner import JIT_WARM_S, CellGroup, Events, RunOptions, lab_run, loopback_config
+from clientlab.scenario import Scenario
+from clientlab.selfcheck.calibrate import BareRound, Calibration, Pair
+from clientlab.store import Store, Trial
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from clientlab.hosts.hostsfile import Host
+
+SCENARIOS = ("get-small", "get-json-335k")
+STARTUP_RUNS = 3            # runs whose median is a process's start-up and first GETs, taken from each round
+STARTUP_SHARE = 10          # those runs make 1/STARTUP_SHARE of the round's GETs
+ROUND_TIMEOUT_FLOOR_S = 30.0
+STDERR_SHOWN = 400          # characters of a failed loop's stderr in its message
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The kernel's account of one finished process (wait4)."""
+
+    cpu_s: float
+    page_faults: int
+    wakeups: int      # voluntary context switches: the times it slept and was woken
+
+    def minus(self, other: Usage) -> Usage:
+        return Usage(max(0.0, self.cpu_s - other.cpu_s), max(0, self.page_faults - other.page_faults),
+                     max(0, self.wakeups - other.wakeups))
+
+
+def plain_url(job: dict) -> str:
+    """The one URL a plain loop can take from a job, or a DriverFault saying why the job is not a
+    plain loop's: sequential GETs of one URL, nothing else asked of the client."""
+    requests = job["requests"]
+    if len(requests) != 1:
+        raise DriverFault("no plain loop for this scenario: it asks for more than one kind of request")
+    req = requests[0]
+    extra = sorted(set(req) - {"method", "url", "repeat"})
+    if req.get("method", "GET") != "GET" or extra or req.get("sink", "memory") != "memory":
+        raise DriverFault("no plain loop for this scenario: a plain loop makes plain GETs "
+                          f"(this one asks for {req.get('method')} {', '.join(extra)})".rstrip())
+    if job["concurrency"] != 1 or job["cookies"] or job["accept_gzip"]:
+        raise DriverFault("no plain loop for this scenario: a plain loop makes one request at a time, "
+                          "without cookies or compression")
+    if job["http"] not in ("1.1", "3"):
+        raise DriverFault(f"no plain loop over HTTP version {job['http']}: plain loops speak HTTP/1.1 "
+                          "over http, or HTTP/3 for a library of HTTP/3")
+    return req["url"]
+
+
+class PlainLoop:
+    """Fresh processes of one driver's plain loop, pinned to the driver's core."""
+
+    def __init__(self, driver: Driver, cpu: int | None, warmup_s: float):
+        argv = driver.plain_argv
+        if argv is None:
+            raise DriverFault(f"{driver.id} has no plain loop (its manifest names no `plain`)")
+        self.driver, self.argv, self.cpu, self.warmup_s = driver, argv, cpu, warmup_s
+        self.startup: tuple[int, Usage] | None = None   # GETs of the start-up runs, their median cost
+
+    def _args(self, job: dict, count: int) -> list[str]:
+        url = plain_url(job)
+        args = [url, str(count), "keep-alive" if job["keep_alive"] else "close", f"{self.warmup_s:g}"]
+        if job["http"] == "3":
+            if not job.get("tls_ca"):
+                raise DriverFault("an HTTP/3 plain loop needs the lab's CA, and the job names none")
+            args.append(job["tls_ca"])
+        return args
+
+    def start_up(self, job: dict, count: int, timeout_s: float) -> tuple[int, Usage]:
+        """The loop's process making a tenth of a round's GETs: its start-up and the first-touch
+        cost of its first requests, the median of STARTUP_RUNS runs, and how many GETs they made;
+        taken once per cell (and count)."""
+        first = count // STARTUP_SHARE
+        if self.startup is None or self.startup[0] != first:
+            runs = [self._run(self._args(job, first), timeout_s)[1] for _ in range(STARTUP_RUNS)]
+            self.startup = first, Usage(stats.median([u.cpu_s for u in runs]),
+                                        int(stats.median([float(u.page_faults) for u in runs])),
+                                        int(stats.median([float(u.wakeups) for u in runs])))
+        return self.startup
+
+    def round(self, job: dict, count: int, timeout_s: float) -> tuple[dict[str, Any], Usage]:
+        return self._run(self._args(job, count), timeout_s)
+
+    def _run(self, args: list[str], timeout_s: float) -> tuple[dict[str, Any], Usage]:
+        """One process of the loop to its end: its answer line, and the kernel's account of what it
+        cost (wait4 on it: its CPU, page faults and voluntary switches, and nothing else's)."""
+        argv = affinity.pinned([*self.argv, *args], self.cpu)
+        try:
+            proc = subprocess.Popen(argv, cwd=self.driver.folder, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=driver_env(self.driver.env()), process_group=0)
+        except OSError as exc:
+            raise DriverFault(f"cannot start the plain loop {self.argv[0]}: {exc}") from exc
+        affinity.pin_late(proc.pid, self.cpu)
+        out, err = bytearray(), bytearray()
+        readers = [threading.Thread(target=_drain, args=(stream, into), daemon=True)
+                   for stream, into in ((proc.stdout, out), (proc.stderr, err))]
+        for reader in readers:
+            reader.start()
+        timer = threading.Timer(timeout_s, _kill_group, (proc.pid,))
+        timer.start()
+        try:
+            _, status, ru = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        for reader in readers:
+            reader.join(timeout=5.0)  # a child it left running may hold the pipes open
+        usage = Usage(ru.ru_utime + ru.ru_stime, ru.ru_minflt + ru.ru_majflt, ru.ru_nvcsw)
+        if timer.finished.is_set() and proc.returncode == -signal.SIGKILL:
+            raise DriverFault(f"the plain loop did not finish within {timeout_s:.0f} s")
+        tail = err.decode(errors="replace").strip()[-STDERR_SHOWN:]
+        if proc.returncode != 0:
+            raise DriverFault(f"the plain loop exited {proc.returncode}" + (f": {tail}" if tail else ""))
+        printed = out.decode(errors="replace").strip()
+        try:
+            answer = json.loads(printed) if printed and "\n" not in printed else None
+        except json.JSONDecodeError:
+            answer = None
+        if not isinstance(answer, dict) or not all(
+                isinstance(answer.get(k), (int, float)) for k in ("requests", "bytes", "seconds")):
+            raise DriverFault('the plain loop must print one line {"requests": N, "bytes": B, "seconds": S}; '
+                              f"it printed {printed[:200]!r}")
+        return answer, usage
+
+
+def _drain(stream: Any, into: bytearray) -> None:
+    with stream:
+        while chunk := stream.read(65536):
+            into += chunk
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class PlainBeside:
+    """The runner's `beside`: a fresh plain-loop process per cell round, right after each timed
+    trial, at the trial's request count."""
+
+    def __init__(self, cpu: int | None, jit_warm_s: float = JIT_WARM_S, probe: HostProbe | None = None,
+                 retries: int = 0):
+        self.cpu = cpu
+        self.jit_warm_s = jit_warm_s
+        self.probe = probe          # the runner's host probe on the driver's core (None: not pinned)
+        self.retries = retries      # disturbed rounds run again, at most this many a cell
+        self.loops: dict[tuple[str, str], PlainLoop] = {}
+        self.cells: dict[tuple[str, str], Calibration] = {}
+        self.scratch = paths.scratch_dir()
+
+    def calibration(self, driver: str, scenario: str) -> Calibration:
+        return self.cells.setdefault((driver, scenario), Calibration(driver, scenario, reference="plain"))
+
+    def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any, trial: Trial) -> None:
+        cal = self.calibration(driver.id, scenario.label)
+        if cal.problem is not None or not trial.ok or not trial.wall_s:
+            return
+        try:
+            loop = self.loops.get((driver.id, scenario.label))
+            if loop is None:
+                warm = self.jit_warm_s if driver.manifest.warmup > 1 else 0.0
+                loop = self.loops[(driver.id, scenario.label)] = PlainLoop(driver, self.cpu, warm)
+            rnd = self._round(loop, work, server, max(ROUND_TIMEOUT_FLOOR_S, 10 * trial.wall_s) + loop.warmup_s,
+                              cal)
+        except DriverFault as exc:
+            cal.problem = str(exc).splitlines()[0]
+            return
+        cal.pairs.append(Pair(trial, rnd))
+
+    def _round(self, loop: PlainLoop, work: Scenario, server: Any, timeout_s: float, cal: Calibration) -> BareRound:
+        planned = plan(work, server.endpoint, self.scratch, verify=False, tag=f"{os.getpid()}-plain")
+        job = planned.job
+        count = sum(int(r.get("repeat", 1)) for r in job["requests"])
+        # a JIT runtime's warm-up costs more or less from run to run: taking it off says nothing
+        jit = loop.warmup_s > 0
+        startup = None if jit else loop.start_up(job, count, timeout_s)
+        while True:
+            server.reset()
+            (answer, usage), noise = watched(lambda: loop.round(job, count, timeout_s), self.probe,
+                                             hostprobe.WAIT_FAST_S)
+            reason = _disturbed(noise, jit)
+            if reason is None:
+                break
+            if len(cal.run_again) >= self.retries:
+                cal.kept_disturbed.append(reason)
+                break
+            cal.run_again.append(reason)
+        seen = server.counters()
+        _check(answer, count, seen, warmed=jit)
+        if startup is None:
+            return BareRound(float(answer["seconds"]), count, None, None, None)
+        first, before = startup
+        # what the round's other GETs cost, scaled to the round's count (a BareRound's readings
+        # are divided by it)
+        own, share = usage.minus(before), count / (count - first)
+        return BareRound(float(answer["seconds"]), count, own.cpu_s * share, round(own.page_faults * share),
+                         round(own.wakeups * share))
+
+    def keep(self, store: Store, run_id: int) -> None:
+        """Each cell's check with its figures (`plain`), where the cell has figures."""
+        for cell in store.cells(run_id):
+            cal = self.cells.get((cell["driver"], cell["scenario"]))
+            if cal is not None and cell["status"] == "ok":
+                store.add_to_figures(cell["id"], plain=cal.to_figure())
+
+
+def _disturbed(noise: Noise, jit: bool) -> str | None:
+    """Why a round does not measure the loop alone, by a timed trial's rule, or None. A JIT loop's
+    round is its warm-up (tens of seconds) and then its timed GETs (the last fraction of a
+    second): steal and other processes' CPU over the whole would judge the warm-up, so only the
+    probe right after it, which falls next to the timed GETs, judges that round."""
+    if jit:
+        noise = Noise(0.0, 0.0, noise.wall_s, None, noise.host_after)
+    return noise.disturbed()
+
+
+def _check(answer: dict[str, Any], count: int, seen: dict[str, Any], warmed: bool) -> None:
+    """The loop's answer against what it was asked and what the server served it."""
+    if answer["requests"] != count:
+        raise DriverFault(f"the plain loop says {answer['requests']} requests of the {count} asked")
+    if answer["seconds"] <= 0:
+        raise DriverFault(f"the plain loop gave no time ({answer['seconds']} s)")
+    served = int(seen.get("requests") or 0)
+    if served < count or (not warmed and served != count):
+        raise DriverFault(f"the plain loop says {count} requests; the server saw {served}")
+    log = seen.get("log") or []
+    sizes = {e.get("resp_body_bytes") for e in log if e.get("status") == 200}
+    if len(sizes) == 1 and answer["bytes"] != count * (size := sizes.pop()):
+        raise DriverFault(f"the plain loop says it read {answer['bytes']:,} bytes; the server sent "
+                          f"{count} answers of {size:,} bytes")
+
+
+def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options: RunOptions,
+        events: Events | None = None, server_host: tuple[Host, Path] | None = None) -> tuple[int, list[Calibration]]:
+    """Every driver on every scenario, each cell beside its library's plain loop; the stored run's
+    id and one Calibration per cell (the pairs go into the run's record under `plain`)."""
+    with lab_run(store, loopback_config("plain", drivers, scenarios), options, events, server_host) as lab, \
+            lab.bench_server() as bench, lab.runner(bench) as runner:
+        run_id = lab.run_id
+        beside = runner.beside = PlainBeside(lab.placement.driver, options.jit_warm_s or JIT_WARM_S,
+                                             runner.trials.probe, options.retries)
+        try:
+            for result in runner.run_groups([CellGroup(drivers, s) for s in scenarios]):
+                beside.calibration(result.driver, result.scenario).lab = result
+        finally:
+            store.update_config(run_id, plain=[c.to_dict() for c in beside.cells.values()])
+            beside.keep(store, run_id)
+    return run_id, [beside.calibration(d.id, s.label) for s in scenarios for d in drivers]

@@ -1,0 +1,112 @@
+"""Profiles end to end, with the real profilers and the real bench server: a planted slow path in
+test drivers of five languages is found and named by the diagnosis; profiled trials leave the
+timed figures as they were; the flame graphs render in Chromium from a file:// URL."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from clientlab.analysis.stats import StopRule
+from clientlab.cli.common import diagnose_and_store
+from clientlab.drivers import build, manifest
+from clientlab.profile import CellProfiler, flame
+from clientlab.runner import CellRunner, Placement, RunOptions
+from tests.support.fixtures import shipped
+
+# profiled trials are timed and sampled: run alone, not beside other tests (test.sh)
+pytestmark = pytest.mark.serial
+
+PAIRS = {  # language: (its fastest client here, the same with a planted busy function, the function)
+    "python": ("python-fake-reference", "python-fake-planted", "planted_slow_path"),
+    "c": ("c-libcurl", "c-libcurl-planted", "planted_slow_path"),
+    "go": ("go-net-http", "go-net-http-planted", "main.plantedSlowPath"),
+    "ruby": ("ruby-net-http", "ruby-net-http-planted", "planted_slow_path"),   # rbspy beside perf
+    "php": ("php-curl", "php-curl-planted", "planted_slow_path"),              # excimer beside perf
+}
+
+
+def _driver(test_drivers, driver_id: str) -> manifest.Driver:
+    driver = test_drivers.get(driver_id) or manifest.select(manifest.discover()[0], [driver_id])[0]
+    if not build.is_built(driver):
+        ok, log = build.build(driver)
+        assert ok, f"{driver_id} did not build: {log[-500:]}"
+    return driver
+
+
+def profiled_run(bench_server, store, drivers, count: int = 300) -> list[dict]:
+    run_id = store.start_run({}, {})
+    # the driver pinned to a core, as `clientlab run` pins it: perf samples that core
+    options = RunOptions(warmup=1, stop=StopRule(min_trials=3, max_trials=3), placement="free", profiler=CellProfiler)
+    with CellRunner(bench_server, store, run_id, options, driver_cpu=Placement.of("split").driver) as runner:
+        runner.run_cells(drivers, shipped("get-small", count=count))
+    diagnose_and_store(store, run_id)
+    return store.cells(run_id)
+
+
+@pytest.mark.parametrize("language", sorted(PAIRS))
+def test_a_planted_slow_path_is_found_and_named(language, bench_server, store, test_drivers):
+    fast_id, slow_id, function = PAIRS[language]
+    cells = profiled_run(bench_server, store, [_driver(test_drivers, fast_id), _driver(test_drivers, slow_id)])
+    assert all(c["status"] == "ok" for c in cells), [c["reason"] for c in cells]
+    slow = next(c for c in cells if c["driver"] == slow_id)
+    gaps = [f for f in slow["figures"].get("findings") or [] if f["rule"] == "cpu-gap"]
+    assert gaps, f"no CPU finding for {slow_id}: {slow['figures'].get('findings')}"
+    notes = {c["driver"]: c["figures"].get("notes") for c in cells}
+    assert gaps[0]["paths"], f"{gaps[0]['evidence']}; the cells' notes: {notes}"
+    first = gaps[0]["paths"][0]
+    assert function in first["frames"][-1], gaps[0]
+    assert first["cause"] == "planted-slow-path" and first["us_per_request"] > 0
+    assert function in gaps[0]["evidence"]
+    assert gaps[0]["against"] == fast_id
+
+
+def test_profiled_trials_leave_the_timed_figures_unchanged(bench_server, store, test_drivers):
+    cells = profiled_run(bench_server, store, [_driver(test_drivers, "python-fake-reference")], count=200)
+    cell = cells[0]
+    trials = store.trials(cell["id"])
+    timed = [t for t in trials if t["kind"] == "timed" and t["ok"]]
+    profiled = [t for t in trials if t["kind"] == "profiled"]
+    figs = cell["figures"]
+    assert profiled and len(timed) == figs["trials"] == 3
+    assert figs["wall_s"]["median"] == statistics.median(t["wall_s"] for t in timed)
+    assert figs["cpu_user_s"] == statistics.median(t["user_s"] for t in timed)
+    assert trials.index(profiled[0]) > max(trials.index(t) for t in timed)   # after the timed ones
+    assert figs["layers"]["samples"] > 0 and figs["profile"]["trials"] == len(profiled)
+
+
+def test_the_flame_graphs_render_in_chromium_from_a_file(bench_server, store, test_drivers, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from clientlab.report.browser import CHROMIUM
+
+    cells = profiled_run(bench_server, store, [_driver(test_drivers, "python-fake-reference"),
+                                               _driver(test_drivers, "python-fake-planted")])
+    flames = flame.run_flames(store, cells)
+    assert [f.kind for f in flames] == ["profile", "profile", "differential"]
+    path = tmp_path / "flames.html"
+    path.write_text(flame.page("profiles", flames))
+    url = path.resolve().as_uri()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            page = browser.new_page()
+            asked: list[str] = []
+            errors: list[str] = []
+            page.on("request", lambda r: asked.append(r.url))
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(url)
+            page.wait_for_function("document.body.dataset.flamesReady === '3'", timeout=30_000)
+            drawn = page.eval_on_selector_all("div.flame", "boxes => boxes.map(b => b.childElementCount)")
+            assert all(n > 5 for n in drawn), drawn
+            key = flames[1].key
+            page.fill(f"#{key}-search", "planted_slow")
+            assert page.text_content(f"#{key}-matched").startswith("matched: ")
+            assert float(page.text_content(f"#{key}-matched").split()[1]) > 20
+            wide = page.eval_on_selector(f"#{key}", "b => b.childElementCount")
+            page.click(f"#{key} div.match")   # zoom into the planted function
+            assert page.eval_on_selector(f"#{key}", "b => b.childElementCount") < wide
+        finally:
+            browser.close()
+    assert asked == [url] and errors == []

@@ -1,0 +1,403 @@
+"""The reference test driver: the protocol done right with the standard library's http.client,
+plus deliberate faults for the lab's own tests.
+
+    fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
+                           | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
+                           | planted (a busy function on every request: the profile must name it)
+                           | idle-conn | fresh-body | no-bare
+                           | careful | lenient | eager (the behaviour matrix: docs/behaviour.md)
+
+keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
+six are slow in the ways the diagnosis rules must recognise (idle-conn opens a connection it
+never uses in every job; fresh-body copies every body into memory mapped anew for it, as an
+allocator whose mmap threshold lies below the body does); no-bare has no calibration loop, as a
+driver written before it).
+
+For the behaviour matrix, the reference keeps http.client's ways: its timeout bounds each read,
+not the request (a trickled body never times out), and it forwards the job's headers on every
+redirect, to any origin. careful keeps a deadline on the whole request (the socket is shut down
+when it passes) and drops the credentials headers on a redirect to another origin; lenient takes
+what comes: no timeout at all, and a body that ends early as complete (the short 200 of
+psf/requests#4956). When a kept connection drops a request unanswered, careful sends it again
+once on a new connection if its method is idempotent (RFC 9110 §9.2.2), the reference reports
+the error, and eager sends any request again, a POST too (the silent retry reported of OkHttp);
+eager also repeats a POST with its body after a 303. careful and lenient decode gzip (a chain
+of encodings too): careful stops past 64 MiB decoded, lenient decodes it all into memory;
+lenient also lifts http.client's limits on a head (a line of 64 KiB, 100 fields).
+
+It is written for clarity, not speed, and is never run unless a test or a user asks for it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import http.client
+import json
+import mmap
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+import uuid
+import zlib
+from http.cookies import SimpleCookie
+from urllib.parse import urlencode, urljoin, urlsplit
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "reference"
+KNOWN_OPTIONS: set[str] = set()
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+class Client:
+    """One http.client connection per origin, reused while keep_alive is on."""
+
+    def __init__(self, job: dict):
+        self.job = job
+        self.conns: dict[tuple, http.client.HTTPConnection] = {}
+        self.cookies: dict[str, str] = {}
+        self.ssl = ssl.create_default_context(cafile=job["tls_ca"]) if job.get("tls_ca") else None
+        self.live_sock: socket.socket | None = None  # the socket of the request under way
+
+    def _conn(self, url) -> http.client.HTTPConnection:  # noqa: ANN001
+        key = (url.scheme, url.hostname, url.port)
+        conn = self.conns.get(key)
+        if conn is None:
+            timeout = None if MODE == "lenient" else self.job.get("timeout_s", 60)
+            if url.scheme == "https":
+                conn = http.client.HTTPSConnection(url.hostname, url.port, timeout=timeout, context=self.ssl)
+            else:
+                conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+            self.conns[key] = conn
+        return conn
+
+    def request(self, entry: dict) -> tuple[int, bytes | None, int]:
+        if MODE == "planted":
+            planted_slow_path()
+        method, url = entry["method"], entry["url"]
+        for _ in range(20):
+            status, body, size, location = self._once_retried(method, url, entry)
+            if entry.get("follow_redirects") and status in (301, 302, 303, 307, 308) and location:
+                if MODE == "redirect-new-conn":
+                    self.close()  # a client that opens a new connection for every hop
+                    self.conns.clear()
+                next_url = urljoin(url, location)
+                if MODE == "careful" and origin(next_url) != origin(url):
+                    entry = {**entry, "headers": {k: v for k, v in entry.get("headers", {}).items()
+                                                  if k.lower() not in CREDENTIALS}}
+                url = next_url
+                if MODE != "eager" and (status == 303 or (status in (301, 302) and method == "POST")):
+                    method, entry = "GET", {k: v for k, v in entry.items() if k not in ("form", "body_file")}
+                continue
+            return status, body, size
+        raise RuntimeError("too many redirects")
+
+    def _once_retried(self, method: str, url: str, entry: dict):  # noqa: ANN201
+        """_once, sent again on a new connection when a kept one dropped it unanswered (careful:
+        idempotent methods alone; eager: any)."""
+        parts = urlsplit(url)
+        reused = self._conn(parts).sock is not None
+        try:
+            return self._once(method, url, entry)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            if not reused or not (MODE == "eager" or (MODE == "careful" and method in IDEMPOTENT)):
+                raise
+            self.conns.pop((parts.scheme, parts.hostname, parts.port)).close()
+            return self._once(method, url, entry)
+
+    def _once(self, method: str, url: str, entry: dict):  # noqa: ANN201
+        parts = urlsplit(url)
+        headers = dict(entry.get("headers", {}))
+        body = None
+        if "form" in entry:
+            if entry.get("form_encoding") == "multipart":
+                boundary = uuid.uuid4().hex
+                chunks = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'
+                          for k, v in entry["form"].items()]
+                body = ("".join(chunks) + f"--{boundary}--\r\n").encode()
+                headers["Content-Type"] = f"multipart/form-data; boundary={boundary}"
+            else:
+                body = urlencode(entry["form"]).encode()
+                headers["Content-Type"] = "application/x-www-form-urlencoded"
+        elif "body_file" in entry:
+            with open(entry["body_file"], "rb") as f:
+                body = f.read()
+            headers["Content-Type"] = entry.get("content_type", "application/octet-stream")
+        if self.job.get("cookies") and self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        if not self.job.get("keep_alive", True):
+            headers["Connection"] = "close"
+        if self.job.get("accept_gzip"):
+            headers["Accept-Encoding"] = "gzip"
+        path = parts.path + ("?" + parts.query if parts.query else "")
+        conn = self._conn(parts)
+        if MODE in ("nagle", "expect-stall") and body:
+            self._two_writes(conn, method, path, headers, body)
+        else:
+            conn.request(method, path, body=body, headers=headers)
+        self.live_sock = conn.sock  # careful's deadline shuts it down (http.client drops conn.sock on a close)
+        response = conn.getresponse()
+        if self.job.get("cookies"):
+            for value in response.headers.get_all("Set-Cookie") or []:
+                for name, morsel in SimpleCookie(value).items():
+                    self.cookies[name] = morsel.value
+        digest = hashlib.sha256()
+        if entry.get("sink") == "file" and MODE == "buffer-file":
+            data = response.read()  # "streams" to the file, but holds the whole body first
+            with open(entry["sink_path"], "wb") as out:
+                out.write(data)
+            digest.update(data)
+            size, data = len(data), None
+        elif entry.get("sink") == "file":
+            size = 0
+            with open(entry["sink_path"], "wb") as out:
+                while chunk := response.read(1 << 16):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    size += len(chunk)
+            data = None
+        elif MODE == "lenient":
+            try:
+                data = response.read()
+            except http.client.IncompleteRead as exc:  # a body that ended early, taken as it came
+                data = exc.partial
+            size = len(data)
+        else:
+            data = response.read()
+            size = len(data)
+            if MODE == "fresh-body" and size:
+                with mmap.mmap(-1, size) as fresh:  # a page fault for every 4 KB, every request
+                    fresh.write(data)
+        if self.job.get("accept_gzip") and data is not None:
+            data = decoded(data, response.getheader("Content-Encoding") or "")
+            size = len(data)
+        if response.will_close or not self.job.get("keep_alive", True) or MODE == "no-reuse":
+            conn.close()
+            self.conns.pop((parts.scheme, parts.hostname, parts.port), None)
+        return response.status, data if data is not None else digest, size, response.getheader("Location")
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            conn.close()
+
+    @staticmethod
+    def _two_writes(conn, method: str, path: str, headers: dict, body: bytes) -> None:  # noqa: ANN001
+        """Headers and body in two writes: with Nagle on (nagle), or after waiting for a
+        '100 Continue' that this client never reads (expect-stall: it waits 1 s, like libcurl)."""
+        if conn.sock is None:
+            conn.connect()
+        if MODE == "nagle":
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        if MODE == "expect-stall":
+            headers = {**headers, "Expect": "100-continue"}
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        if MODE == "expect-stall":
+            time.sleep(1.0)
+        conn.send(body)
+
+
+GZIP_MODES = {"careful", "lenient"}
+DECODED_LIMIT = 64 << 20  # careful's limit on a decoded body
+
+
+def decoded(data: bytes, encodings: str) -> bytes:
+    """The body with its Content-Encoding (a list, the last applied first) undone."""
+    for coding in reversed([c.strip().lower() for c in encodings.split(",") if c.strip()]):
+        if coding != "gzip":
+            raise ValueError(f"unknown Content-Encoding {coding!r}")
+        if MODE == "careful":
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            data = inflater.decompress(data, DECODED_LIMIT + 1)
+            if len(data) > DECODED_LIMIT:
+                raise ValueError(f"the decoded body passed careful's limit of {DECODED_LIMIT >> 20} MiB")
+        else:
+            data = gzip.decompress(data)
+    return data
+
+
+if MODE == "lenient":  # no limit on a head: a line of any length, any number of fields
+    http.client._MAXLINE = 1 << 30  # type: ignore[attr-defined]
+    http.client._MAXHEADERS = 1 << 30  # type: ignore[attr-defined]
+
+
+CREDENTIALS = {"authorization", "cookie", "proxy-authorization"}
+IDEMPOTENT = {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}
+
+
+def origin(url: str) -> tuple:
+    parts = urlsplit(url)
+    return parts.scheme, parts.hostname, parts.port
+
+
+def with_deadline(client: Client, entry: dict, seconds: float):  # noqa: ANN201
+    """careful: the request whole within `seconds`, however its bytes arrive: when the deadline
+    passes, the socket of the request under way is shut down, so that the read waiting on it fails."""
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        sock = getattr(client, "live_sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(seconds, expire)
+    timer.start()
+    try:
+        return client.request(entry)
+    except Exception:
+        if expired.is_set():
+            raise TimeoutError(f"the request's deadline of {seconds} s passed") from None
+        raise
+    finally:
+        timer.cancel()
+
+
+KEPT: list[Client] = []  # keep-conns: the one client, never closed
+
+
+def planted_slow_path() -> int:
+    """A deliberate busy function on every request (mode `planted`): the CPU profile's
+    differential must find it and name it."""
+    x = 0
+    for i in range(int(os.environ.get("FAKE_PLANTED_LOOPS", "20000"))):
+        x ^= i * 7
+    return x
+
+
+def do_job(job: dict) -> tuple[list, list]:
+    if MODE == "keep-conns":
+        if not KEPT:
+            KEPT.append(Client(job))
+        client = KEPT[0]
+        client.job = job
+    else:
+        client = Client(job)
+    idle = None
+    if MODE == "idle-conn" and job["requests"]:
+        first = urlsplit(job["requests"][0]["url"])
+        idle = socket.create_connection((first.hostname, first.port))  # opened, never used
+    responses, errors = [], []
+    for r, entry in enumerate(job["requests"]):
+        repeat = entry.get("repeat", 1)
+        if MODE == "lazy" and not job["verify"]:
+            repeat = max(1, repeat // 2)  # does half the work once the clock runs
+        for _ in range(repeat):
+            try:
+                if MODE == "careful" and job.get("timeout_s") is not None:  # a deadline only when named
+                    status, body, size = with_deadline(client, entry, job["timeout_s"])
+                else:
+                    status, body, size = client.request(entry)
+            except Exception as exc:  # report, never crash: the lab counts errors
+                errors.append({"r": r, "message": f"{type(exc).__name__}: {exc}"})
+                continue
+            item = {"r": r, "status": status, "bytes": size, "http": "1.1"}
+            if job["verify"]:
+                if isinstance(body, bytes):
+                    if MODE == "wrong-body" and body:
+                        body = bytes([body[0] ^ 0xFF]) + body[1:]  # a client that corrupts bodies
+                    item["sha256"] = hashlib.sha256(body).hexdigest()
+                else:
+                    item["sha256"] = body.hexdigest()
+            responses.append(item)
+    if MODE != "keep-conns":
+        client.close()
+    if idle is not None:
+        idle.close()
+    return responses, errors
+
+
+def unsupported_reason(job: dict) -> str | None:
+    if job.get("http") != "1.1":
+        return "http.client speaks HTTP/1.1 only"
+    if job.get("concurrency", 1) > 1:
+        return "sequential only"
+    if job.get("accept_gzip") and MODE not in GZIP_MODES:
+        return "http.client does not decode gzip"
+    for name, value in (job.get("options") or {}).items():
+        if value is not None and name not in KNOWN_OPTIONS:
+            return f"option {name} is not supported"
+    return None
+
+
+BARE: list[Client] = []  # the calibration loop's client, built by its first round and kept
+
+
+def bare_round(job: dict) -> None:
+    """One round of the calibration loop (docs/driver-protocol.md §5): the job's requests on the
+    kept client, counted, timed by this process's clock."""
+    reason = unsupported_reason(job)
+    if reason:
+        send({"type": "unsupported", "reason": reason})
+        return
+    if not BARE:
+        BARE.append(Client(job))
+    client = BARE[0]
+    client.job = job
+    done = failed = 0
+    t0 = time.perf_counter()
+    for entry in job["requests"]:
+        for _ in range(entry.get("repeat", 1)):
+            try:
+                client.request(entry)
+                done += 1
+            except Exception:  # counted, never fatal
+                failed += 1
+    send({"type": "bare", "wall_s": time.perf_counter() - t0, "requests": done, "errors": failed})
+
+
+def main() -> None:
+    for line in sys.stdin:
+        message = json.loads(line)
+        kind = message["type"]
+        if kind == "hello":
+            send({"type": "hello", "protocol": 1,
+                  "versions": {"python": sys.version.split()[0], "http.client": "stdlib"}})
+        elif kind == "bare" and MODE != "no-bare":
+            bare_round(message["job"])
+        elif kind == "job":
+            while BARE:  # a job closes the calibration loop's client
+                BARE.pop().close()
+            job = message["job"]
+            reason = unsupported_reason(job)
+            if reason:
+                send({"type": "unsupported", "reason": reason})
+                continue
+            if MODE == "garbage":
+                print("Connecting to the server...", flush=True)
+                continue
+            send({"type": "ready"})
+        elif kind == "go":
+            if MODE == "crash":
+                sys.stderr.write("fake driver: crashing on purpose\n")
+                os._exit(3)
+            if MODE == "hang":
+                time.sleep(3600)
+            if MODE == "flood":
+                sys.stdout.write("x" * (8 * 1024 * 1024) + "\n")
+                sys.stdout.flush()
+            if MODE == "sleep":
+                time.sleep(float(os.environ.get("FAKE_SLEEP_S", "1.0")))
+                send({"type": "done"})
+                send({"type": "report", "responses": [], "errors": []})
+                continue
+            responses, errors = do_job(job)
+            send({"type": "done"})
+            send({"type": "report", "responses": responses, "errors": errors})
+        else:
+            send({"type": "error", "message": f"unknown message type {kind!r}"})
+
+
+if __name__ == "__main__":
+    main()
