@@ -1,17 +1,17 @@
 """The profilers, installed on first use (not by set-up): perf, php-excimer and NYTProf from
-Debian's packages, py-spy into a tool venv of the lab's own and rbspy with cargo into the lab's
-tools folder, each at a pinned version. Each install says so on stderr first (and how long it
+Debian's packages, py-spy into a tool venv of the lab's own and rbspy with cargo, both in the
+machine's tools cache (tools_dir()), each at a pinned version. Each install says so on stderr first (and how long it
 took after), and a failed one raises ProfilerMissing naming what to run by hand."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from clientlab import paths
 from clientlab.errors import LabError
 
 PY_SPY_VERSION = "0.4.3"   # pinned: its raw output and its flags are what pyspy.py reads
@@ -53,11 +53,17 @@ def perf() -> str:
 
 
 def tools_dir() -> Path:
-    return paths.lab_home() / "tools"
+    """The machine's cache of pinned profilers, shared by every checkout and lab home on it: each
+    tool sits in a folder named for its version, and rbspy takes minutes of cargo to build.
+    $CLIENTLAB_TOOLS, else $XDG_CACHE_HOME/clientlab/tools, else ~/.cache/clientlab/tools."""
+    if os.environ.get("CLIENTLAB_TOOLS"):
+        return Path(os.environ["CLIENTLAB_TOOLS"])
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "clientlab" / "tools"
 
 
 def py_spy() -> str:
-    """py-spy at PY_SPY_VERSION in the lab's tool venv (<lab home>/tools/py-spy)."""
+    """py-spy at PY_SPY_VERSION in a tool venv of its own in the machine's tools cache."""
     venv = tools_dir() / f"py-spy-{PY_SPY_VERSION}"
     binary = venv / "bin" / "py-spy"
     if binary.exists() and _works([str(binary), "--version"]):
@@ -92,7 +98,7 @@ def _apt(package: str, check: list[str], what: str) -> None:
 
 
 def rbspy() -> str:
-    """rbspy at RBSPY_VERSION, built by cargo into the lab's tools folder (<lab home>/tools/rbspy-V)."""
+    """rbspy at RBSPY_VERSION, built by cargo into the machine's tools cache (tools_dir()/rbspy-V)."""
     root = tools_dir() / f"rbspy-{RBSPY_VERSION}"
     binary = root / "bin" / "rbspy"
     if binary.exists() and _works([str(binary), "--version"]):
