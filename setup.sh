@@ -61,7 +61,8 @@ fi
 setup/certs.sh "$LAB_HOME/tls"
 
 # 4. the bench server (Go)
-server_stamp=$(find server -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
+# the same stamp as clientlab/servers/binary.py's, which rebuilds a server older than its sources
+server_stamp=$(find server -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 | LC_ALL=C sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
 if [[ ! -x "$LAB_HOME/bin/clientlab-server" || "$(cat "$LAB_HOME/bin/.server-stamp" 2>/dev/null)" != "$server_stamp" ]]; then
   say "building the bench server"
   mkdir -p "$LAB_HOME/bin"

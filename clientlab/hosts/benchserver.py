@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from clientlab import paths
+from clientlab.servers import binary as server_binary
 from clientlab.errors import LabError, LabInputError
 from clientlab.hosts import ssh
 from clientlab.hosts.hostsfile import Host, HostsFile
@@ -102,9 +103,7 @@ def _openssl(*args: str) -> None:
 
 def _bundle(address: str, name: str) -> tuple[str, bytes]:
     """(digest, tar) of what the host needs: the server binary and its certificate."""
-    binary = paths.server_binary()
-    if not binary.exists():
-        raise LabError(f"bench server not built: {binary} is missing (run ./setup.sh)")
+    binary = server_binary.current()
     cert, key = certificate_for(address, name)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:

@@ -12,6 +12,7 @@ from urllib.parse import quote
 from clientlab import paths
 from clientlab.errors import LabError
 from clientlab.measuring import affinity
+from clientlab.servers import binary as server_binary
 from clientlab.servers.control import ControlClient, first_json_line, stop
 from clientlab.servers.side import Endpoint, local_cpu_ns
 
@@ -76,8 +77,9 @@ class BenchServer(BenchControl):
     def __init__(self, host: str = "127.0.0.1", cpu: int | None = None, binary: Path | None = None,
                  control_host: str | None = None, wrap: list[str] | None = None, max_conns: int = 0,
                  public_host: str | None = None):
-        binary = binary or paths.server_binary()
-        if not binary.exists():
+        if binary is None:
+            binary = server_binary.current()
+        elif not binary.exists():
             raise LabError(f"bench server not built: {binary} is missing (run ./setup.sh)")
         tls = paths.tls_dir()
         if not (tls / "server.pem").exists():
