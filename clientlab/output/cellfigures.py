@@ -32,6 +32,8 @@ number = _number
 
 
 def precision(f: CellFigures) -> str:
+    if f.trials == 1:
+        return "1 trial"  # one timed trial has no spread: "±0.0%" would claim a perfect one
     return "" if f.modes else f"±{f.precision * 100:.1f}%"
 
 
@@ -39,6 +41,8 @@ def spread(f: CellFigures) -> str:
     """The median's precision, where the median is the cell's figure: not for a cell whose own
     trials fell into two modes (each is shown instead), but for one whose allocator modes were
     measured beside its own processes' figure."""
+    if f.trials == 1:
+        return "1 trial"  # one timed trial has no spread: "±0.0%" would claim a perfect one
     return "" if f.modes and not f.modes[0].label else f"±{(f.precision or 0.0) * 100:.1f}%"
 
 

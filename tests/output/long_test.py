@@ -4,6 +4,7 @@ and a summary per scenario in hyperfine's manner."""
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import shutil
 import subprocess
@@ -143,3 +144,10 @@ def test_a_run_in_a_terminal_of_80_columns_shows_progress_table_and_summary_with
     assert "get-small" in table and "get-json-335k" in table and "req/s" in table
     assert "cli-curl (2 of 2 scenarios): unsupported:" in table
     assert "times faster than python-requests" in screen.split("Summary")[1]
+
+
+def test_a_cell_of_one_timed_trial_says_so_instead_of_a_spread():
+    one = _measured("c-libcurl", "get-small", 48_494, 0.0)
+    one = dataclasses.replace(one, figures=dataclasses.replace(one.figures, trials=1))
+    text = "\n".join(line.plain for line in long_lines([one, CELLS[1]], 80))
+    assert "1 trial" in text.split("python-requests")[0] and "±0.0%" not in text
