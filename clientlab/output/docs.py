@@ -19,7 +19,7 @@ from pathlib import Path
 from clientlab import paths
 from clientlab.drivers import manifest, runtimes
 
-LANGUAGE_ORDER = ("c", "cli", "python", "php", "perl", "go", "rust", "node", "java", "ruby")
+LANGUAGE_ORDER = ("c", "cpp", "cli", "python", "php", "perl", "go", "rust", "node", "java", "kotlin", "ruby")
 LANGUAGE_NAMES = {"c": "C", "cli": "the curl command", "python": "Python", "php": "PHP", "perl": "Perl",
                   "go": "Go", "rust": "Rust", "node": "Node.js", "java": "Java", "ruby": "Ruby",
                   "cpp": "C++", "kotlin": "Kotlin", "bun": "Bun", "deno": "Deno"}
