@@ -208,6 +208,8 @@ def network_line(net: Mapping | str | None) -> str:
     """'wan-50ms (100 Mbit/s, 50 ms RTT; measured RTT 51.5 ms)' from a run's stored network."""
     if not isinstance(net, Mapping):
         return net or "loopback"
+    if net.get("profiles"):  # an experiment's parts on several networks, each cell on its own
+        return ", ".join(net["profiles"])
     details = [d for d in (net.get("summary"), net.get("measured_rtt_ms") is not None
                            and f"measured RTT {net['measured_rtt_ms']:.3g} ms") if d]
     return f"{net.get('profile', '?')}" + (f" ({'; '.join(details)})" if details else "")

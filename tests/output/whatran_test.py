@@ -58,3 +58,11 @@ def test_a_driver_that_reported_no_versions_is_left_out_of_the_list():
     silent = Cell(driver="cli-curl", scenario="get-small", status="unsupported", reason="x")
     text = _printed([_cell("a-one", []), silent])
     assert "a-one: lib 1.2.3" in text and "cli-curl" not in text
+
+
+def test_a_run_over_several_networks_names_them_all_in_its_title():
+    from clientlab.cli.common import network_line
+
+    assert network_line({"profiles": ["loopback", "wan-50ms"]}) == "loopback, wan-50ms"
+    assert network_line({"profile": "wan-50ms", "summary": "50 ms RTT"}) == "wan-50ms (50 ms RTT)"
+    assert network_line(None) == "loopback"
