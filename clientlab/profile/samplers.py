@@ -173,29 +173,33 @@ class Perf:
         self.dir.rmdir()
 
 
-class PySpy:
-    """py-spy record --native: Python frames with the C frames under them (OpenSSL, zlib, the
-    interpreter's own), of the driver and its subprocesses, in py-spy's raw folded format."""
+class _Attached:
+    """A language's sampler attached to the driver's process (and its subprocesses) for the
+    timed phase: started with its recording command, stopped by SIGINT, and read from the file
+    it wrote. Subclasses give the command, the line that says it samples, the file and its parser."""
 
-    name = "py-spy"
-    blind_spots = ("no kernel frames (perf gives the kernel's share); threads waiting on I/O are "
-                   "left out as idle; --native stops the process at every sample, which costs wall time")
+    name = ""
+    ready_line = ""
+    output = ""
 
-    def __init__(self, hz: int = PY_SPY_HZ):
+    def __init__(self, hz: int):
         self.hz = hz
-        self.dir = Path(tempfile.mkdtemp(prefix="clientlab-pyspy-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"clientlab-{self.name.replace('-', '')}-"))
         self.proc: subprocess.Popen | None = None
         self._folded: Folded | None = None
 
+    def command(self, pid: int) -> list[str]:
+        raise NotImplementedError
+
+    def parse(self, text: str) -> Folded:
+        raise NotImplementedError
+
     def start(self, pids: list[int]) -> None:
-        binary = tools.py_spy()
         err = self.dir / "stderr"
         with open(err, "w") as stderr:
-            self.proc = subprocess.Popen(
-                [binary, "record", "--native", "--format", "raw", "--full-filenames", "--subprocesses",
-                 "--rate", str(self.hz), "-o", str(self.dir / "raw.txt"), "--pid", str(pids[0])],
-                stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
-        _wait_for(err, "Sampling process", self.proc, "py-spy")
+            self.proc = subprocess.Popen(self.command(pids[0]), stdin=subprocess.DEVNULL, stdout=stderr,
+                                         stderr=stderr, start_new_session=True)
+        _wait_for(err, self.ready_line, self.proc, self.name)
 
     def stop(self) -> None:
         if self.proc is None:
@@ -205,27 +209,47 @@ class PySpy:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            raise ProfilerFailed("py-spy did not write its profile within 60 s") from None
-        raw = self.dir / "raw.txt"
-        if not raw.exists():
-            raise ProfilerFailed(f"py-spy wrote no profile: {(self.dir / 'stderr').read_text(errors='replace')[-300:]}")
-        self._folded = parse_pyspy(raw.read_text(errors="replace"))
+            raise ProfilerFailed(f"{self.name} did not write its profile within 60 s") from None
+        out = self.dir / self.output
+        if not out.exists():
+            raise ProfilerFailed(f"{self.name} wrote no profile: "
+                                 f"{(self.dir / 'stderr').read_text(errors='replace')[-300:]}")
+        self._folded = self.parse(out.read_text(errors="replace"))
 
     def folded(self) -> Folded:
         if self._folded is None:
-            raise ProfilerFailed("py-spy gave no profile")
+            raise ProfilerFailed(f"{self.name} gave no profile")
         return self._folded
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        for f in self.dir.iterdir():
-            f.unlink(missing_ok=True)
-        self.dir.rmdir()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class RbSpy:
+class PySpy(_Attached):
+    """py-spy record --native: Python frames with the C frames under them (OpenSSL, zlib, the
+    interpreter's own), of the driver and its subprocesses, in py-spy's raw folded format."""
+
+    name = "py-spy"
+    blind_spots = ("no kernel frames (perf gives the kernel's share); threads waiting on I/O are "
+                   "left out as idle; --native stops the process at every sample, which costs wall time")
+    ready_line = "Sampling process"
+    output = "raw.txt"
+
+    def __init__(self, hz: int = PY_SPY_HZ):
+        super().__init__(hz)
+
+    def command(self, pid: int) -> list[str]:
+        return [tools.py_spy(), "record", "--native", "--format", "raw", "--full-filenames", "--subprocesses",
+                "--rate", str(self.hz), "-o", str(self.dir / self.output), "--pid", str(pid)]
+
+    def parse(self, text: str) -> Folded:
+        return parse_pyspy(text)
+
+
+class RbSpy(_Attached):
     """rbspy record --pid: Ruby methods by file, of the driver and its subprocesses, in rbspy's
     collapsed format. Ruby frames only (no C frames under them, no kernel): beside perf, which
     gives the native layers."""
@@ -235,49 +259,20 @@ class RbSpy:
                    "what C code runs (OpenSSL, zlib, the allocator, the collector) is perf's, its share taken from "
                    "perf, not its callers; a thread off the CPU is not sampled; rbspy stops the process at each "
                    "sample, which costs wall time")
+    ready_line = "rbspy is recording traces"
+    output = "collapsed.txt"
 
     def __init__(self, hz: int = RBSPY_HZ):
-        self.hz = hz
-        self.dir = Path(tempfile.mkdtemp(prefix="clientlab-rbspy-"))
-        self.proc: subprocess.Popen | None = None
-        self._folded: Folded | None = None
+        super().__init__(hz)
 
-    def start(self, pids: list[int]) -> None:
-        binary = tools.rbspy()
-        err = self.dir / "stderr"
-        with open(err, "w") as stderr:
-            self.proc = subprocess.Popen(
-                # --on-cpu: a thread waiting (for the server, in a system call) is not sampled
-                [binary, "record", "--pid", str(pids[0]), "--subprocesses", "--rate", str(self.hz), "--on-cpu",
-                 "--format", "collapsed", "--file", str(self.dir / "collapsed.txt"),
-                 "--raw-file", str(self.dir / "raw.gz")],
-                stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
-        _wait_for(err, "rbspy is recording traces", self.proc, "rbspy")
+    def command(self, pid: int) -> list[str]:
+        # --on-cpu: a thread waiting (for the server, in a system call) is not sampled
+        return [tools.rbspy(), "record", "--pid", str(pid), "--subprocesses", "--rate", str(self.hz), "--on-cpu",
+                "--format", "collapsed", "--file", str(self.dir / self.output),
+                "--raw-file", str(self.dir / "raw.gz")]
 
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise ProfilerFailed("rbspy did not write its profile within 60 s") from None
-        out = self.dir / "collapsed.txt"
-        if not out.exists():
-            raise ProfilerFailed(f"rbspy wrote no profile: {(self.dir / 'stderr').read_text(errors='replace')[-300:]}")
-        self._folded = parse_rbspy(out.read_text(errors="replace"))
-
-    def folded(self) -> Folded:
-        if self._folded is None:
-            raise ProfilerFailed("rbspy gave no profile")
-        return self._folded
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+    def parse(self, text: str) -> Folded:
+        return parse_rbspy(text)
 
 
 class InProcess:
