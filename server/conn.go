@@ -5,7 +5,9 @@ package main
 // handler can tell how a request arrived (in how many reads, with which pauses).
 
 import (
+	"bytes"
 	"crypto/tls"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -31,7 +33,6 @@ type trackedConn struct {
 	// connection touches sniffing and pending.
 	sniffing bool
 	pending  []byte
-	h2c      *connQueue
 	handoff  atomic.Int32 // handoffNone → handoffPending (preface seen) → handoffReleased (the HTTP/1.1 server closed it) → handoffDone
 
 	mu       sync.Mutex
@@ -307,3 +308,120 @@ func tracked(c net.Conn) *trackedConn {
 	t, _ := c.(*trackedConn)
 	return t
 }
+
+// -- the hot path's and HTTP/2's bookkeeping ---------------------------------------------------
+
+// limited reports whether a cap on open connections is set.
+func (l *connLimit) limited() bool { return l.capped.Load() }
+
+// fastIdle follows a hot-path connection between requests: only idle keep-alive connections
+// may be closed under the cap. Without a cap it costs one atomic store; set (the cap) finds the
+// connections idle at that moment by their flag.
+func (l *connLimit) fastIdle(c *trackedConn, idle bool) {
+	c.idle.Store(idle)
+	if l.capped.Load() {
+		l.setIdle(c, idle)
+	}
+}
+
+// firstRead is the instant of the current request's first read.
+func (c *trackedConn) firstRead() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.arrival.reads == 0 {
+		return time.Now()
+	}
+	return c.arrival.first
+}
+
+// -- telling h2c from HTTP/1.1 ----------------------------------------------------------------
+
+// h2Preface opens every HTTP/2 connection with prior knowledge (h2c).
+var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+
+// sniffRead is a plain connection's first read, by the HTTP/1.1 server: it returns as soon as
+// the bytes differ from the HTTP/2 preface (HTTP/1.x, however short the request: net/http's
+// own check waited for 14, then 24 bytes, so a shorter request got no answer), and reads on
+// while they match. A whole preface makes the connection h2c: the HTTP/1.1 server reads EOF
+// and closes it, and its closing hook hands it, with the bytes read, to the h2c server.
+func (c *trackedConn) sniffRead(p []byte) (int, error) {
+	c.sniffing = false
+	n := 0
+	for {
+		m, err := c.read(p[n:])
+		n += m
+		k := min(n, len(h2Preface))
+		if !bytes.Equal(p[:k], h2Preface[:k]) || err != nil && n < len(h2Preface) {
+			return n, err
+		}
+		// a whole preface is h2c even when the first read filled the buffer (a POST's first
+		// write with its body: checked before the length, or it was answered as HTTP/1.1)
+		if n >= len(h2Preface) {
+			c.pending = bytes.Clone(p[:n])
+			c.rec.proto.Store("h2c")
+			c.noEvents.Store(true)
+			c.handoff.Store(handoffPending)
+			return 0, io.EOF
+		}
+		if n == len(p) {
+			return n, err // a buffer shorter than the preface (net/http's is 4 KB)
+		}
+	}
+}
+
+// -- in-process listeners ---------------------------------------------------------------------
+
+// connQueue is a net.Listener fed by our accept loops.
+type connQueue struct {
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newConnQueue() *connQueue {
+	return &connQueue{ch: make(chan net.Conn, 256), done: make(chan struct{})}
+}
+
+func (q *connQueue) push(c net.Conn) {
+	select {
+	case q.ch <- c:
+	case <-q.done:
+		c.Close()
+	}
+}
+
+func (q *connQueue) Accept() (net.Conn, error) {
+	select {
+	case c := <-q.ch:
+		return c, nil
+	case <-q.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (q *connQueue) Close() error {
+	q.once.Do(func() { close(q.done) })
+	return nil
+}
+
+func (q *connQueue) Addr() net.Addr { return queueAddr{} }
+
+type queueAddr struct{}
+
+func (queueAddr) Network() string { return "clientlab" }
+
+func (queueAddr) String() string { return "public" }
+
+// -- what every path shares ------------------------------------------------------------------
+
+// ctxKey finds a request's connection (*trackedConn) in its context.
+type ctxKey struct{}
+
+// recordDigests: every answer's body digest is logged (verification passes; control /config).
+var recordDigests atomic.Bool
+
+// altSvc is the Alt-Svc value the TLS port's answers carry (`h3=":PORT"`), nil without HTTP/3.
+var altSvc atomic.Pointer[string]
+
+// connCap is the running server's cap on open connections (the counters report it).
+var connCap *connLimit

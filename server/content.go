@@ -213,3 +213,28 @@ func buildFeed(i int) []byte {
 }
 
 var feeds sync.Map // i (0 ... cachedFeeds-1) -> []byte
+
+// canonicalNumber reads 1 … max digits without a leading zero.
+func canonicalNumber(digits []byte, max int) (int64, bool) {
+	if len(digits) == 0 || len(digits) > max || digits[0] == '0' && len(digits) > 1 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// appendBytes appends the first n bytes of /bytes/{n}'s content.
+func appendBytes(out []byte, n int64) []byte {
+	for n > 0 {
+		k := min(n, blockSize)
+		out = append(out, block[:k]...)
+		n -= k
+	}
+	return out
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -26,7 +27,9 @@ type settings struct {
 	Headers *string `json:"headers"`
 }
 
-func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
+// controlHandler serves the control port: limit is the server's cap, rebind moves the public ports,
+// fs is the fault side, disableH2 the TLS port's switch to HTTP/1.1 alone.
+func controlHandler(limit *connLimit, rebind func() (map[string]int, error), fs *faultServer, disableH2 *atomic.Bool, secret string) http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -90,7 +93,7 @@ func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
 		reply(w, map[string]int64{"cpu_ns": ru.Utime.Nano() + ru.Stime.Nano()})
 	})
 	mux.HandleFunc("POST /rebind", func(w http.ResponseWriter, r *http.Request) {
-		ports, err := p.rebind()
+		ports, err := rebind()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -105,7 +108,7 @@ func controlHandler(limit *connLimit, p *public, secret string) http.Handler {
 		}
 		reply(w, map[string]any{"size": size, "sha256": digest})
 	})
-	faultControl(mux, reply)
+	fs.control(mux, reply)
 	want := []byte(secret)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get(secretHeader)), want) != 1 {

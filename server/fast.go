@@ -20,8 +20,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,24 +35,6 @@ var fastBuffers = sync.Pool{New: func() any { b := make([]byte, fastReadBuffer);
 
 // fastOut holds response buffers, taken for one write and given back.
 var fastOut = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
-
-// httpDate is the Date header's value, formatted once a second.
-var httpDate struct {
-	sec atomic.Int64
-	val atomic.Pointer[[]byte]
-}
-
-func dateValue(now time.Time) []byte {
-	if s := now.Unix(); s != httpDate.sec.Load() || httpDate.val.Load() == nil {
-		v := []byte(now.UTC().Format(timeFormatGMT))
-		httpDate.val.Store(&v)
-		httpDate.sec.Store(s)
-		return v
-	}
-	return *httpDate.val.Load()
-}
-
-const timeFormatGMT = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // interned keeps the logged strings of the fast path's paths, so that a log entry costs no
 // allocation: at most maxInterned distinct paths, then each one is copied.
@@ -106,9 +86,17 @@ var (
 	fastHandoffs atomic.Int64
 )
 
+// fastServer is the plain port's hot path: it hands the connections it does not serve to
+// net/http (slow) or to the h2c server (h2c), and follows the server's cap (limit).
+type fastServer struct {
+	limit *connLimit
+	slow  *connQueue // connections handed to net/http, with the bytes read so far
+	h2c   *connQueue // connections that opened with the HTTP/2 preface
+}
+
 // serveFast serves one plain connection; it returns when the connection closes or has been
 // handed to net/http (slow) or to the h2c server.
-func (p *public) serveFast(tc *trackedConn) {
+func (p *fastServer) serveFast(tc *trackedConn) {
 	bufp := fastBuffers.Get().(*[]byte)
 	buf := *bufp
 	handedOff := false
@@ -289,29 +277,6 @@ func bareLF(b []byte) bool {
 	return false
 }
 
-// limited reports whether a cap on open connections is set.
-func (l *connLimit) limited() bool { return l.capped.Load() }
-
-// fastIdle follows a hot-path connection between requests: only idle keep-alive connections
-// may be closed under the cap. Without a cap it costs one atomic store; set (the cap) finds the
-// connections idle at that moment by their flag.
-func (l *connLimit) fastIdle(c *trackedConn, idle bool) {
-	c.idle.Store(idle)
-	if l.capped.Load() {
-		l.setIdle(c, idle)
-	}
-}
-
-// firstRead is the instant of the current request's first read.
-func (c *trackedConn) firstRead() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.arrival.reads == 0 {
-		return time.Now()
-	}
-	return c.arrival.first
-}
-
 // parseFast parses a request's head (request line and header lines, each ending in CRLF) and
 // reports whether the hot path serves it.
 func parseFast(h []byte, req *fastRequest) bool {
@@ -470,21 +435,6 @@ func routeFast(req *fastRequest, query []byte, hasQuery bool) bool {
 	}
 }
 
-// canonicalNumber reads 1 … max digits without a leading zero.
-func canonicalNumber(digits []byte, max int) (int64, bool) {
-	if len(digits) == 0 || len(digits) > max || digits[0] == '0' && len(digits) > 1 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
-
 func asciiEqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
@@ -513,7 +463,7 @@ func init() {
 
 // answerFast sends the answer to a request the hot path took and records it as serveHTTP does;
 // it reports whether the connection may carry on.
-func (p *public) answerFast(tc *trackedConn, req *fastRequest, headerReads int, sc *fastScratch) bool {
+func (p *fastServer) answerFast(tc *trackedConn, req *fastRequest, headerReads int, sc *fastScratch) bool {
 	t := current.Load()
 	t.answering.Add(1) // until recorded: see trial.settle
 	defer t.answering.Add(-1)
@@ -607,78 +557,8 @@ func (p *public) answerFast(tc *trackedConn, req *fastRequest, headerReads int, 
 // cookie_ok values shared by every hot-path log entry (LogEntry keeps a *bool; never written through)
 var cookieTrue, cookieFalse = true, false
 
-// appendHead appends a status line and headers. In nginx's shape (shape.go) they are nginx's, in
-// its order (ngx_http_header_filter): Server, Date, Content-Type, Content-Length, Last-Modified
-// (static), Location, Connection, then ETag and Accept-Ranges (static) and Set-Cookie; net/http's
-// path sends the same set sorted by name. In the minimal shape they are net/http's for our
-// handlers: the handler's headers sorted by name (Content-Length, Content-Type, Location,
-// Set-Cookie), then Date, then Connection: close when the request asked for it.
-func appendHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close, static bool) []byte {
-	if minimalHeads.Load() {
-		return appendMinimalHead(out, status, length, ctype, location, setCookie, close)
-	}
-	out = append(out, "HTTP/1.1 "...)
-	out = strconv.AppendInt(out, int64(status), 10)
-	out = append(out, ' ')
-	out = append(out, http.StatusText(status)...)
-	out = append(out, "\r\nServer: "+serverName+"\r\nDate: "...)
-	out = append(out, dateValue(time.Now())...)
-	out = append(out, "\r\nContent-Type: "...)
-	out = append(out, ctype...)
-	out = append(out, "\r\nContent-Length: "...)
-	out = strconv.AppendInt(out, length, 10)
-	if static {
-		out = append(out, "\r\nLast-Modified: "...)
-		out = append(out, lastModified...)
-	}
-	if location != nil {
-		out = append(out, "\r\nLocation: "...)
-		out = append(out, location...)
-	}
-	if close {
-		out = append(out, "\r\nConnection: close"...)
-	} else {
-		out = append(out, "\r\nConnection: keep-alive"...)
-	}
-	if static {
-		out = append(out, "\r\nETag: "...)
-		out = appendETag(out, length)
-		out = append(out, "\r\nAccept-Ranges: bytes"...)
-	}
-	if setCookie != "" {
-		out = append(out, "\r\nSet-Cookie: "...)
-		out = append(out, setCookie...)
-	}
-	return append(out, "\r\n\r\n"...)
-}
-
-func appendMinimalHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close bool) []byte {
-	out = append(out, "HTTP/1.1 "...)
-	out = strconv.AppendInt(out, int64(status), 10)
-	out = append(out, ' ')
-	out = append(out, http.StatusText(status)...)
-	out = append(out, "\r\nContent-Length: "...)
-	out = strconv.AppendInt(out, length, 10)
-	out = append(out, "\r\nContent-Type: "...)
-	out = append(out, ctype...)
-	if location != nil {
-		out = append(out, "\r\nLocation: "...)
-		out = append(out, location...)
-	}
-	if setCookie != "" {
-		out = append(out, "\r\nSet-Cookie: "...)
-		out = append(out, setCookie...)
-	}
-	out = append(out, "\r\nDate: "...)
-	out = append(out, dateValue(time.Now())...)
-	if close {
-		out = append(out, "\r\nConnection: close"...)
-	}
-	return append(out, "\r\n\r\n"...)
-}
-
 // answerSmall sends a whole small answer in one write, recorded first (as answerFast's inline case).
-func (p *public) answerSmall(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads, status int,
+func (p *fastServer) answerSmall(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads, status int,
 	ctype string, location []byte, setCookie string, body []byte) bool {
 	e.Status = status
 	e.RespBodyBytes = int64(len(body))
@@ -693,7 +573,7 @@ func (p *public) answerSmall(tc *trackedConn, t *trial, e *LogEntry, req *fastRe
 }
 
 // recordFast completes a log entry as serveHTTP does and records it.
-func (p *public) recordFast(tc *trackedConn, t *trial, e *LogEntry, headerReads int) {
+func (p *fastServer) recordFast(tc *trackedConn, t *trial, e *LogEntry, headerReads int) {
 	a := tc.takeReads()
 	if a.reads > 0 {
 		e.Reads = a.reads
@@ -711,21 +591,11 @@ func (p *public) recordFast(tc *trackedConn, t *trial, e *LogEntry, headerReads 
 	t.record(*e)
 }
 
-// appendBytes appends the first n bytes of /bytes/{n}'s content.
-func appendBytes(out []byte, n int64) []byte {
-	for n > 0 {
-		k := min(n, blockSize)
-		out = append(out, block[:k]...)
-		n -= k
-	}
-	return out
-}
-
-// acceptFast accepts the plain port's connections and serves each on the hot path.
-func (p *public) acceptFast() {
+// accept accepts the plain port's connections and serves each on the hot path.
+func (p *fastServer) accept(l net.Listener) {
 	var pause time.Duration
 	for {
-		c, err := p.plain.Accept()
+		c, err := l.Accept()
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() || isTemporary(err) {
 				// out of descriptors and the like: wait and try again, as net/http does

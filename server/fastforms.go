@@ -134,7 +134,7 @@ func init() {
 	}
 }
 
-func (p *public) answerRedirect(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads int, sc *fastScratch) bool {
+func (p *fastServer) answerRedirect(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads int, sc *fastScratch) bool {
 	to, ok := queryUnescape(sc.dec[:0], req.to)
 	if !ok {
 		// an invalid escape: url.Values drops the parameter (to = ""), which redirect() refuses
@@ -462,7 +462,7 @@ func fieldLess(a, b fastField) bool {
 }
 
 // answerEcho is echo(): the form's kind, fields and digests, as JSON.
-func (p *public) answerEcho(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads int, sc *fastScratch) bool {
+func (p *fastServer) answerEcho(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads int, sc *fastScratch) bool {
 	f := parseForm(req.ctype, req.body, sc)
 	if f.err != nil {
 		return p.answerSmall(tc, t, e, req, headerReads, http.StatusBadRequest, textPlain, nil, "",
@@ -491,7 +491,7 @@ func (p *public) answerEcho(tc *trackedConn, t *trial, e *LogEntry, req *fastReq
 }
 
 // answerLogin is login(): a form with a user and a password gets a session cookie.
-func (p *public) answerLogin(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads int, sc *fastScratch) bool {
+func (p *fastServer) answerLogin(tc *trackedConn, t *trial, e *LogEntry, req *fastRequest, headerReads int, sc *fastScratch) bool {
 	f := parseForm(req.ctype, req.body, sc)
 	e.FormKind = f.kind
 	e.FormFields = len(f.fields)

@@ -110,9 +110,6 @@ type faultServer struct {
 	dark     *darkOrigin // a port whose accept queue is full: SYNs go unanswered (faults_connect.go)
 }
 
-// faults is the running server's fault side (nil until start opened it).
-var faults *faultServer
-
 func startFaults(addr netip.Addr, base *tls.Config) (*faultServer, error) {
 	a, err := listenOn(addr)
 	if err != nil {
@@ -436,16 +433,16 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// faultControl adds the ledger to the control port: GET /faults (?reset=1 empties it after
+// control adds the ledger to the control port: GET /faults (?reset=1 empties it after
 // reading), POST /faults/reset.
-func faultControl(mux *http.ServeMux, reply func(http.ResponseWriter, any)) {
+func (f *faultServer) control(mux *http.ServeMux, reply func(http.ResponseWriter, any)) {
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
-		entries, counts, numbered := faults.ledger.snapshot(r.URL.Query().Get("reset") == "1")
-		reply(w, map[string]any{"entries": entries, "counts": counts, "numbered": numbered, "active": faults.active.Load(),
-			"ports": faults.ports()})
+		entries, counts, numbered := f.ledger.snapshot(r.URL.Query().Get("reset") == "1")
+		reply(w, map[string]any{"entries": entries, "counts": counts, "numbered": numbered, "active": f.active.Load(),
+			"ports": f.ports()})
 	})
 	mux.HandleFunc("POST /faults/reset", func(w http.ResponseWriter, r *http.Request) {
-		faults.ledger.snapshot(true)
+		f.ledger.snapshot(true)
 		reply(w, map[string]bool{"ok": true})
 	})
 }

@@ -19,7 +19,7 @@ import (
 // rawFaultH2 opens an HTTP/2 connection to origin h2 and sends GETs of the targets on streams 1, 3, ...
 func rawFaultH2(t *testing.T, targets ...string) *http2.Framer {
 	t.Helper()
-	c, err := tls.Dial("tcp", faults.h2.Addr().String(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
+	c, err := tls.Dial("tcp", faultSide.h2.Addr().String(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestGoAwayAnswersTheConnectionsFirstStreamAndNoLaterOne(t *testing.T) {
 	var entries []LedgerEntry
 	for i := 0; i < 500 && len(entries) < 2; i++ {
 		time.Sleep(10 * time.Millisecond)
-		entries, _, _ = faults.ledger.snapshot(false)
+		entries, _, _ = faultSide.ledger.snapshot(false)
 	}
 	if len(entries) != 2 || entries[1].N != "2" || entries[1].Seq != 2 || entries[1].Conn != entries[0].Conn {
 		t.Fatalf("ledger %+v", entries)
@@ -131,7 +131,7 @@ func TestAClientThatRetriesUnprocessedStreamsGetsEveryAnswer(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/fault/%s?n=%d", port(faults.h2), fault, i+1))
+					resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/fault/%s?n=%d", port(faultSide.h2), fault, i+1))
 					if err == nil {
 						body, _ := io.ReadAll(resp.Body)
 						resp.Body.Close()

@@ -71,7 +71,7 @@ func TestTheKeepAliveRaceAnswersAConnectionsFirstRequestAndDropsTheNextUnanswere
 	for _, how := range []string{"fin", "rst"} {
 		t.Run(how, func(t *testing.T) {
 			numberedLedger(t)
-			k := dialKept(t, faults.a)
+			k := dialKept(t, faultSide.a)
 			resp, body, err := k.send("GET", "/fault/keepalive-race?close="+how+"&n=1", "")
 			if err != nil || resp.StatusCode != 200 || body != "kept n=1\n" || resp.Close {
 				t.Fatalf("first answer %v %q %v: want a 200 that keeps its connection", resp, body, err)
@@ -85,7 +85,7 @@ func TestTheKeepAliveRaceAnswersAConnectionsFirstRequestAndDropsTheNextUnanswere
 				t.Fatalf("after a RST: %v, want a connection reset", err)
 			}
 			// a retry on a fresh connection is answered, and the ledger counts the request twice
-			resp, body, err = dialKept(t, faults.a).send("POST", "/fault/keepalive-race?close="+how+"&n=2", "field=value")
+			resp, body, err = dialKept(t, faultSide.a).send("POST", "/fault/keepalive-race?close="+how+"&n=2", "field=value")
 			if err != nil || resp.StatusCode != 200 || body != "kept n=2\n" {
 				t.Fatalf("the retry: %v %q %v", resp, body, err)
 			}
@@ -110,7 +110,7 @@ func TestTheKeepAliveRaceAnswersAConnectionsFirstRequestAndDropsTheNextUnanswere
 func TestTheKeepAliveRaceLeavesNoConnectionServed(t *testing.T) {
 	numberedLedger(t)
 	base := runtime.NumGoroutine()
-	k := dialKept(t, faults.a)
+	k := dialKept(t, faultSide.a)
 	if _, _, err := k.send("GET", "/fault/keepalive-race?close=fin&n=1", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -120,18 +120,18 @@ func TestTheKeepAliveRaceLeavesNoConnectionServed(t *testing.T) {
 }
 
 func TestTheKeepAliveRaceRefusesAnUnknownWayToClose(t *testing.T) {
-	if head, _ := splitAnswer(t, rawFault(t, faults.a, "/fault/keepalive-race?close=slam")); !strings.HasPrefix(head, "HTTP/1.1 400 ") {
+	if head, _ := splitAnswer(t, rawFault(t, faultSide.a, "/fault/keepalive-race?close=slam")); !strings.HasPrefix(head, "HTTP/1.1 400 ") {
 		t.Fatalf("head %q", head)
 	}
 }
 
 func TestTheDarkPortAnswersNoSYN(t *testing.T) {
-	if faults.dark == nil {
+	if faultSide.dark == nil {
 		t.Fatal("no dark port")
 	}
 	// twice: a connect that waits leaves the queue as full as it found it
 	for i := 0; i < 2; i++ {
-		c, err := net.DialTimeout("tcp", faults.dark.l.Addr().String(), 300*time.Millisecond)
+		c, err := net.DialTimeout("tcp", faultSide.dark.l.Addr().String(), 300*time.Millisecond)
 		if err == nil {
 			c.Close()
 			t.Fatalf("try %d: connected to the dark port", i+1)
@@ -142,23 +142,23 @@ func TestTheDarkPortAnswersNoSYN(t *testing.T) {
 		}
 	}
 	_, body := control(t, "GET", "/faults", "")
-	if !strings.Contains(string(body), fmt.Sprintf(`"dark":%d`, faults.dark.port())) {
+	if !strings.Contains(string(body), fmt.Sprintf(`"dark":%d`, faultSide.dark.port())) {
 		t.Fatalf("the control port does not name the dark port: %s", body)
 	}
 }
 
 func TestSeeOtherAfterAPostPointsAtItsTargetAndTheLedgerKeepsMethodAndBodyLength(t *testing.T) {
 	numberedLedger(t)
-	resp, _, err := dialKept(t, faults.a).send("POST", "/fault/see-other?to=/fault/landing", "a=1&b=22")
+	resp, _, err := dialKept(t, faultSide.a).send("POST", "/fault/see-other?to=/fault/landing", "a=1&b=22")
 	if err != nil || resp.StatusCode != 303 {
 		t.Fatalf("%v %v", resp, err)
 	}
-	if want := fmt.Sprintf("http://127.0.0.1:%d/fault/landing", port(faults.a)); resp.Header.Get("Location") != want {
+	if want := fmt.Sprintf("http://127.0.0.1:%d/fault/landing", port(faultSide.a)); resp.Header.Get("Location") != want {
 		t.Fatalf("Location %q, want %q", resp.Header.Get("Location"), want)
 	}
 	// a client that re-sends the POST with its body, and one that follows with a GET
-	dialKept(t, faults.a).send("POST", "/fault/landing", "a=1&b=22")
-	dialKept(t, faults.a).send("GET", "/fault/landing", "")
+	dialKept(t, faultSide.a).send("POST", "/fault/landing", "a=1&b=22")
+	dialKept(t, faultSide.a).send("GET", "/fault/landing", "")
 	entries, _ := numberedLedger(t)
 	var got []string
 	for _, e := range entries {
@@ -171,7 +171,7 @@ func TestSeeOtherAfterAPostPointsAtItsTargetAndTheLedgerKeepsMethodAndBodyLength
 
 func TestAChunkedRequestBodyIsMeasuredAsItArrived(t *testing.T) {
 	numberedLedger(t)
-	c := dialKept(t, faults.a)
+	c := dialKept(t, faultSide.a)
 	io.WriteString(c.c, "POST /fault/landing HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n")
 	if resp, err := http.ReadResponse(c.r, nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%v %v", resp, err)
@@ -182,11 +182,11 @@ func TestAChunkedRequestBodyIsMeasuredAsItArrived(t *testing.T) {
 }
 
 func TestTheTLSOriginRedirectsToPlainHTTPOnOriginA(t *testing.T) {
-	if faults.s == nil {
+	if faultSide.s == nil {
 		t.Fatal("no TLS origin s")
 	}
 	numberedLedger(t)
-	c, err := tls.Dial("tcp", faults.s.Addr().String(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	c, err := tls.Dial("tcp", faultSide.s.Addr().String(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestTheTLSOriginRedirectsToPlainHTTPOnOriginA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("http://127.0.0.1:%d/fault/landing", port(faults.a)); resp.StatusCode != 302 || resp.Header.Get("Location") != want {
+	if want := fmt.Sprintf("http://127.0.0.1:%d/fault/landing", port(faultSide.a)); resp.StatusCode != 302 || resp.Header.Get("Location") != want {
 		t.Fatalf("%d to %q, want a 302 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
 	entries, _ := numberedLedger(t)
@@ -224,7 +224,7 @@ func (w *countZeros) Write(p []byte) (int, error) {
 func TestTheGzipBombDecodesToExactlyItsSizeOfZerosAtDeflatesBestRatio(t *testing.T) {
 	for _, layers := range []int{1, 2} {
 		t.Run(strconv.Itoa(layers), func(t *testing.T) {
-			resp, body, err := dialKept(t, faults.a).send("GET", fmt.Sprintf("/fault/gzip-bomb?mib=64&layers=%d", layers), "")
+			resp, body, err := dialKept(t, faultSide.a).send("GET", fmt.Sprintf("/fault/gzip-bomb?mib=64&layers=%d", layers), "")
 			if err != nil || resp.StatusCode != 200 {
 				t.Fatalf("%v %v", resp, err)
 			}
@@ -255,22 +255,22 @@ func TestTheGzipBombDecodesToExactlyItsSizeOfZerosAtDeflatesBestRatio(t *testing
 }
 
 func TestTheGibibyteBombIsAboutAMebibyteAndTheSameBytesEveryTime(t *testing.T) {
-	_, first, err := dialKept(t, faults.a).send("GET", "/fault/gzip-bomb?mib=1024", "")
+	_, first, err := dialKept(t, faultSide.a).send("GET", "/fault/gzip-bomb?mib=1024", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, second, _ := dialKept(t, faults.a).send("GET", "/fault/gzip-bomb?mib=1024", "")
+	_, second, _ := dialKept(t, faultSide.a).send("GET", "/fault/gzip-bomb?mib=1024", "")
 	if len(first) > 1_100_000 || len(first) < 1_000_000 || first != second {
 		t.Fatalf("%d bytes, then %d (equal: %v)", len(first), len(second), first == second)
 	}
 }
 
 func TestOversizedAndNumerousHeadersAreSentWhole(t *testing.T) {
-	head, body := splitAnswer(t, rawFault(t, faults.a, "/fault/big-header?kib=1024"))
+	head, body := splitAnswer(t, rawFault(t, faultSide.a, "/fault/big-header?kib=1024"))
 	if !strings.Contains(head, "\r\nX-Big: "+string(faultBody(1<<20))+"\r\n") || body != "headers\n" {
 		t.Fatalf("a head of %d bytes, body %q", len(head), body)
 	}
-	head, _ = splitAnswer(t, rawFault(t, faults.a, "/fault/many-headers?count=10000"))
+	head, _ = splitAnswer(t, rawFault(t, faultSide.a, "/fault/many-headers?count=10000"))
 	if n := strings.Count(head, "\r\nX-Many-"); n != 10000 || !strings.Contains(head, "\r\nX-Many-9999: 9999\r\n") {
 		t.Fatalf("%d X-Many headers", n)
 	}

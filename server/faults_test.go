@@ -57,7 +57,7 @@ func splitAnswer(t *testing.T, answer string) (head, body string) {
 
 func TestShortBodySendsFewerBytesThanItsContentLengthThenCloses(t *testing.T) {
 	faultLedger(t)
-	head, body := splitAnswer(t, rawFault(t, faults.a, "/fault/short-body?length=1000&send=400"))
+	head, body := splitAnswer(t, rawFault(t, faultSide.a, "/fault/short-body?length=1000&send=400"))
 	if !strings.Contains(head, "\r\nContent-Length: 1000\r\n") || !strings.HasPrefix(head, "HTTP/1.1 200 OK\r\n") {
 		t.Fatalf("head %q", head)
 	}
@@ -68,7 +68,7 @@ func TestShortBodySendsFewerBytesThanItsContentLengthThenCloses(t *testing.T) {
 
 func TestChunkedWithoutLastChunkEndsAfterItsFirstChunk(t *testing.T) {
 	faultLedger(t)
-	head, body := splitAnswer(t, rawFault(t, faults.a, "/fault/chunked-no-end?bytes=500"))
+	head, body := splitAnswer(t, rawFault(t, faultSide.a, "/fault/chunked-no-end?bytes=500"))
 	if !strings.Contains(head, "\r\nTransfer-Encoding: chunked\r\n") || strings.Contains(head, "Content-Length") {
 		t.Fatalf("head %q", head)
 	}
@@ -79,7 +79,7 @@ func TestChunkedWithoutLastChunkEndsAfterItsFirstChunk(t *testing.T) {
 
 func TestTrickleSendsTheWholeBodyOneByteAtATime(t *testing.T) {
 	faultLedger(t)
-	c, err := net.Dial("tcp", faults.a.Addr().String())
+	c, err := net.Dial("tcp", faultSide.a.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestTrickleSendsTheWholeBodyOneByteAtATime(t *testing.T) {
 
 func TestStalledHeadersArriveWholeAfterTheStall(t *testing.T) {
 	faultLedger(t)
-	c, err := net.Dial("tcp", faults.a.Addr().String())
+	c, err := net.Dial("tcp", faultSide.a.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,13 +142,13 @@ func TestStalledHeadersArriveWholeAfterTheStall(t *testing.T) {
 func waitReleased(t *testing.T, base int) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
-		if faults.active.Load() == 0 && runtime.NumGoroutine() <= base {
+		if faultSide.active.Load() == 0 && runtime.NumGoroutine() <= base {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("still %d fault connections served and %d goroutines (%d before) after the client left",
-		faults.active.Load(), runtime.NumGoroutine(), base)
+		faultSide.active.Load(), runtime.NumGoroutine(), base)
 }
 
 func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
@@ -156,14 +156,14 @@ func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
 		t.Run(target, func(t *testing.T) {
 			faultLedger(t)
 			base := runtime.NumGoroutine()
-			c, err := net.Dial("tcp", faults.a.Addr().String())
+			c, err := net.Dial("tcp", faultSide.a.Addr().String())
 			if err != nil {
 				t.Fatal(err)
 			}
 			io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
 			// the request is being served once the ledger holds it
 			for i := 0; ; i++ {
-				if entries, _, _ := faults.ledger.snapshot(false); len(entries) == 1 {
+				if entries, _, _ := faultSide.ledger.snapshot(false); len(entries) == 1 {
 					break
 				}
 				if i == 500 {
@@ -171,8 +171,8 @@ func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			if faults.active.Load() != 1 {
-				t.Fatalf("%d connections served, want 1", faults.active.Load())
+			if faultSide.active.Load() != 1 {
+				t.Fatalf("%d connections served, want 1", faultSide.active.Load())
 			}
 			c.Close()
 			waitReleased(t, base)
@@ -182,13 +182,13 @@ func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
 
 func TestRedirectToTheOtherOriginAndTheLedgerSeesTheCredentialsThatArrived(t *testing.T) {
 	faultLedger(t)
-	head, _ := splitAnswer(t, rawFault(t, faults.a, "/fault/redirect-other?to=/fault/landing", "Authorization: Bearer x", "Cookie: s=1"))
-	want := fmt.Sprintf("\r\nLocation: http://127.0.0.1:%d/fault/landing\r\n", port(faults.b))
+	head, _ := splitAnswer(t, rawFault(t, faultSide.a, "/fault/redirect-other?to=/fault/landing", "Authorization: Bearer x", "Cookie: s=1"))
+	want := fmt.Sprintf("\r\nLocation: http://127.0.0.1:%d/fault/landing\r\n", port(faultSide.b))
 	if !strings.HasPrefix(head, "HTTP/1.1 302 Found\r\n") || !strings.Contains(head, want) {
 		t.Fatalf("head %q, want a 302 with %q", head, want)
 	}
 	// a client that forwards the Cookie but not the Authorization it was given
-	rawFault(t, faults.b, "/fault/landing", "Cookie: s=1", "Cookie: t=2")
+	rawFault(t, faultSide.b, "/fault/landing", "Cookie: s=1", "Cookie: t=2")
 	entries, counts, _ := faultLedger(t)
 	if len(entries) != 2 {
 		t.Fatalf("entries %+v", entries)
@@ -197,7 +197,7 @@ func TestRedirectToTheOtherOriginAndTheLedgerSeesTheCredentialsThatArrived(t *te
 	if first.Origin != "a" || first.Path != "/fault/redirect-other" || strings.Join(first.Credentials, ",") != "Authorization,Cookie" {
 		t.Fatalf("first %+v", first)
 	}
-	if second.Origin != "b" || second.Port != port(faults.b) || second.Path != "/fault/landing" || strings.Join(second.Credentials, ",") != "Cookie" {
+	if second.Origin != "b" || second.Port != port(faultSide.b) || second.Path != "/fault/landing" || strings.Join(second.Credentials, ",") != "Cookie" {
 		t.Fatalf("second %+v", second)
 	}
 	if len(counts) != 2 || counts["/fault/redirect-other"] != 1 || counts["/fault/landing"] != 1 {
@@ -208,12 +208,12 @@ func TestRedirectToTheOtherOriginAndTheLedgerSeesTheCredentialsThatArrived(t *te
 func TestTheLedgerCountsEveryRequestPerPathExactlyAndEmptiesOnReset(t *testing.T) {
 	faultLedger(t)
 	for i := 0; i < 3; i++ {
-		rawFault(t, faults.a, "/fault/landing")
+		rawFault(t, faultSide.a, "/fault/landing")
 	}
 	for i := 0; i < 2; i++ {
-		rawFault(t, faults.b, "/fault/landing?x=1", "Proxy-Authorization: Basic eDp5")
+		rawFault(t, faultSide.b, "/fault/landing?x=1", "Proxy-Authorization: Basic eDp5")
 	}
-	rawFault(t, faults.b, "/nothing-here")
+	rawFault(t, faultSide.b, "/nothing-here")
 	entries, counts, active := faultLedger(t)
 	if len(entries) != 6 || counts["/fault/landing"] != 5 || counts["/nothing-here"] != 1 || len(counts) != 2 {
 		t.Fatalf("%d entries, counts %v", len(entries), counts)
@@ -236,23 +236,23 @@ func TestTheLedgerCountsEveryRequestPerPathExactlyAndEmptiesOnReset(t *testing.T
 
 func TestAFaultWithParametersOutOfBoundsIsRefused(t *testing.T) {
 	for _, target := range []string{"/fault/stall-headers?ms=60001", "/fault/short-body?length=10&send=10", "/fault/trickle?bytes=0"} {
-		if head, _ := splitAnswer(t, rawFault(t, faults.a, target)); !strings.HasPrefix(head, "HTTP/1.1 400 ") {
+		if head, _ := splitAnswer(t, rawFault(t, faultSide.a, target)); !strings.HasPrefix(head, "HTTP/1.1 400 ") {
 			t.Errorf("%s: %q", target, head)
 		}
 	}
 }
 
 func TestRedirectToAnotherHostPointsAtOriginCOnTheNextLoopbackAddress(t *testing.T) {
-	if faults.c == nil {
+	if faultSide.c == nil {
 		t.Fatal("no origin c on loopback")
 	}
 	faultLedger(t)
-	head, _ := splitAnswer(t, rawFault(t, faults.a, "/fault/redirect-other-host"))
-	want := fmt.Sprintf("\r\nLocation: http://127.0.0.2:%d/fault/landing\r\n", port(faults.c))
+	head, _ := splitAnswer(t, rawFault(t, faultSide.a, "/fault/redirect-other-host"))
+	want := fmt.Sprintf("\r\nLocation: http://127.0.0.2:%d/fault/landing\r\n", port(faultSide.c))
 	if !strings.Contains(head, want) {
 		t.Fatalf("head %q, want %q", head, want)
 	}
-	rawFault(t, faults.c, "/fault/landing", "Authorization: Basic eDp5")
+	rawFault(t, faultSide.c, "/fault/landing", "Authorization: Basic eDp5")
 	entries, _, _ := faultLedger(t)
 	if len(entries) != 2 || entries[1].Origin != "c" || strings.Join(entries[1].Credentials, ",") != "Authorization" {
 		t.Fatalf("entries %+v", entries)

@@ -5,82 +5,11 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"mime/multipart"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2/hpack"
 )
-
-// h2Request is one request sent both ways by the tests below.
-type h2Request struct {
-	method, path, ctype, body string
-	header                    map[string]string
-}
-
-func h2Requests(t *testing.T) []h2Request {
-	var mp bytes.Buffer
-	mw := multipart.NewWriter(&mp)
-	mw.WriteField("user", "ann")
-	fw, _ := mw.CreateFormFile("file", "a.bin")
-	fw.Write(block[:5000])
-	mw.Close()
-	return []h2Request{
-		{method: "GET", path: "/bytes/1024"},
-		{method: "GET", path: "/bytes/0"},
-		{method: "GET", path: "/bytes/16384"},
-		{method: "GET", path: "/bytes/16385"},
-		{method: "GET", path: "/bytes/200000"},
-		{method: "GET", path: "/bytes/01024"},
-		{method: "GET", path: "/bytes/x"},
-		{method: "GET", path: "/bytes/10?gzip=1", header: map[string]string{"Accept-Encoding": "gzip"}},
-		{method: "GET", path: "/bytes/10?delay_ms=5"},
-		{method: "GET", path: "/bytes/10?delay_ms=-1"},
-		{method: "GET", path: "/bytes/10", header: map[string]string{"Expect": "100-continue"}},
-		{method: "HEAD", path: "/bytes/100"},
-		{method: "GET", path: "/json/2000"},
-		{method: "GET", path: "/feeds/7"},
-		{method: "GET", path: "/redirect/2?to=/bytes/3"},
-		{method: "GET", path: "/redirect/1?to=//evil"},
-		{method: "GET", path: "/private/bytes/10"},
-		{method: "GET", path: "/nowhere"},
-		{method: "POST", path: "/echo", ctype: "application/x-www-form-urlencoded", body: "a=1&b=%20x&a=2"},
-		{method: "POST", path: "/echo", ctype: mw.FormDataContentType(), body: mp.String()},
-		{method: "POST", path: "/echo", ctype: "application/octet-stream", body: strings.Repeat("z", 300000)},
-		{method: "PUT", path: "/echo", body: "raw"},
-		{method: "POST", path: "/login", ctype: "application/x-www-form-urlencoded", body: "user=u&password=p"},
-	}
-}
-
-func (r h2Request) do(t *testing.T, c *http.Client, base string) (*http.Response, []byte) {
-	t.Helper()
-	var body io.Reader
-	if r.body != "" {
-		body = strings.NewReader(r.body)
-	}
-	req, _ := http.NewRequest(r.method, base+r.path, body)
-	if r.ctype != "" {
-		req.Header.Set("Content-Type", r.ctype)
-	}
-	for k, v := range r.header {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", r.method, r.path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", r.method, r.path, err)
-	}
-	return resp, data
-}
 
 // Our HTTP/2 server answers (status, headers, body) and records (log fields) every request as
 // net/http's HTTP/1.1 path does, over TLS and h2c.
@@ -150,66 +79,7 @@ func TestHTTP2AnswersAndRecordsAsNetHTTP(t *testing.T) {
 	}
 }
 
-func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-func cutText(b []byte) string { return string(b[:min(len(b), 80)]) }
-
 // -- a raw h2c client: frames by hand, to drive flow control and resets ------------------------
-
-type rawH2 struct {
-	t    *testing.T
-	c    net.Conn
-	enc  *hpack.Encoder
-	eb   bytes.Buffer
-	dec  *hpack.Decoder
-	hdrs map[uint32][]hpack.HeaderField
-}
-
-func dialRawH2(t *testing.T, settings ...uint32) *rawH2 {
-	u, _ := url.Parse(plainURL)
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rawH2{t: t, c: c, hdrs: map[uint32][]hpack.HeaderField{}}
-	r.enc = hpack.NewEncoder(&r.eb)
-	r.dec = hpack.NewDecoder(4096, nil)
-	out := append([]byte(nil), h2Preface...)
-	out = appendFrameHeader(out, 6*len(settings)/2, frameSettings, 0, 0)
-	for i := 0; i+1 < len(settings); i += 2 {
-		out = appendSetting(out, uint16(settings[i]), settings[i+1])
-	}
-	r.write(out)
-	return r
-}
-
-func (r *rawH2) write(b []byte) {
-	if _, err := r.c.Write(b); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *rawH2) get(id uint32, path string) {
-	r.eb.Reset()
-	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", path}} {
-		r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-	}
-	r.write(append(appendFrameHeader(nil, r.eb.Len(), frameHeaders, flagEndHeaders|flagEndStream, id), r.eb.Bytes()...))
-}
-
-// frame reads the next frame.
-func (r *rawH2) frame() (typ, flags byte, id uint32, payload []byte) {
-	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	h := make([]byte, 9)
-	if _, err := io.ReadFull(r.c, h); err != nil {
-		r.t.Fatal(err)
-	}
-	payload = make([]byte, int(h[0])<<16|int(h[1])<<8|int(h[2]))
-	if _, err := io.ReadFull(r.c, payload); err != nil {
-		r.t.Fatal(err)
-	}
-	return h[3], h[4], binary.BigEndian.Uint32(h[5:]) & 0x7fffffff, payload
-}
 
 // A client with a 100-byte stream window and the default 64 KB connection window still gets
 // every byte, small answers (which the hot path leaves to the goroutine path then) and large.

@@ -67,12 +67,12 @@ var errH2Closed = errors.New("http2: connection closed")
 
 // h2conn is one HTTP/2 connection.
 type h2conn struct {
-	p   *public
-	tc  *trackedConn
-	nc  net.Conn             // what frames are read from and written to (a *tls.Conn, or tc for h2c)
-	tls *tls.ConnectionState // nil for h2c
-	ctx context.Context      // cancelled when the connection ends
-	end context.CancelFunc
+	limit *connLimit
+	tc    *trackedConn
+	nc    net.Conn             // what frames are read from and written to (a *tls.Conn, or tc for h2c)
+	tls   *tls.ConnectionState // nil for h2c
+	ctx   context.Context      // cancelled when the connection ends
+	end   context.CancelFunc
 
 	// reading: only the serve goroutine
 	rbuf       []byte
@@ -100,10 +100,10 @@ type h2conn struct {
 }
 
 // serveH2 serves a connection that has negotiated h2 (TLS) or sent the h2c preface; it returns
-// when the connection is done.
-func (p *public) serveH2(tc *trackedConn, nc net.Conn, state *tls.ConnectionState) {
+// when the connection is done. limit is the server's cap on open connections.
+func serveH2(limit *connLimit, tc *trackedConn, nc net.Conn, state *tls.ConnectionState) {
 	ctx, end := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, tc))
-	c := &h2conn{p: p, tc: tc, nc: nc, tls: state, ctx: ctx, end: end,
+	c := &h2conn{limit: limit, tc: tc, nc: nc, tls: state, ctx: ctx, end: end,
 		rbuf: make([]byte, 0, 4096), sendWindow: h2InitialWindow, initWindow: h2InitialWindow,
 		maxFrame: 16384, streams: map[uint32]*h2stream{}}
 	c.enc = hpack.NewEncoder(&c.encBuf)
@@ -119,7 +119,7 @@ func (p *public) serveH2(tc *trackedConn, nc net.Conn, state *tls.ConnectionStat
 			fmt.Fprintf(serverErrors, "panic serving HTTP/2 for %s: %v\n", tc.RemoteAddr(), r)
 		}
 	}()
-	p.limit.fastIdle(tc, true)
+	limit.fastIdle(tc, true)
 	c.serve()
 }
 
@@ -134,7 +134,7 @@ func (c *h2conn) close() {
 	}
 	c.mu.Unlock()
 	c.end()
-	c.p.limit.fastIdle(c.tc, false)
+	c.limit.fastIdle(c.tc, false)
 	c.nc.Close()
 }
 
@@ -185,7 +185,7 @@ func (c *h2conn) serve() {
 		c.mu.Lock()
 		err := c.flushLocked()
 		if c.activeSlow == 0 && !c.tc.idle.Load() {
-			c.p.limit.fastIdle(c.tc, true) // between requests: the cap may close it (lock order: c.mu, then the cap's)
+			c.limit.fastIdle(c.tc, true) // between requests: the cap may close it (lock order: c.mu, then the cap's)
 		}
 		c.mu.Unlock()
 		if err != nil {
@@ -203,7 +203,7 @@ func (c *h2conn) serve() {
 		}
 		if c.tc.idle.Load() {
 			c.mu.Lock()
-			c.p.limit.fastIdle(c.tc, false) // frames to serve: not to be closed under the cap meanwhile
+			c.limit.fastIdle(c.tc, false) // frames to serve: not to be closed under the cap meanwhile
 			c.mu.Unlock()
 		}
 	}

@@ -7,9 +7,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
@@ -86,36 +84,3 @@ func (c *h2conn) answerHot(id uint32, path string, regular int) bool {
 	t.record(e)
 	return true
 }
-
-// contentLengthText avoids formatting the usual sizes again and again.
-var lengthTexts [1025]string
-
-func init() {
-	for i := range lengthTexts {
-		lengthTexts[i] = strconv.Itoa(i)
-	}
-}
-
-func contentLengthText(n int64) string {
-	if n < int64(len(lengthTexts)) {
-		return lengthTexts[n]
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-// dateText is the Date header's value as a string, made once a second.
-func dateText(now time.Time) string {
-	if d := dateString.Load(); d != nil && d.sec == now.Unix() {
-		return d.val
-	}
-	d := &datedString{sec: now.Unix(), val: string(dateValue(now))}
-	dateString.Store(d)
-	return d.val
-}
-
-type datedString struct {
-	sec int64
-	val string
-}
-
-var dateString atomic.Pointer[datedString]

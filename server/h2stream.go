@@ -177,7 +177,7 @@ func (c *h2conn) startStream(id uint32, endStream bool, method, path, authority 
 	s.sendWindow = c.initWindow
 	c.streams[id] = s
 	c.activeSlow++
-	c.p.limit.fastIdle(c.tc, false)
+	c.limit.fastIdle(c.tc, false)
 	c.mu.Unlock()
 	go c.run(s, r)
 	return -1
@@ -199,7 +199,7 @@ func (c *h2conn) run(s *h2stream, r *http.Request) {
 	if c.activeSlow--; c.activeSlow == 0 {
 		// the cap may close it now, as net/http's StateIdle allowed (under mu: in order with
 		// the reader's calls)
-		c.p.limit.fastIdle(c.tc, true)
+		c.limit.fastIdle(c.tc, true)
 	}
 	c.flushLocked()
 	c.mu.Unlock()

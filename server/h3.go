@@ -17,7 +17,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -27,15 +26,12 @@ import (
 // h3MaxStreams: request streams a client may have open at once on one connection (as HTTP/2's).
 const h3MaxStreams = h2MaxStreams
 
-// altSvc is the Alt-Svc value the TLS port's answers carry (`h3=":PORT"`), nil without HTTP/3.
-var altSvc atomic.Pointer[string]
-
 // qlogDir is where every QUIC connection's qlog trace goes (--qlog-dir, qlog.go); "": none.
 var qlogDir string
 
 // h3Side serves HTTP/3: one http3.Server for every connection of every UDP endpoint.
 type h3Side struct {
-	p     *public
+	limit *connLimit
 	tls   *tls.Config
 	quic  *quic.Config
 	srv   *http3.Server
@@ -43,10 +39,10 @@ type h3Side struct {
 	cur   *h3Endpoint
 }
 
-func newH3Side(p *public) *h3Side {
-	cfg := p.base.Clone()
+func newH3Side(base *tls.Config, limit *connLimit) *h3Side {
+	cfg := base.Clone()
 	cfg.NextProtos = []string{http3.NextProtoH3}
-	h := &h3Side{p: p, tls: cfg, quic: &quic.Config{
+	h := &h3Side{limit: limit, tls: cfg, quic: &quic.Config{
 		Allow0RTT:          true,
 		MaxIdleTimeout:     idleTimeout, // as a keep-alive TCP connection may idle
 		MaxIncomingStreams: h3MaxStreams,
@@ -149,15 +145,15 @@ func (h *h3Side) serveConn(e *h3Endpoint, qc *quic.Conn) {
 	defer e.ended()
 	// over the cap, the connection waits here unserved (its handshake may be done: QUIC has
 	// no backlog to leave it in)
-	waited := h.p.limit.acquire()
+	waited := h.limit.acquire()
 	t := current.Load()
 	rec := t.addConn(true, waited)
 	rec.proto.Store("h3")
 	rec.quic.Store(qc)
-	tc := &trackedConn{Conn: quicConn{qc}, trialID: t.id, trialStart: t.start, rec: rec, onClose: h.p.limit.release}
+	tc := &trackedConn{Conn: quicConn{qc}, trialID: t.id, trialStart: t.start, rec: rec, onClose: h.limit.release}
 	tc.noEvents.Store(true)
-	h.p.limit.track(tc)
-	h.p.limit.fastIdle(tc, true)
+	h.limit.track(tc)
+	h.limit.fastIdle(tc, true)
 	go recordH3Handshake(qc, rec)
 	h.conns.Store(qc, &h3conn{tc: tc})
 	h.serveStreams(qc) // until the connection ends and its handlers have returned
@@ -234,8 +230,8 @@ func (h *h3Side) serve(w http.ResponseWriter, r *http.Request) {
 		serveHTTP(w, r)
 		return
 	}
-	hc.busy(h.p.limit, 1)
-	defer hc.busy(h.p.limit, -1)
+	hc.busy(h.limit, 1)
+	defer hc.busy(h.limit, -1)
 	serveHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, hc.tc)))
 }
 
@@ -325,25 +321,6 @@ func (hc *h3conn) busy(limit *connLimit, delta int) {
 	hc.mu.Unlock()
 }
 
-// finishQUIC keeps the connection's final byte counts and lets go of it (a trial's record
-// must not keep a closed connection's memory alive).
-func (c *connRecord) finishQUIC(qc *quic.Conn) {
-	st := qc.ConnectionStats()
-	c.bytesIn.Store(int64(st.BytesReceived))
-	c.bytesOut.Store(int64(st.BytesSent))
-	c.quic.Store(nil)
-}
-
-// bytes are the connection's bytes so far: the QUIC layer's while the connection is open
-// (QUIC packets, without UDP and IP headers; retransmissions included), else the counters.
-func (c *connRecord) bytes() (in, out int64) {
-	if qc := c.quic.Load(); qc != nil {
-		st := qc.ConnectionStats()
-		return int64(st.BytesReceived), int64(st.BytesSent)
-	}
-	return c.bytesIn.Load(), c.bytesOut.Load()
-}
-
 // quicConn stands for a QUIC connection where the accounting wants a net.Conn: its addresses,
 // and Close (the cap closing an idle connection). Its bytes go through http3, never here.
 type quicConn struct{ qc *quic.Conn }
@@ -361,14 +338,3 @@ func (q quicConn) Close() error {
 
 // port is the UDP port of the current endpoint (under public.mu, as rebind).
 func (h *h3Side) port() int { return h.cur.udp.LocalAddr().(*net.UDPAddr).Port }
-
-// advertiseH3 adds Alt-Svc to an answer on the TLS port, so that a client that upgrades to
-// HTTP/3 by itself can be seen doing it (clients that do not act on Alt-Svc ignore it).
-func advertiseH3(h http.Header, r *http.Request) {
-	if r.TLS != nil && r.ProtoMajor < 3 {
-		if v := altSvc.Load(); v != nil {
-			h.Set("Alt-Svc", *v)
-			current.Load().offeredH3()
-		}
-	}
-}

@@ -18,30 +18,6 @@ import (
 	"github.com/quic-go/quic-go/http3"
 )
 
-// h3Client is an HTTP/3 client trusting the test certificate; cache (may be nil) keeps its
-// TLS sessions for resumption. It is closed when the test ends.
-func h3Client(t *testing.T, cache tls.ClientSessionCache) (*http.Client, *http3.Transport) {
-	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ClientSessionCache: cache},
-		DisableCompression: true}
-	t.Cleanup(func() { tr.Close() })
-	return &http.Client{Transport: tr, CheckRedirect: noRedirect, Timeout: 10 * time.Second}, tr
-}
-
-func h3Get(t *testing.T, c *http.Client, method, path string) *http.Response {
-	t.Helper()
-	req, _ := http.NewRequest(method, h3URL+path, nil)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s over HTTP/3: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	var body bytes.Buffer
-	if _, err := body.ReadFrom(resp.Body); err != nil || resp.ProtoMajor != 3 {
-		t.Fatalf("%s %s: %s, %v", method, path, resp.Proto, err)
-	}
-	return resp
-}
-
 // settled waits (bounded, as waitFor) until ok holds and returns the counters: the handshake
 // is recorded when it completes, a close when the server sees it.
 func settled(t *testing.T, what string, ok func(snapshotJSON) bool) snapshotJSON {

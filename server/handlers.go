@@ -32,10 +32,6 @@ const (
 	maxFormParts = 10_000
 )
 
-type ctxKey struct{}
-
-var recordDigests atomic.Bool
-
 // countingBody counts the request body bytes the handler (or the drain after it) reads.
 type countingBody struct {
 	io.ReadCloser
@@ -597,4 +593,15 @@ func bodyDigest(path string) (int64, string, bool) {
 	}
 	sum := sha256.Sum256(data)
 	return int64(len(data)), hex.EncodeToString(sum[:]), true
+}
+
+// advertiseH3 adds Alt-Svc to an answer on the TLS port, so that a client that upgrades to
+// HTTP/3 by itself can be seen doing it (clients that do not act on Alt-Svc ignore it).
+func advertiseH3(h http.Header, r *http.Request) {
+	if r.TLS != nil && r.ProtoMajor < 3 {
+		if v := altSvc.Load(); v != nil {
+			h.Set("Alt-Svc", *v)
+			current.Load().offeredH3()
+		}
+	}
 }

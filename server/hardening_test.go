@@ -70,18 +70,6 @@ func TestControlRequestsNeedTheSecret(t *testing.T) {
 	}
 }
 
-func TestSecretComesAsTheFirstLineOfStdin(t *testing.T) {
-	for input, ok := range map[string]bool{
-		"0123456789abcdef\n": true, "0123456789abcdef\r\nmore": true, "0123456789abcdef": true,
-		"": false, "\n": false, "short\n": false, "0123456789 abcdef\n": false, strings.Repeat("a", 300) + "\n": false,
-	} {
-		_, err := readSecret(bufio.NewReader(strings.NewReader(input)))
-		if (err == nil) != ok {
-			t.Errorf("%q: err %v", input, err)
-		}
-	}
-}
-
 // -- bounded memory -----------------------------------------------------------------------------
 
 // referenceJSON is the generator the server had before it streamed: the documents must not change.
@@ -321,28 +309,6 @@ func TestASlowReaderIsNotCutOff(t *testing.T) {
 
 // -- redirect targets -----------------------------------------------------------------------------
 
-// otherHostForBrowser says whether a WHATWG URL parser, resolving location against an http URL,
-// could leave the origin: it strips C0 controls and spaces at the ends and every tab and
-// newline, reads "\" as "/", and a scheme or a leading "//" names another host.
-func otherHostForBrowser(location string) bool {
-	s := strings.TrimFunc(location, func(r rune) bool { return r <= ' ' })
-	s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
-	s = strings.ReplaceAll(s, `\`, "/")
-	if strings.HasPrefix(s, "//") {
-		return true
-	}
-	for i, c := range s {
-		switch {
-		case c == ':' && i > 0:
-			return true // a scheme
-		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
-			continue
-		}
-		break
-	}
-	return !strings.HasPrefix(s, "/")
-}
-
 func TestRedirectRefusesWhatABrowserReadsAsAnotherHost(t *testing.T) {
 	refused := []string{"//example.com/x", `/\example.com/x`, `\\example.com`, "/%5Cexample.com/x", "/%5cexample.com",
 		"/%2Fexample.com", "/%2f%2fexample.com", "/x%2F..%2F", "http://example.com/", "https:example.com",
@@ -467,49 +433,6 @@ func TestIdleAndKeptConnectionsAreCounted(t *testing.T) {
 	}
 	// the three closed after the reset: open at its start, not kept (other tests' pools may be)
 	waitFor(t, "the 3 closed connections to leave the kept-open count", func(s snapshotJSON) bool { return s.KeptOpen == s.OpenAtReset-3 })
-}
-
-// waitFor polls the counters until cond holds, for at most 5 s.
-func waitFor(t *testing.T, what string, cond func(snapshotJSON) bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s := counters(t)
-		if cond(s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited in vain for %s: %+v", what, s)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func oneAnswerLogged(s snapshotJSON) bool { return len(s.Log) == 1 }
-
-// rebind moves the server to fresh ports (new listening sockets) and the tests with it.
-func rebind(t *testing.T) {
-	t.Helper()
-	resp, body := control(t, "POST", "/rebind", "")
-	var ports struct{ HTTP, HTTPS, H3 int }
-	if err := json.Unmarshal(body, &ports); err != nil || resp.StatusCode != 200 || ports.HTTP == 0 || ports.HTTPS == 0 || ports.H3 == 0 {
-		t.Fatalf("rebind: %d %s", resp.StatusCode, body)
-	}
-	plainURL = fmt.Sprintf("http://127.0.0.1:%d", ports.HTTP)
-	secureURL = fmt.Sprintf("https://127.0.0.1:%d", ports.HTTPS)
-	h3URL = fmt.Sprintf("https://127.0.0.1:%d", ports.H3)
-}
-
-// withStallLimit gives the listening sockets, and so the connections accepted from now on, a
-// stall limit of ms for the test; the next tests get the usual one back.
-func withStallLimit(t *testing.T, ms int64) {
-	t.Helper()
-	usual := stallLimit.Swap(ms)
-	rebind(t)
-	t.Cleanup(func() {
-		stallLimit.Store(usual)
-		rebind(t)
-	})
 }
 
 // rawRequest sends request as written on a new connection to the plain listener.

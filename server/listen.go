@@ -4,8 +4,8 @@ package main
 // plain port without waiting for 24 bytes, and how it moves to fresh ports between trials.
 
 import (
-	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -16,118 +16,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 )
-
-// -- where the server may listen ------------------------------------------------------------
-
-// labPrefixes are the network lab's two subnets (clientlab/netlab/namespaces.py): the client/server
-// link 10.77.0.0/24 and the lab's control link 10.77.9.0/24. Nothing else but loopback.
-var labPrefixes = []netip.Prefix{netip.MustParsePrefix("10.77.0.0/24"), netip.MustParsePrefix("10.77.9.0/24")}
-
-func allowedAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if !a.IsValid() || a.Zone() != "" {
-		return false
-	}
-	if a.IsLoopback() { // 127.0.0.0/8 and ::1
-		return true
-	}
-	for _, p := range labPrefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-const allowedText = "loopback (127.0.0.0/8, ::1) or the network lab's own subnets (10.77.0.0/24, 10.77.9.0/24)"
-
-// listenAddr checks a --listen / --control-listen value and returns the address to bind. A host
-// name is accepted only when every address it resolves to is allowed; the first one is bound.
-func listenAddr(flagName, value string) (netip.Addr, error) {
-	if value == "" {
-		return netip.Addr{}, fmt.Errorf("%s is empty (that would mean every interface): give an address, %s", flagName, allowedText)
-	}
-	if a, err := netip.ParseAddr(value); err == nil {
-		if !allowedAddr(a) {
-			return netip.Addr{}, fmt.Errorf("%s %s refused: the bench server listens only on %s", flagName, value, allowedText)
-		}
-		return a.Unmap(), nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", value)
-	if err != nil || len(addrs) == 0 {
-		return netip.Addr{}, fmt.Errorf("%s %s: not an address, and it does not resolve (%v)", flagName, value, err)
-	}
-	for _, a := range addrs {
-		if !allowedAddr(a) {
-			return netip.Addr{}, fmt.Errorf("%s %s refused: it resolves to %s; the bench server listens only on %s", flagName, value, a, allowedText)
-		}
-	}
-	return addrs[0].Unmap(), nil
-}
-
-// serveOnly, when set (--serve-only), is the one client address the public ports serve: the
-// bench server on a host of its own listens on an address others can reach, and closes every
-// connection from anyone but the lab host at once.
-var serveOnly netip.Addr
-
-// anyOneAddr checks --listen when --serve-only guards the ports: one specific address of this
-// host, never "every interface".
-func anyOneAddr(flagName, value string) (netip.Addr, error) {
-	a, err := netip.ParseAddr(value)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("%s %s: with --serve-only, give this host's address the lab host reaches", flagName, value)
-	}
-	if a = a.Unmap(); a.IsUnspecified() || a.IsMulticast() {
-		return netip.Addr{}, fmt.Errorf("%s %s refused: give one address of this host, not every interface", flagName, value)
-	}
-	return a, nil
-}
-
-// peerServed says whether a public connection may be served: always, unless --serve-only names
-// another client.
-func peerServed(c net.Conn) bool { return addrServed(c.RemoteAddr()) }
-
-// addrServed is peerServed for a peer's address (a QUIC connection's, too).
-func addrServed(remote net.Addr) bool {
-	if !serveOnly.IsValid() {
-		return true
-	}
-	peer, err := netip.ParseAddrPort(remote.String())
-	return err == nil && peer.Addr().Unmap() == serveOnly
-}
-
-// listenOn opens a plain TCP listener (Go would make it MPTCP, which no client here asks for; its
-// sockets refuse TCP_USER_TIMEOUT, see stallLimit) on a port the kernel picks.
-func listenOn(a netip.Addr) (net.Listener, error) {
-	var lc net.ListenConfig
-	lc.SetMultipathTCP(false)
-	l, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(a, 0).String())
-	if err != nil {
-		return nil, err
-	}
-	if err := tuneListener(l); err != nil { // the backlog somaxconn allows now, not at startup
-		l.Close()
-		return nil, fmt.Errorf("listening socket: %w", err)
-	}
-	return l, nil
-}
-
-// serverErrors receives net/http's error log (bad requests, hang-ups; tests watch it for
-// recovered panics).
-var serverErrors io.Writer = io.Discard
 
 // -- the public side --------------------------------------------------------------------------
-
-// headerTimeout bounds how long a connection may take to send its request headers (and a new
-// plain connection its first bytes); idle keep-alive connections wait up to idleTimeout.
-const (
-	headerTimeout = 60 * time.Second
-	idleTimeout   = 5 * time.Minute
-)
 
 // public serves the http and https ports. Each port is a publicListener (counting, cap) served
 // by one HTTP/1.1 server, which hands TLS connections that chose h2 to our HTTP/2 server
@@ -144,15 +35,19 @@ type public struct {
 	plain  *publicListener
 	secure *publicListener // nil without a certificate
 	h3     *h3Side         // HTTP/3 on a UDP port (h3.go); nil without a certificate
+	fast   *fastServer     // the plain port's HTTP/1.1 hot path (fast.go)
 	mu     sync.Mutex      // rebinds (control path only)
+	// disableH2: the TLS port offers http/1.1 alone (control /config {"disable_h2": true})
+	disableH2 atomic.Bool
 }
 
 func newPublic(addr netip.Addr, base *tls.Config, limit *connLimit) (*public, error) {
 	p := &public{addr: addr, base: base, limit: limit, h2c: newConnQueue(), slow: newConnQueue()}
+	p.fast = &fastServer{limit: limit, slow: p.slow, h2c: p.h2c}
 	p.plain = &publicListener{p: p}
 	if base != nil {
 		p.secure = &publicListener{p: p, secure: true}
-		p.h3 = newH3Side(p)
+		p.h3 = newH3Side(base, limit)
 	}
 	if _, err := p.rebind(); err != nil {
 		return nil, err
@@ -187,12 +82,12 @@ func newPublic(addr netip.Addr, base *tls.Config, limit *connLimit) (*public, er
 		main.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 			"h2": func(_ *http.Server, conn *tls.Conn, _ http.Handler) {
 				state := conn.ConnectionState()
-				p.serveH2(tracked(conn), conn, &state)
+				serveH2(limit, tracked(conn), conn, &state)
 			},
 		}
 	}
 	// the plain port: the HTTP/1.1 hot path (fast.go), which hands the rest to main (p.slow)
-	go p.acceptFast()
+	go p.fast.accept(p.plain)
 	go serve(main, p.slow)
 	if p.secure != nil {
 		go serve(main, p.secure)
@@ -219,7 +114,7 @@ func (p *public) acceptH2c() {
 		if err != nil {
 			return
 		}
-		go p.serveH2(c.(*trackedConn), c, nil)
+		go serveH2(p.limit, c.(*trackedConn), c, nil)
 	}
 }
 
@@ -325,11 +220,10 @@ func (l *publicListener) Accept() (net.Conn, error) {
 		onClose: l.p.limit.release}
 	l.p.limit.track(tc)
 	if !l.secure {
-		tc.h2c = l.p.h2c // serveFast tells h2c from HTTP/1.1, or hands that to sniffRead
 		return tc, nil
 	}
 	cfg := l.p.base.Clone()
-	if disableH2.Load() {
+	if l.p.disableH2.Load() {
 		cfg.NextProtos = []string{"http/1.1"}
 	}
 	// VerifyConnection runs after every handshake, full or resumed, on the server side too.
@@ -345,78 +239,64 @@ func (l *publicListener) Accept() (net.Conn, error) {
 	return tls.Server(tc, cfg), nil
 }
 
-// -- telling h2c from HTTP/1.1 ----------------------------------------------------------------
+// -- starting ---------------------------------------------------------------------------------
 
-var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-
-// sniffRead is a plain connection's first read, by the HTTP/1.1 server: it returns as soon as
-// the bytes differ from the HTTP/2 preface (HTTP/1.x, however short the request: net/http's
-// own check waited for 14, then 24 bytes, so a shorter request got no answer), and reads on
-// while they match. A whole preface makes the connection h2c: the HTTP/1.1 server reads EOF
-// and closes it, and its closing hook hands it, with the bytes read, to the h2c server.
-func (c *trackedConn) sniffRead(p []byte) (int, error) {
-	c.sniffing = false
-	n := 0
-	for {
-		m, err := c.read(p[n:])
-		n += m
-		k := min(n, len(h2Preface))
-		if !bytes.Equal(p[:k], h2Preface[:k]) || err != nil && n < len(h2Preface) {
-			return n, err
-		}
-		// a whole preface is h2c even when the first read filled the buffer (a POST's first
-		// write with its body: checked before the length, or it was answered as HTTP/1.1)
-		if n >= len(h2Preface) {
-			c.pending = bytes.Clone(p[:n])
-			c.rec.proto.Store("h2c")
-			c.noEvents.Store(true)
-			c.handoff.Store(handoffPending)
-			return 0, io.EOF
-		}
-		if n == len(p) {
-			return n, err // a buffer shorter than the preface (net/http's is 4 KB)
-		}
+// start opens the listeners and serves them in the background; it returns the "listening" line
+// and the fault side (tests reach its origins).
+func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret string) (map[string]any, *faultServer, error) {
+	limit := newConnLimit(maxConns)
+	connCap = limit
+	controlLn, err := listenOn(controlAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot listen on %s: %w", controlAddr, err)
 	}
-}
-
-// -- in-process listeners ---------------------------------------------------------------------
-
-// connQueue is a net.Listener fed by our accept loops.
-type connQueue struct {
-	ch   chan net.Conn
-	done chan struct{}
-	once sync.Once
-}
-
-func newConnQueue() *connQueue {
-	return &connQueue{ch: make(chan net.Conn, 256), done: make(chan struct{})}
-}
-
-func (q *connQueue) push(c net.Conn) {
-	select {
-	case q.ch <- c:
-	case <-q.done:
-		c.Close()
+	p, err := newPublic(addr, base, limit)
+	if err != nil {
+		controlLn.Close()
+		return nil, nil, err
 	}
-}
-
-func (q *connQueue) Accept() (net.Conn, error) {
-	select {
-	case c := <-q.ch:
-		return c, nil
-	case <-q.done:
-		return nil, net.ErrClosed
+	fs, err := startFaults(addr, base)
+	if err != nil {
+		controlLn.Close()
+		return nil, nil, err
 	}
+	ready := map[string]any{"type": "listening", "control": port(controlLn), "pid": os.Getpid(), "version": "1",
+		"fault_a": port(fs.a), "fault_b": port(fs.b)}
+	for origin, n := range fs.ports() { // fault_a, fault_b, and those that listen here: c, s, h2, dark
+		ready["fault_"+origin] = n
+	}
+	for name, n := range p.ports() {
+		ready[name] = n
+	}
+	if serveOnly.IsValid() {
+		ready["serve_only"] = serveOnly.String()
+	}
+	srv := &http.Server{Handler: controlHandler(limit, p.rebindPorts, fs, &p.disableH2, secret), ReadHeaderTimeout: headerTimeout,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	go func() {
+		if err := srv.Serve(controlLn); err != nil && err != http.ErrServerClosed {
+			log.Fatalf("serving the control port: %v", err)
+		}
+	}()
+	return ready, fs, nil
 }
 
-func (q *connQueue) Close() error {
-	q.once.Do(func() { close(q.done) })
-	return nil
+// rebindPorts is rebind for the control port.
+func (p *public) rebindPorts() (map[string]int, error) { return p.rebind() }
+
+func tlsConfig(certFile, keyFile string) *tls.Config {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		log.Fatalf("cannot load the TLS certificate: %v", err)
+	}
+	return tlsConfigFor(cert)
 }
 
-func (q *connQueue) Addr() net.Addr { return queueAddr{} }
-
-type queueAddr struct{}
-
-func (queueAddr) Network() string { return "clientlab" }
-func (queueAddr) String() string  { return "public" }
+func tlsConfigFor(cert tls.Certificate) *tls.Config {
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	// One explicit ticket key shared by every per-connection clone, so sessions resume.
+	var key [32]byte
+	rand.Read(key[:])
+	cfg.SetSessionTicketKeys([][32]byte{key})
+	return cfg
+}

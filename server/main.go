@@ -4,28 +4,19 @@ package main
 
 import (
 	"bufio"
-	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strings"
-	"sync/atomic"
 	"syscall"
-)
-
-var (
-	disableH2 atomic.Bool
-	connCap   *connLimit // the running server's cap on open connections
 )
 
 func main() {
@@ -96,7 +87,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ready, err := start(publicAddr, controlListen, certs, *maxConns, secret)
+	ready, _, err := start(publicAddr, controlListen, certs, *maxConns, secret)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -169,60 +160,3 @@ func readSecret(r *bufio.Reader) (string, error) {
 	}
 	return secret, nil
 }
-
-// start opens the listeners and serves them in the background; it returns the "listening" line.
-func start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret string) (map[string]any, error) {
-	limit := newConnLimit(maxConns)
-	connCap = limit
-	control, err := listenOn(controlAddr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot listen on %s: %w", controlAddr, err)
-	}
-	p, err := newPublic(addr, base, limit)
-	if err != nil {
-		control.Close()
-		return nil, err
-	}
-	if faults, err = startFaults(addr, base); err != nil {
-		control.Close()
-		return nil, err
-	}
-	ready := map[string]any{"type": "listening", "control": port(control), "pid": os.Getpid(), "version": "1",
-		"fault_a": port(faults.a), "fault_b": port(faults.b)}
-	for origin, n := range faults.ports() { // fault_a, fault_b, and those that listen here: c, s, h2, dark
-		ready["fault_"+origin] = n
-	}
-	for name, n := range p.ports() {
-		ready[name] = n
-	}
-	if serveOnly.IsValid() {
-		ready["serve_only"] = serveOnly.String()
-	}
-	srv := &http.Server{Handler: controlHandler(limit, p, secret), ReadHeaderTimeout: headerTimeout,
-		ErrorLog: log.New(io.Discard, "", 0)}
-	go func() {
-		if err := srv.Serve(control); err != nil && err != http.ErrServerClosed {
-			log.Fatalf("serving the control port: %v", err)
-		}
-	}()
-	return ready, nil
-}
-
-func tlsConfig(certFile, keyFile string) *tls.Config {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		log.Fatalf("cannot load the TLS certificate: %v", err)
-	}
-	return tlsConfigFor(cert)
-}
-
-func tlsConfigFor(cert tls.Certificate) *tls.Config {
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
-	// One explicit ticket key shared by every per-connection clone, so sessions resume.
-	var key [32]byte
-	rand.Read(key[:])
-	cfg.SetSessionTicketKeys([][32]byte{key})
-	return cfg
-}
-
-func port(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }

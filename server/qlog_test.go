@@ -14,7 +14,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 )
 
-// qlogServer starts a second public side whose HTTP/3 connections are traced into a fresh
+// qlogServer starts a second HTTP/3 side whose HTTP/3 connections are traced into a fresh
 // directory; it returns the h3 base URL and the directory.
 func qlogServer(t *testing.T) (string, string) {
 	dir := t.TempDir()
@@ -22,11 +22,11 @@ func qlogServer(t *testing.T) (string, string) {
 	qlogDir = dir
 	t.Cleanup(func() { qlogDir = prevDir; altSvc.Store(prevAltSvc) })
 	cert, _ := testCertificate()
-	p, err := newPublic(loopback, tlsConfigFor(cert), newConnLimit(0))
+	port, err := newH3Side(tlsConfigFor(cert), newConnLimit(0)).rebind(loopback)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("https://127.0.0.1:%d", p.ports()["h3"]), dir
+	return fmt.Sprintf("https://127.0.0.1:%d", port), dir
 }
 
 // tracedGet fetches path over HTTP/3 without checking the certificate (the second side has a
@@ -89,11 +89,3 @@ func TestQlogOfAConnectionStillOpenIsWrittenOutByFlushQlogs(t *testing.T) {
 	traceWith(t, dir, flushQlogs, `"recovery:metrics_updated"`, `"congestion_window"`)
 }
 
-func TestNoQlogDirTracesNothing(t *testing.T) {
-	if qlogDir != "" {
-		t.Skip("the test server runs with --qlog-dir")
-	}
-	if newH3Side(&public{base: &tls.Config{}}).quic.Tracer != nil {
-		t.Fatal("an HTTP/3 side without --qlog-dir has a tracer")
-	}
-}

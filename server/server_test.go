@@ -4,120 +4,23 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"mime/multipart"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-var (
-	plainURL, secureURL, controlURL string
-	h3URL                           string // HTTP/3: https on the UDP port
-	roots                           *x509.CertPool
-)
-
-const testSecret = "test-secret-0123456789"
-
-var loopback = netip.MustParseAddr("127.0.0.1")
-
-func TestMain(m *testing.M) {
-	cert, pool := testCertificate()
-	roots = pool
-	ready, err := start(loopback, loopback, tlsConfigFor(cert), 0, testSecret)
-	if err != nil {
-		panic(err)
-	}
-	plainURL = fmt.Sprintf("http://127.0.0.1:%d", ready["http"])
-	secureURL = fmt.Sprintf("https://127.0.0.1:%d", ready["https"])
-	controlURL = fmt.Sprintf("http://127.0.0.1:%d", ready["control"])
-	h3URL = fmt.Sprintf("https://127.0.0.1:%d", ready["h3"])
-	os.Exit(m.Run())
-}
-
-// control sends one request to the control port with the secret.
-func control(t testing.TB, method, path, body string) (*http.Response, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest(method, controlURL+path, strings.NewReader(body))
-	req.Header.Set(secretHeader, testSecret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp, data
-}
-
-func testCertificate() (tls.Certificate, *x509.CertPool) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	parsed, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(parsed)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
-}
-
-func reset(t testing.TB) {
-	t.Helper()
-	if resp, body := control(t, "POST", "/reset", ""); resp.StatusCode != 200 {
-		t.Fatalf("reset: %d %s", resp.StatusCode, body)
-	}
-}
-
-func configure(t testing.TB, settings string) {
-	t.Helper()
-	if resp, body := control(t, "POST", "/config", settings); resp.StatusCode != 200 {
-		t.Fatalf("config %s: %d %s", settings, resp.StatusCode, body)
-	}
-}
-
-func counters(t testing.TB) snapshotJSON {
-	t.Helper()
-	resp, body := control(t, "GET", "/counters", "")
-	var s snapshotJSON
-	if err := json.Unmarshal(body, &s); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("counters: %d %v %s", resp.StatusCode, err, body)
-	}
-	return s
-}
-
-func get(t *testing.T, c *http.Client, u string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
-}
+func TestMain(m *testing.M) { testMain(m) }
 
 func TestKeepAliveRequestsShareOneConnection(t *testing.T) {
 	reset(t)

@@ -246,3 +246,124 @@ func appendH2AltSvc(out []byte, value string) []byte {
 	h2AltSvc.Store(&[2]string{value, string(lit)})
 	return append(out, lit...)
 }
+
+// httpDate is the Date header's value, formatted once a second.
+var httpDate struct {
+	sec atomic.Int64
+	val atomic.Pointer[[]byte]
+}
+
+func dateValue(now time.Time) []byte {
+	if s := now.Unix(); s != httpDate.sec.Load() || httpDate.val.Load() == nil {
+		v := []byte(now.UTC().Format(timeFormatGMT))
+		httpDate.val.Store(&v)
+		httpDate.sec.Store(s)
+		return v
+	}
+	return *httpDate.val.Load()
+}
+
+const timeFormatGMT = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// appendHead appends a status line and headers. In nginx's shape (shape.go) they are nginx's, in
+// its order (ngx_http_header_filter): Server, Date, Content-Type, Content-Length, Last-Modified
+// (static), Location, Connection, then ETag and Accept-Ranges (static) and Set-Cookie; net/http's
+// path sends the same set sorted by name. In the minimal shape they are net/http's for our
+// handlers: the handler's headers sorted by name (Content-Length, Content-Type, Location,
+// Set-Cookie), then Date, then Connection: close when the request asked for it.
+func appendHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close, static bool) []byte {
+	if minimalHeads.Load() {
+		return appendMinimalHead(out, status, length, ctype, location, setCookie, close)
+	}
+	out = append(out, "HTTP/1.1 "...)
+	out = strconv.AppendInt(out, int64(status), 10)
+	out = append(out, ' ')
+	out = append(out, http.StatusText(status)...)
+	out = append(out, "\r\nServer: "+serverName+"\r\nDate: "...)
+	out = append(out, dateValue(time.Now())...)
+	out = append(out, "\r\nContent-Type: "...)
+	out = append(out, ctype...)
+	out = append(out, "\r\nContent-Length: "...)
+	out = strconv.AppendInt(out, length, 10)
+	if static {
+		out = append(out, "\r\nLast-Modified: "...)
+		out = append(out, lastModified...)
+	}
+	if location != nil {
+		out = append(out, "\r\nLocation: "...)
+		out = append(out, location...)
+	}
+	if close {
+		out = append(out, "\r\nConnection: close"...)
+	} else {
+		out = append(out, "\r\nConnection: keep-alive"...)
+	}
+	if static {
+		out = append(out, "\r\nETag: "...)
+		out = appendETag(out, length)
+		out = append(out, "\r\nAccept-Ranges: bytes"...)
+	}
+	if setCookie != "" {
+		out = append(out, "\r\nSet-Cookie: "...)
+		out = append(out, setCookie...)
+	}
+	return append(out, "\r\n\r\n"...)
+}
+
+func appendMinimalHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close bool) []byte {
+	out = append(out, "HTTP/1.1 "...)
+	out = strconv.AppendInt(out, int64(status), 10)
+	out = append(out, ' ')
+	out = append(out, http.StatusText(status)...)
+	out = append(out, "\r\nContent-Length: "...)
+	out = strconv.AppendInt(out, length, 10)
+	out = append(out, "\r\nContent-Type: "...)
+	out = append(out, ctype...)
+	if location != nil {
+		out = append(out, "\r\nLocation: "...)
+		out = append(out, location...)
+	}
+	if setCookie != "" {
+		out = append(out, "\r\nSet-Cookie: "...)
+		out = append(out, setCookie...)
+	}
+	out = append(out, "\r\nDate: "...)
+	out = append(out, dateValue(time.Now())...)
+	if close {
+		out = append(out, "\r\nConnection: close"...)
+	}
+	return append(out, "\r\n\r\n"...)
+}
+
+// contentLengthText avoids formatting the usual sizes again and again.
+var lengthTexts [1025]string
+
+func init() {
+	for i := range lengthTexts {
+		lengthTexts[i] = strconv.Itoa(i)
+	}
+}
+
+func contentLengthText(n int64) string {
+	if n < int64(len(lengthTexts)) {
+		return lengthTexts[n]
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// dateText is the Date header's value as a string, made once a second.
+func dateText(now time.Time) string {
+	if d := dateString.Load(); d != nil && d.sec == now.Unix() {
+		return d.val
+	}
+	d := &datedString{sec: now.Unix(), val: string(dateValue(now))}
+	dateString.Store(d)
+	return d.val
+}
+
+type datedString struct {
+	sec int64
+	val string
+}
+
+var dateString atomic.Pointer[datedString]

@@ -279,3 +279,22 @@ func (t *trial) snapshot() snapshotJSON {
 	}
 	return s
 }
+
+// finishQUIC keeps the connection's final byte counts and lets go of it (a trial's record
+// must not keep a closed connection's memory alive).
+func (c *connRecord) finishQUIC(qc *quic.Conn) {
+	st := qc.ConnectionStats()
+	c.bytesIn.Store(int64(st.BytesReceived))
+	c.bytesOut.Store(int64(st.BytesSent))
+	c.quic.Store(nil)
+}
+
+// bytes are the connection's bytes so far: the QUIC layer's while the connection is open
+// (QUIC packets, without UDP and IP headers; retransmissions included), else the counters.
+func (c *connRecord) bytes() (in, out int64) {
+	if qc := c.quic.Load(); qc != nil {
+		st := qc.ConnectionStats()
+		return int64(st.BytesReceived), int64(st.BytesSent)
+	}
+	return c.bytesIn.Load(), c.bytesOut.Load()
+}
