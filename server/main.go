@@ -17,10 +17,15 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	"clientlab/server/internal/control"
+	"clientlab/server/internal/h3"
+	"clientlab/server/internal/server"
+	"clientlab/server/internal/sockets"
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1", "address of the public ports: "+allowedText)
+	listen := flag.String("listen", "127.0.0.1", "address of the public ports: "+sockets.AllowedText)
 	certFile := flag.String("tls-cert", "", "PEM certificate for the https port")
 	keyFile := flag.String("tls-key", "", "PEM key for the https port")
 	controlAddr := flag.String("control-listen", "", "address of the control port (default: --listen), same rule; the network lab puts it where drivers cannot reach")
@@ -31,13 +36,13 @@ func main() {
 		"write a CPU profile (pprof) to this file from start to exit (env CLIENTLAB_SERVER_CPUPROFILE)")
 	memProfile := flag.String("memprofile", os.Getenv("CLIENTLAB_SERVER_MEMPROFILE"),
 		"write a heap profile (pprof, allocations included) to this file at exit (env CLIENTLAB_SERVER_MEMPROFILE)")
-	flag.StringVar(&qlogDir, "qlog-dir", os.Getenv("CLIENTLAB_SERVER_QLOGDIR"),
+	flag.StringVar(&h3.QlogDir, "qlog-dir", os.Getenv("CLIENTLAB_SERVER_QLOGDIR"),
 		"write a qlog trace of every HTTP/3 connection into this directory, for diagnosis (env CLIENTLAB_SERVER_QLOGDIR; costs CPU)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: clientlab-server [flags] < SECRET-LINE\n\n"+
 			"The first line on stdin is the control port's secret (%d-%d printable ASCII characters), which\n"+
 			"every control request must carry in the %s header; the server exits when stdin closes.\n\n",
-			minSecret, maxSecret, secretHeader)
+			minSecret, maxSecret, control.SecretHeader)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -52,13 +57,13 @@ func main() {
 	var publicAddr netip.Addr
 	var err error
 	if *serveOnlyFlag != "" {
-		if serveOnly, err = netip.ParseAddr(*serveOnlyFlag); err != nil {
+		if sockets.ServeOnly, err = netip.ParseAddr(*serveOnlyFlag); err != nil {
 			log.Fatalf("--serve-only %s: not an address", *serveOnlyFlag)
 		}
-		serveOnly = serveOnly.Unmap()
-		publicAddr, err = anyOneAddr("--listen", *listen)
+		sockets.ServeOnly = sockets.ServeOnly.Unmap()
+		publicAddr, err = sockets.AnyOneAddr("--listen", *listen)
 	} else {
-		publicAddr, err = listenAddr("--listen", *listen)
+		publicAddr, err = sockets.ListenAddr("--listen", *listen)
 	}
 	if err != nil {
 		log.Fatal(err)
@@ -67,18 +72,18 @@ func main() {
 	flag.Visit(func(f *flag.Flag) { controlSet = controlSet || f.Name == "control-listen" })
 	controlListen := publicAddr
 	if controlSet {
-		if controlListen, err = listenAddr("--control-listen", *controlAddr); err != nil {
+		if controlListen, err = sockets.ListenAddr("--control-listen", *controlAddr); err != nil {
 			log.Fatal(err)
 		}
 	}
-	if qlogDir != "" {
-		if err := prepareQlogDir(qlogDir); err != nil {
+	if h3.QlogDir != "" {
+		if err := h3.PrepareQlogDir(h3.QlogDir); err != nil {
 			log.Fatal(err)
 		}
 	}
 	var certs *tls.Config
 	if *certFile != "" {
-		certs = tlsConfig(*certFile, *keyFile)
+		certs = server.TlsConfig(*certFile, *keyFile)
 	}
 	// The control secret comes on stdin, never in argv or the environment (which other
 	// processes of the user can read in /proc).
@@ -87,7 +92,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ready, _, err := start(publicAddr, controlListen, certs, *maxConns, secret)
+	ready, _, err := server.Start(publicAddr, controlListen, certs, *maxConns, secret)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -105,7 +110,7 @@ func main() {
 	case <-signals:
 	case <-done:
 	}
-	flushQlogs()
+	h3.FlushQlogs()
 }
 
 // startProfiles starts the CPU profile (when asked) and returns what writes the profiles at exit.
