@@ -22,7 +22,7 @@ from clientlab.datafiles import Found, read_toml, scan_folder
 from clientlab.errors import LabError, LabInputError, describe_validation_error, did_you_mean
 from clientlab.record import BehaviourOutcome
 
-# the fault resources of the bench server (server/faults.go), each at /fault/<name>
+# the fault resources of the bench server (server/internal/faults/faults.go), each at /fault/<name>
 Fault = Literal["stall-headers", "trickle", "short-body", "chunked-no-end", "redirect-other", "redirect-other-host",
                 "keepalive-race", "connect-dark", "see-other", "redirect-to-plain", "gzip-bomb", "big-header",
                 "many-headers", "h2-goaway", "h2-refused"]
@@ -41,7 +41,7 @@ MIB = 1 << 20
 
 
 def bomb_bytes(mib: int) -> int:
-    """The decoded size of the bench server's bomb of about `mib` MiB (server/faults_bomb.go):
+    """The decoded size of the bench server's bomb of about `mib` MiB (server/internal/faults/faults_bomb.go):
     one zero, then copies of 258."""
     return 1 + 258 * ((mib * MIB - 1) // 258)
 

@@ -36,7 +36,7 @@ class BenchControl:
         return self._control.request("GET", "/counters" + ("?reset=1" if reset else ""))
 
     def faults(self, reset: bool = False) -> dict[str, Any]:
-        """The fault origins' ledger (server/faults.go): every request that reached them, with the
+        """The fault origins' ledger (server/internal/faults/faults.go): every request that reached them, with the
         credentials headers it carried, and a count per path."""
         return self._control.request("GET", "/faults" + ("?reset=1" if reset else ""))
 
