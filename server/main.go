@@ -83,7 +83,7 @@ func main() {
 	}
 	var certs *tls.Config
 	if *certFile != "" {
-		certs = server.TlsConfig(*certFile, *keyFile)
+		certs = server.TLSConfig(*certFile, *keyFile)
 	}
 	// The control secret comes on stdin, never in argv or the environment (which other
 	// processes of the user can read in /proc).

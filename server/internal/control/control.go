@@ -1,3 +1,4 @@
+// Package control serves the lab's control port: configuration, counters, reset, digests, rebind.
 package control
 
 // The lab's control endpoint: configuration, counters, reset, digests, rebind. Drivers never
@@ -18,7 +19,7 @@ import (
 	"clientlab/server/internal/shape"
 )
 
-// secretHeader carries the control secret the lab gave the server on its stdin.
+// SecretHeader carries the control secret the lab gave the server on its stdin.
 const SecretHeader = "X-Clientlab-Secret"
 
 // settleLimit bounds how long a counters request waits for answers still being recorded.
@@ -32,7 +33,7 @@ type settings struct {
 	Headers *string `json:"headers"`
 }
 
-// controlHandler serves the control port: limit is the server's cap, rebind moves the public ports,
+// Handler serves the control port: limit is the server's cap, rebind moves the public ports,
 // fs is the fault side, disableH2 the TLS port's switch to HTTP/1.1 alone.
 func Handler(limit *record.ConnLimit, rebind func() (map[string]int, error), fs *faults.Server, disableH2 *atomic.Bool, secret string) http.Handler {
 	mux := http.NewServeMux()

@@ -1,3 +1,4 @@
+// Package faults serves the behaviour matrix's fault origins and keeps their ledger.
 package faults
 
 // Faults: resources that misbehave byte for byte, for the behaviour matrix (docs/behaviour.md),
@@ -80,7 +81,7 @@ func (l *ledger) record(e LedgerEntry) {
 	}
 }
 
-// snapshot returns the ledger: its entries, the counts per path and per numbered request (and
+// Snapshot returns the ledger: its entries, the counts per path and per numbered request (and
 // empties it when reset).
 func (l *ledger) Snapshot(reset bool) ([]LedgerEntry, map[string]int, map[string]int) {
 	l.mu.Lock()
@@ -99,7 +100,7 @@ func (l *ledger) Snapshot(reset bool) ([]LedgerEntry, map[string]int, map[string
 	return entries, counts, numbered
 }
 
-// faultServer serves the fault resources on origins a and b.
+// Server serves the fault resources on origins a and b.
 type Server struct {
 	A, B     net.Listener
 	C        net.Listener // another host; nil where the next address is not this host's (the network lab)
@@ -148,7 +149,7 @@ func (f *Server) close() {
 	f.closeMore()
 }
 
-// ports names the origins' ports (c only where it listens).
+// Ports names the origins' ports (c only where it listens).
 func (f *Server) Ports() map[string]int {
 	ports := map[string]int{"a": sockets.Port(f.A), "b": sockets.Port(f.B)}
 	if f.C != nil {
@@ -317,7 +318,7 @@ func statusText(status int) string {
 	return "Status"
 }
 
-// faultBody is n bytes of the faults' bodies: a, b, ..., z, a, ... (a body's prefix tells how
+// Body is n bytes of the faults' bodies: a, b, ..., z, a, ... (a body's prefix tells how
 // far a client got).
 func Body(n int) []byte {
 	b := make([]byte, n)
@@ -436,7 +437,7 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// control adds the ledger to the control port: GET /faults (?reset=1 empties it after
+// Control adds the ledger to the control port: GET /faults (?reset=1 empties it after
 // reading), POST /faults/reset.
 func (f *Server) Control(mux *http.ServeMux, reply func(http.ResponseWriter, any)) {
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {

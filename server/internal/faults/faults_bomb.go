@@ -21,7 +21,7 @@ import (
 
 const maxBombMiB = 1024
 
-// bombBytes is the decoded size of the bomb of about mib MiB.
+// BombBytes is the decoded size of the bomb of about mib MiB.
 func BombBytes(mib int) int64 {
 	return 1 + 258*((int64(mib)<<20-1)/258)
 }

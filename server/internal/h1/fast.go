@@ -1,3 +1,4 @@
+// Package h1 is the plain port's HTTP/1.1 hot path.
 package h1
 
 // The HTTP/1.1 hot path of the plain port. net/http costs several times nginx's CPU
@@ -91,7 +92,7 @@ var (
 	Handoffs atomic.Int64
 )
 
-// fastServer is the plain port's hot path: it hands the connections it does not serve to
+// Server is the plain port's hot path: it hands the connections it does not serve to
 // net/http (slow) or to the h2c server (h2c), and follows the server's cap (limit).
 type Server struct {
 	Limit *record.ConnLimit
@@ -596,7 +597,7 @@ func (p *Server) recordFast(tc *record.Conn, t *record.Trial, e *record.LogEntry
 	t.Record(*e)
 }
 
-// accept accepts the plain port's connections and serves each on the hot path.
+// Serve accepts the plain port's connections and serves each on the hot path.
 func (p *Server) Serve(l net.Listener) {
 	var pause time.Duration
 	for {

@@ -1,3 +1,4 @@
+// Package h2 is the server's own HTTP/2 (h2 over TLS and h2c).
 package h2
 
 // Our own HTTP/2 server (h2 over TLS and h2c). net/http's spent 30–55 µs a request under
@@ -102,7 +103,7 @@ type h2conn struct {
 	recvUnacked int64
 }
 
-// serveH2 serves a connection that has negotiated h2 (TLS) or sent the h2c preface; it returns
+// Serve serves a connection that has negotiated h2 (TLS) or sent the h2c preface; it returns
 // when the connection is done. limit is the server's cap on open connections.
 func Serve(limit *record.ConnLimit, tc *record.Conn, nc net.Conn, state *tls.ConnectionState) {
 	ctx, end := context.WithCancel(context.WithValue(context.Background(), record.ConnKey{}, tc))

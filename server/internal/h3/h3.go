@@ -1,3 +1,4 @@
+// Package h3 serves HTTP/3 with quic-go, and writes qlog traces for diagnosis.
 package h3
 
 // HTTP/3 (quic-go's http3) on a UDP port of its own beside the TLS port, with the same
@@ -31,10 +32,10 @@ import (
 // h3MaxStreams: request streams a client may have open at once on one connection (as HTTP/2's).
 const h3MaxStreams = h2.MaxStreams
 
-// qlogDir is where every QUIC connection's qlog trace goes (--qlog-dir, qlog.go); "": none.
+// QlogDir is where every QUIC connection's qlog trace goes (--qlog-dir, qlog.go); "": none.
 var QlogDir string
 
-// h3Side serves HTTP/3: one http3.Server for every connection of every UDP endpoint.
+// Side serves HTTP/3: one http3.Server for every connection of every UDP endpoint.
 type Side struct {
 	limit *record.ConnLimit
 	tls   *tls.Config
@@ -78,7 +79,7 @@ type h3Endpoint struct {
 	gone bool // replaced by a rebind
 }
 
-// rebind opens a new UDP endpoint on a fresh port and retires the old one; it returns the port.
+// Rebind opens a new UDP endpoint on a fresh port and retires the old one; it returns the port.
 func (h *Side) Rebind(addr netip.Addr) (int, error) {
 	udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
 	if err != nil {
@@ -341,5 +342,5 @@ func (q quicConn) Close() error {
 	return q.qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 }
 
-// port is the UDP port of the current endpoint (under public.mu, as rebind).
+// Port is the UDP port of the current endpoint (under public.mu, as rebind).
 func (h *Side) Port() int { return h.cur.udp.LocalAddr().(*net.UDPAddr).Port }

@@ -59,7 +59,7 @@ func (q *qlogFile) flush() {
 	}
 }
 
-// flushQlogs writes out the buffered part of every trace still open.
+// FlushQlogs writes out the buffered part of every trace still open.
 func FlushQlogs() {
 	openQlogs.Range(func(k, _ any) bool { k.(*qlogFile).flush(); return true })
 }
@@ -86,7 +86,7 @@ func qlogTracer(dir string) func(context.Context, bool, quic.ConnectionID) qlogw
 	}
 }
 
-// prepareQlogDir makes the directory (as quic-go's own QLOGDIR does) and checks that it is one.
+// PrepareQlogDir makes the directory (as quic-go's own QLOGDIR does) and checks that it is one.
 func PrepareQlogDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--qlog-dir %s: %w", dir, err)

@@ -27,7 +27,7 @@ func qlogServer(t *testing.T) (string, string) {
 	h3.QlogDir = dir
 	t.Cleanup(func() { h3.QlogDir = prevDir; record.AltSvc.Store(prevAltSvc) })
 	cert, _ := servertest.Certificate()
-	port, err := h3.NewSide(server.TlsConfigFor(cert), record.NewConnLimit(0)).Rebind(servertest.Loopback)
+	port, err := h3.NewSide(server.TLSConfigFor(cert), record.NewConnLimit(0)).Rebind(servertest.Loopback)
 	if err != nil {
 		t.Fatal(err)
 	}

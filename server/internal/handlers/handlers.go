@@ -1,3 +1,4 @@
+// Package handlers serves the public resources and records every request around them.
 package handlers
 
 // The public resources (docs/bench-server.md) and the recording around every request.
@@ -47,7 +48,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyWriter counts (and, while recording digests, hashes) the identity body bytes the handler
+// BodyWriter counts (and, while recording digests, hashes) the identity body bytes the handler
 // produced, and remembers the first write error.
 type BodyWriter struct {
 	W    io.Writer
@@ -138,7 +139,7 @@ func acceptsGzip(r *http.Request) bool {
 	return false
 }
 
-// serveHTTP records every request around the resource handlers.
+// Serve records every request around the resource handlers.
 func Serve(w http.ResponseWriter, r *http.Request) {
 	tc, _ := r.Context().Value(record.ConnKey{}).(*record.Conn)
 	t := record.Current.Load()
@@ -219,7 +220,7 @@ func delay(x *exchange) bool {
 	}
 }
 
-// cut keeps a logged string short (a copy, so the request's memory is not kept alive).
+// Cut keeps a logged string short (a copy, so the request's memory is not kept alive).
 func Cut(s string) string {
 	if len(s) <= record.MaxLoggedString {
 		return s
@@ -305,14 +306,14 @@ func redirect(x *exchange, rest string) {
 	x.sendBytes(http.StatusFound, "text/plain; charset=utf-8", []byte("redirecting\n"))
 }
 
-// sameOriginPath accepts only what every URL parser, WHATWG's included, reads as an absolute
+// SameOriginPath accepts only what every URL parser, WHATWG's included, reads as an absolute
 // path on the same origin: "/" then RFC 3986 path and query characters, with none of what a
 // browser could turn into another host (backslashes, which WHATWG reads as slashes; "//";
 // encoded slashes and backslashes; control characters, which it strips; "@"; a scheme needs a
 // ":" before any "/", impossible after the leading "/").
 func SameOriginPath(to string) bool { return SameOriginPathOf(to) }
 
-// sameOriginPathOf is sameOriginPath for a string or a byte slice (the hot path's, unallocated).
+// SameOriginPathOf is sameOriginPath for a string or a byte slice (the hot path's, unallocated).
 func SameOriginPathOf[T string | []byte](to T) bool {
 	if len(to) == 0 || to[0] != '/' || len(to) > 8192 {
 		return false
@@ -347,7 +348,7 @@ func IsHex(c byte) bool {
 
 type field struct{ Name, Value string }
 
-// formDigest is the canonical digest of form fields (sorted by name, then value).
+// FormDigest is the canonical digest of form fields (sorted by name, then value).
 func FormDigest(fields []field) string {
 	sort.Slice(fields, func(i, j int) bool {
 		if fields[i].Name != fields[j].Name {
@@ -390,7 +391,7 @@ func readForm(w http.ResponseWriter, r *http.Request) (kind string, fields []fie
 	return "raw", nil, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// formOf is readForm for a body already read whole (the hot path's, far below maxFormBytes):
+// FormOf is readForm for a body already read whole (the hot path's, far below maxFormBytes):
 // the same parsing, from memory.
 func FormOf(contentType string, body []byte) (kind string, fields []field, bodySHA string, err error) {
 	mediaType, params, _ := mime.ParseMediaType(contentType)
@@ -488,7 +489,7 @@ func NewSession() string {
 
 func ValidSession(token string) bool { return ValidSessionOf(token) }
 
-// validSessionOf is validSession for a string or a byte slice (the hot path's, unallocated).
+// ValidSessionOf is validSession for a string or a byte slice (the hot path's, unallocated).
 func ValidSessionOf[T string | []byte](token T) bool {
 	var raw [32]byte
 	if len(token) != 64 {
@@ -506,7 +507,7 @@ func ValidSessionOf[T string | []byte](token T) bool {
 	return subtle.ConstantTimeCompare(mac[:16], raw[16:]) == 1
 }
 
-// fromHex reads one hex digit as hex.Decode does (either case).
+// FromHex reads one hex digit as hex.Decode does (either case).
 func FromHex(c byte) (byte, bool) {
 	switch {
 	case '0' <= c && c <= '9':
@@ -554,7 +555,7 @@ var (
 
 const maxByteDigests = 4096 // distinct sizes remembered; beyond, digests are computed each time
 
-// bodyDigest is the size and SHA-256 of the identity body a GET of path would get.
+// BodyDigest is the size and SHA-256 of the identity body a GET of path would get.
 func BodyDigest(path string) (int64, string, bool) {
 	path = strings.TrimPrefix(path, "/private")
 	head, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")

@@ -1,3 +1,4 @@
+// Package rawio reads and writes sockets with raw system calls (the HTTP/1.1 hot path's).
 package rawio
 
 import (
@@ -8,7 +9,7 @@ import (
 	"unsafe"
 )
 
-// rawIO reads and writes a connection's non-blocking socket with raw system calls, waiting in the
+// Conn reads and writes a connection's non-blocking socket with raw system calls, waiting in the
 // runtime's netpoller only when the socket would block.
 //
 // Why: Go's system-call wrappers tell the scheduler of every call (entersyscall), and the first
@@ -23,7 +24,7 @@ type Conn struct {
 	rc syscall.RawConn
 }
 
-// newRawIO is nil where the connection has no socket of its own (tests' pipes).
+// New is nil where the connection has no socket of its own (tests' pipes).
 func New(c net.Conn) *Conn {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -63,7 +64,7 @@ func (r *Conn) Read(p []byte) (int, error) {
 
 func (r *Conn) Write(p []byte) (int, error) { return r.Writev(p, nil) }
 
-// waitReadable returns once the socket may have something to read (a request, EOF or an error;
+// WaitReadable returns once the socket may have something to read (a request, EOF or an error;
 // the read that follows tells which), or when the read deadline passes. An idle connection waits
 // here without holding a read buffer.
 //
@@ -94,7 +95,7 @@ func (r *Conn) WaitReadable() error {
 	})
 }
 
-// writev writes head then body, both in one system call where the socket's buffer takes them:
+// Writev writes head then body, both in one system call where the socket's buffer takes them:
 // a client's first read finds the head and the start of the body together, as nginx and
 // net/http (through its 4 KB buffer) send an answer. Two writes would wake the client twice.
 func (r *Conn) Writev(head, body []byte) (int, error) {

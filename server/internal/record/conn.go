@@ -16,7 +16,7 @@ import (
 	"clientlab/server/internal/rawio"
 )
 
-// trackedConn wraps an accepted TCP connection.
+// Conn wraps an accepted TCP connection.
 type Conn struct {
 	net.Conn
 	Raw *rawio.Conn // the socket's own reads and writes (nil: through net.Conn)
@@ -64,7 +64,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return c.ReadSocket(p)
 }
 
-// read reads the socket and records the read for the current request.
+// ReadSocket reads the socket and records the read for the current request.
 func (c *Conn) ReadSocket(p []byte) (n int, err error) {
 	if c.Raw != nil {
 		n, err = c.Raw.Read(p)
@@ -111,7 +111,7 @@ func (c *Conn) Write(p []byte) (n int, err error) {
 	return n, err
 }
 
-// writeAnswer writes an answer's head and body (in one system call where it can: rawIO.writev).
+// WriteAnswer writes an answer's head and body (in one system call where it can: rawIO.writev).
 func (c *Conn) WriteAnswer(head, body []byte) (n int, err error) {
 	if c.Raw != nil {
 		n, err = c.Raw.Writev(head, body)
@@ -158,7 +158,7 @@ func (a *arrival) add(at time.Time) {
 	a.Reads++
 }
 
-// takeReads summarises the reads recorded since the last call and starts anew (once per request).
+// TakeReads summarises the reads recorded since the last call and starts anew (once per request).
 func (c *Conn) TakeReads() arrival {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -167,14 +167,14 @@ func (c *Conn) TakeReads() arrival {
 	return a
 }
 
-// peekReadCount is how many reads are recorded so far for the current request.
+// PeekReadCount is how many reads are recorded so far for the current request.
 func (c *Conn) PeekReadCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.arrival.Reads
 }
 
-// connLimit caps the number of open client connections; 0 means no cap. Connections over the
+// ConnLimit caps the number of open client connections; 0 means no cap. Connections over the
 // cap are not served: they wait, as in a full server's backlog. To make
 // room, the server closes an idle keep-alive connection first (as nginx does when it runs out of
 // connections), so a client that opens more connections than the cap waits instead of hanging.
@@ -196,7 +196,7 @@ func NewConnLimit(limit int) *ConnLimit {
 	return l
 }
 
-// acquire takes a slot for the next accepted connection; the current trial records how long it
+// Acquire takes a slot for the next accepted connection; the current trial records how long it
 // waited and how many idle connections were closed for it. It reports whether it waited.
 func (l *ConnLimit) Acquire() bool {
 	l.mu.Lock()
@@ -224,7 +224,7 @@ func (l *ConnLimit) Acquire() bool {
 	return !started.IsZero()
 }
 
-// setIdle follows net/http's connection states: only idle keep-alive connections may be closed.
+// SetIdle follows net/http's connection states: only idle keep-alive connections may be closed.
 func (l *ConnLimit) SetIdle(c *Conn, idle bool) {
 	if c == nil {
 		return
@@ -239,14 +239,14 @@ func (l *ConnLimit) SetIdle(c *Conn, idle bool) {
 	l.mu.Unlock()
 }
 
-// track registers an accepted connection (its slot was taken by acquire).
+// Track registers an accepted connection (its slot was taken by acquire).
 func (l *ConnLimit) Track(c *Conn) {
 	l.mu.Lock()
 	l.conns[c] = struct{}{}
 	l.mu.Unlock()
 }
 
-// release frees the slot of a connection that closed.
+// Release frees the slot of a connection that closed.
 func (l *ConnLimit) Release(c *Conn) {
 	l.mu.Lock()
 	l.active--
@@ -256,7 +256,7 @@ func (l *ConnLimit) Release(c *Conn) {
 	l.cond.Broadcast()
 }
 
-// openConns lists the connections open now.
+// OpenConns lists the connections open now.
 func (l *ConnLimit) OpenConns() []*Conn {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -267,7 +267,7 @@ func (l *ConnLimit) OpenConns() []*Conn {
 	return conns
 }
 
-// newTrial starts the peak count again from the connections open now.
+// NewTrial starts the peak count again from the connections open now.
 func (l *ConnLimit) NewTrial() {
 	l.mu.Lock()
 	l.peak = l.active
@@ -302,7 +302,7 @@ func (l *ConnLimit) Set(limit int) {
 	l.cond.Broadcast()
 }
 
-// tracked finds our connection under whatever net/http hands to ConnContext.
+// Tracked finds our connection under whatever net/http hands to ConnContext.
 func Tracked(c net.Conn) *Conn {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
@@ -313,10 +313,10 @@ func Tracked(c net.Conn) *Conn {
 
 // -- the hot path's and HTTP/2's bookkeeping ---------------------------------------------------
 
-// limited reports whether a cap on open connections is set.
+// Limited reports whether a cap on open connections is set.
 func (l *ConnLimit) Limited() bool { return l.capped.Load() }
 
-// fastIdle follows a hot-path connection between requests: only idle keep-alive connections
+// FastIdle follows a hot-path connection between requests: only idle keep-alive connections
 // may be closed under the cap. Without a cap it costs one atomic store; set (the cap) finds the
 // connections idle at that moment by their flag.
 func (l *ConnLimit) FastIdle(c *Conn, idle bool) {
@@ -326,7 +326,7 @@ func (l *ConnLimit) FastIdle(c *Conn, idle bool) {
 	}
 }
 
-// firstRead is the instant of the current request's first read.
+// FirstRead is the instant of the current request's first read.
 func (c *Conn) FirstRead() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -338,7 +338,7 @@ func (c *Conn) FirstRead() time.Time {
 
 // -- telling h2c from HTTP/1.1 ----------------------------------------------------------------
 
-// h2Preface opens every HTTP/2 connection with prior knowledge (h2c).
+// H2Preface opens every HTTP/2 connection with prior knowledge (h2c).
 var H2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 
 // sniffRead is a plain connection's first read, by the HTTP/1.1 server: it returns as soon as
@@ -373,7 +373,7 @@ func (c *Conn) sniffRead(p []byte) (int, error) {
 
 // -- in-process listeners ---------------------------------------------------------------------
 
-// connQueue is a net.Listener fed by our accept loops.
+// ConnQueue is a net.Listener fed by our accept loops.
 type ConnQueue struct {
 	ch   chan net.Conn
 	done chan struct{}
@@ -416,14 +416,14 @@ func (queueAddr) String() string { return "public" }
 
 // -- what every path shares ------------------------------------------------------------------
 
-// ctxKey finds a request's connection (*trackedConn) in its context.
+// ConnKey finds a request's connection (*trackedConn) in its context.
 type ConnKey struct{}
 
-// recordDigests: every answer's body digest is logged (verification passes; control /config).
+// RecordDigests: every answer's body digest is logged (verification passes; control /config).
 var RecordDigests atomic.Bool
 
-// altSvc is the Alt-Svc value the TLS port's answers carry (`h3=":PORT"`), nil without HTTP/3.
+// AltSvc is the Alt-Svc value the TLS port's answers carry (`h3=":PORT"`), nil without HTTP/3.
 var AltSvc atomic.Pointer[string]
 
-// connCap is the running server's cap on open connections (the counters report it).
+// ConnCap is the running server's cap on open connections (the counters report it).
 var ConnCap *ConnLimit

@@ -1,3 +1,4 @@
+// Package record keeps the per-trial record: trials, log entries, connections and the cap on them.
 package record
 
 // Per-trial counters: every connection accepted and every request served since the last reset.
@@ -43,7 +44,7 @@ type LogEntry struct {
 	DoneNs         int64  `json:"done_ns"`
 }
 
-// connRecord is what one accepted connection did; counters are updated without locks.
+// ConnRecord is what one accepted connection did; counters are updated without locks.
 type ConnRecord struct {
 	ID       int64
 	tls      bool
@@ -88,7 +89,7 @@ type Trial struct {
 	Answering atomic.Int64
 }
 
-// settle waits until every request the trial is answering has been recorded, at most `limit`
+// Settle waits until every request the trial is answering has been recorded, at most `limit`
 // (a request a client left unfinished must not hold the lab up).
 func (t *Trial) Settle(limit time.Duration) {
 	deadline := time.Now().Add(limit)
@@ -113,7 +114,7 @@ func NewTrial() *Trial {
 
 func (t *Trial) Since(at time.Time) int64 { return at.Sub(t.Start).Nanoseconds() }
 
-// offeredH3 notes that an answer carried Alt-Svc (a load first: most answers find it noted,
+// OfferedH3 notes that an answer carried Alt-Svc (a load first: most answers find it noted,
 // and a store on every one would bounce the line between cores).
 func (t *Trial) OfferedH3() {
 	if !t.altSvcOffered.Load() {
@@ -139,7 +140,7 @@ func (t *Trial) AddConn(isTLS, waited bool) *ConnRecord {
 	return c
 }
 
-// carried counts a request that came on a connection accepted before this trial started: a
+// Carried counts a request that came on a connection accepted before this trial started: a
 // client that kept its connections from an earlier job.
 func (t *Trial) Carried(tc *Conn) {
 	if tc.carriedIn.Swap(t.ID) != t.ID {
@@ -280,7 +281,7 @@ func (t *Trial) Snapshot() Snapshot {
 	return s
 }
 
-// finishQUIC keeps the connection's final byte counts and lets go of it (a trial's record
+// FinishQUIC keeps the connection's final byte counts and lets go of it (a trial's record
 // must not keep a closed connection's memory alive).
 func (c *ConnRecord) FinishQUIC(qc *quic.Conn) {
 	st := qc.ConnectionStats()

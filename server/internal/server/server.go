@@ -1,3 +1,4 @@
+// Package server assembles the bench server: its public ports, the hand-offs between protocols, the control port.
 package server
 
 // The public listeners: where the server may listen, how it tells h2c from HTTP/1.1 on the
@@ -251,7 +252,7 @@ func (l *publicListener) Accept() (net.Conn, error) {
 
 // -- starting ---------------------------------------------------------------------------------
 
-// start opens the listeners and serves them in the background; it returns the "listening" line
+// Start opens the listeners and serves them in the background; it returns the "listening" line
 // and the fault side (tests reach its origins).
 func Start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret string) (map[string]any, *faults.Server, error) {
 	limit := record.NewConnLimit(maxConns)
@@ -294,15 +295,15 @@ func Start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret 
 // rebindPorts is rebind for the control port.
 func (p *public) rebindPorts() (map[string]int, error) { return p.rebind() }
 
-func TlsConfig(certFile, keyFile string) *tls.Config {
+func TLSConfig(certFile, keyFile string) *tls.Config {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		log.Fatalf("cannot load the TLS certificate: %v", err)
 	}
-	return TlsConfigFor(cert)
+	return TLSConfigFor(cert)
 }
 
-func TlsConfigFor(cert tls.Certificate) *tls.Config {
+func TLSConfigFor(cert tls.Certificate) *tls.Config {
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
 	// One explicit ticket key shared by every per-connection clone, so sessions resume.
 	var key [32]byte

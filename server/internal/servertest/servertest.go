@@ -1,3 +1,4 @@
+// Package servertest is for tests only: one whole server per test binary and the control port's helpers.
 package servertest
 
 // What the server's tests share: one whole server started in the test binary (certificate,
@@ -50,7 +51,7 @@ const Secret = "test-secret-0123456789"
 
 var Loopback = netip.MustParseAddr("127.0.0.1")
 
-// control sends one request to the control port with the secret.
+// Control sends one request to the control port with the secret.
 func Control(t testing.TB, method, path, body string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(method, ControlURL+path, strings.NewReader(body))
@@ -117,11 +118,11 @@ func Get(t *testing.T, c *http.Client, u string) (*http.Response, []byte) {
 	return resp, body
 }
 
-// testMain starts the whole server on loopback, then runs the tests.
+// Main starts the whole server on loopback, then runs the tests.
 func Main(m *testing.M) {
 	cert, pool := Certificate()
 	Roots = pool
-	ready, f, err := server.Start(Loopback, Loopback, server.TlsConfigFor(cert), 0, Secret)
+	ready, f, err := server.Start(Loopback, Loopback, server.TLSConfigFor(cert), 0, Secret)
 	if err != nil {
 		panic(err)
 	}
@@ -243,7 +244,7 @@ func (r *rawH2) Get(id uint32, path string) {
 	r.Write(append(h2.AppendFrameHeader(nil, r.eb.Len(), h2.FrameHeaders, h2.FlagEndHeaders|h2.FlagEndStream, id), r.eb.Bytes()...))
 }
 
-// frame reads the next frame.
+// Frame reads the next frame.
 func (r *rawH2) Frame() (typ, flags byte, id uint32, payload []byte) {
 	r.C.SetReadDeadline(time.Now().Add(10 * time.Second))
 	h := make([]byte, 9)
@@ -257,7 +258,7 @@ func (r *rawH2) Frame() (typ, flags byte, id uint32, payload []byte) {
 	return h[3], h[4], binary.BigEndian.Uint32(h[5:]) & 0x7fffffff, payload
 }
 
-// h3Client is an HTTP/3 client trusting the test certificate; cache (may be nil) keeps its
+// H3Client is an HTTP/3 client trusting the test certificate; cache (may be nil) keeps its
 // TLS sessions for resumption. It is closed when the test ends.
 func H3Client(t *testing.T, cache tls.ClientSessionCache) (*http.Client, *http3.Transport) {
 	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: Roots, ClientSessionCache: cache},
@@ -281,7 +282,7 @@ func H3Get(t *testing.T, c *http.Client, method, path string) *http.Response {
 	return resp
 }
 
-// otherHostForBrowser says whether a WHATWG URL parser, resolving location against an http URL,
+// OtherHostForBrowser says whether a WHATWG URL parser, resolving location against an http URL,
 // could leave the origin: it strips C0 controls and spaces at the ends and every tab and
 // newline, reads "\" as "/", and a scheme or a leading "//" names another host.
 func OtherHostForBrowser(location string) bool {
@@ -303,7 +304,7 @@ func OtherHostForBrowser(location string) bool {
 	return !strings.HasPrefix(s, "/")
 }
 
-// waitFor polls the counters until cond holds, for at most 5 s.
+// WaitFor polls the counters until cond holds, for at most 5 s.
 func WaitFor(t *testing.T, what string, cond func(record.Snapshot) bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -321,7 +322,7 @@ func WaitFor(t *testing.T, what string, cond func(record.Snapshot) bool) {
 
 func OneAnswerLogged(s record.Snapshot) bool { return len(s.Log) == 1 }
 
-// rebind moves the server to fresh ports (new listening sockets) and the tests with it.
+// Rebind moves the server to fresh ports (new listening sockets) and the tests with it.
 func Rebind(t *testing.T) {
 	t.Helper()
 	resp, body := Control(t, "POST", "/rebind", "")
@@ -334,7 +335,7 @@ func Rebind(t *testing.T) {
 	H3URL = fmt.Sprintf("https://127.0.0.1:%d", ports.H3)
 }
 
-// withStallLimit gives the listening sockets, and so the connections accepted from now on, a
+// WithStallLimit gives the listening sockets, and so the connections accepted from now on, a
 // stall limit of ms for the test; the next tests get the usual one back.
 func WithStallLimit(t *testing.T, ms int64) {
 	t.Helper()

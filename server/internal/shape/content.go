@@ -31,7 +31,7 @@ var Block = func() []byte {
 // the server's writes, and 64 KiB writes cost some clients a quarter of their rate.
 var blockRun = bytes.Repeat(Block, 8)
 
-// writeBytes writes the first n bytes of the endless repetition of block to w, without
+// WriteBytes writes the first n bytes of the endless repetition of block to w, without
 // allocating in proportion to n.
 func WriteBytes(w interface{ Write([]byte) (int, error) }, n int64) error {
 	var off int64
@@ -56,7 +56,7 @@ const (
 	jsonCacheBytes = 32 << 20 // ... within this many bytes in all
 )
 
-// writeJSON writes the JSON document of exactly n bytes (n >= 64): {"items":[...],"pad":"xx…"}
+// WriteJSON writes the JSON document of exactly n bytes (n >= 64): {"items":[...],"pad":"xx…"}
 // with as many items as fit and the padding filling the rest. It generates the items as it goes,
 // in chunks from a pooled buffer, so memory does not grow with n.
 func WriteJSON(w io.Writer, n int) error {
@@ -146,7 +146,7 @@ var jsonCache struct {
 	bytes int
 }
 
-// jsonDoc is the cached document of n bytes, or nil when it is to be streamed (writeJSON).
+// JSONDoc is the cached document of n bytes, or nil when it is to be streamed (writeJSON).
 func JSONDoc(n int) []byte {
 	if n > maxCachedJSON {
 		return nil
@@ -184,7 +184,7 @@ const (
 	CachedFeeds = 1_000
 )
 
-// feedDoc is feed i: a distinct Atom document of 2-20 KB.
+// FeedDoc is feed i: a distinct Atom document of 2-20 KB.
 func FeedDoc(i int) []byte {
 	if i >= CachedFeeds {
 		return buildFeed(i)
@@ -214,7 +214,7 @@ func buildFeed(i int) []byte {
 
 var Feeds sync.Map // i (0 ... cachedFeeds-1) -> []byte
 
-// canonicalNumber reads 1 … max digits without a leading zero.
+// CanonicalNumber reads 1 … max digits without a leading zero.
 func CanonicalNumber(digits []byte, max int) (int64, bool) {
 	if len(digits) == 0 || len(digits) > max || digits[0] == '0' && len(digits) > 1 {
 		return 0, false
@@ -229,7 +229,7 @@ func CanonicalNumber(digits []byte, max int) (int64, bool) {
 	return n, true
 }
 
-// appendBytes appends the first n bytes of /bytes/{n}'s content.
+// AppendBytes appends the first n bytes of /bytes/{n}'s content.
 func AppendBytes(out []byte, n int64) []byte {
 	for n > 0 {
 		k := min(n, blockSize)

@@ -1,3 +1,4 @@
+// Package shape makes what answers carry: their bodies (content.go) and heads (shape.go).
 package shape
 
 // The shape of an answer's head: which headers it carries, in which order, how long they are.
@@ -28,10 +29,10 @@ const (
 	Minimal = "minimal"
 )
 
-// minimalHeads is set while answers carry the minimal shape (default: nginx's).
+// MinimalHeads is set while answers carry the minimal shape (default: nginx's).
 var MinimalHeads atomic.Bool
 
-// serverName is as long as nginx's "nginx/1.22.1": the bench server names itself, at nginx's size.
+// ServerName is as long as nginx's "nginx/1.22.1": the bench server names itself, at nginx's size.
 const ServerName = "clientlab/v1"
 
 // The resources never change while the server runs: Last-Modified is the server's start (as
@@ -73,7 +74,7 @@ var (
 	bytesValues        = []string{"bytes"}
 )
 
-// shapeHead adds the nginx shape's headers to a net/http answer (the handler's own:
+// SetHead adds the nginx shape's headers to a net/http answer (the handler's own:
 // Content-Type, Content-Length, Location, Set-Cookie, are set by it): Server and Date (the
 // cached second, as nginx's), Connection: keep-alive over HTTP/1.x (net/http turns it into
 // close when the connection closes, as nginx does; HTTP/2 and 3 have no Connection header), and
@@ -156,7 +157,7 @@ func appendHpackString(out []byte, s string) []byte {
 	return append(out, s...)
 }
 
-// appendH2Fields appends an answer's headers as literals without indexing: h2Order's first, in
+// AppendH2Fields appends an answer's headers as literals without indexing: h2Order's first, in
 // that order, then the others sorted by name; none of HTTP/1's connection headers.
 func AppendH2Fields(out []byte, h http.Header) []byte {
 	for _, k := range h2Order {
@@ -222,7 +223,7 @@ func h2Sized(n int64) *[2][]byte {
 	return f
 }
 
-// appendH2Static appends nginx's block for a file of n bytes of application/octet-stream, after
+// AppendH2Static appends nginx's block for a file of n bytes of application/octet-stream, after
 // :status: server, date, content-type, content-length, last-modified, etag, accept-ranges.
 func AppendH2Static(out []byte, n int64, now time.Time) []byte {
 	sized := h2Sized(n)
@@ -265,7 +266,7 @@ func dateValue(now time.Time) []byte {
 
 const timeFormatGMT = "Mon, 02 Jan 2006 15:04:05 GMT"
 
-// appendHead appends a status line and headers. In nginx's shape (shape.go) they are nginx's, in
+// AppendHead appends a status line and headers. In nginx's shape (shape.go) they are nginx's, in
 // its order (ngx_http_header_filter): Server, Date, Content-Type, Content-Length, Last-Modified
 // (static), Location, Connection, then ETag and Accept-Ranges (static) and Set-Cookie; net/http's
 // path sends the same set sorted by name. In the minimal shape they are net/http's for our
@@ -351,7 +352,7 @@ func ContentLengthText(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// dateText is the Date header's value as a string, made once a second.
+// DateText is the Date header's value as a string, made once a second.
 func DateText(now time.Time) string {
 	if d := dateString.Load(); d != nil && d.sec == now.Unix() {
 		return d.val

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// stallLimit (ms): a client that takes nothing of an answer for this long — its receive window
+// StallLimit (ms): a client that takes nothing of an answer for this long — its receive window
 // stays shut — loses its connection, as one that sends nothing of its request does
 // (headerTimeout). Without it, a client that stopped reading held a goroutine, the answer's
 // buffers and (HTTP/2) its connection's lock for ever. The kernel keeps the limit

@@ -1,3 +1,4 @@
+// Package sockets says where the server may listen and opens its listening sockets.
 package sockets
 
 // Where the server may listen and how its sockets are opened: the allowed addresses, the one
@@ -34,7 +35,7 @@ func allowedAddr(a netip.Addr) bool {
 
 const AllowedText = "loopback (127.0.0.0/8, ::1) or the network lab's own subnets (10.77.0.0/24, 10.77.9.0/24)"
 
-// listenAddr checks a --listen / --control-listen value and returns the address to bind. A host
+// ListenAddr checks a --listen / --control-listen value and returns the address to bind. A host
 // name is accepted only when every address it resolves to is allowed; the first one is bound.
 func ListenAddr(flagName, value string) (netip.Addr, error) {
 	if value == "" {
@@ -60,12 +61,12 @@ func ListenAddr(flagName, value string) (netip.Addr, error) {
 	return addrs[0].Unmap(), nil
 }
 
-// serveOnly, when set (--serve-only), is the one client address the public ports serve: the
+// ServeOnly, when set (--serve-only), is the one client address the public ports serve: the
 // bench server on a host of its own listens on an address others can reach, and closes every
 // connection from anyone but the lab host at once.
 var ServeOnly netip.Addr
 
-// anyOneAddr checks --listen when --serve-only guards the ports: one specific address of this
+// AnyOneAddr checks --listen when --serve-only guards the ports: one specific address of this
 // host, never "every interface".
 func AnyOneAddr(flagName, value string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(value)
@@ -78,11 +79,11 @@ func AnyOneAddr(flagName, value string) (netip.Addr, error) {
 	return a, nil
 }
 
-// peerServed says whether a public connection may be served: always, unless --serve-only names
+// PeerServed says whether a public connection may be served: always, unless --serve-only names
 // another client.
 func PeerServed(c net.Conn) bool { return AddrServed(c.RemoteAddr()) }
 
-// addrServed is peerServed for a peer's address (a QUIC connection's, too).
+// AddrServed is peerServed for a peer's address (a QUIC connection's, too).
 func AddrServed(remote net.Addr) bool {
 	if !ServeOnly.IsValid() {
 		return true
@@ -91,7 +92,7 @@ func AddrServed(remote net.Addr) bool {
 	return err == nil && peer.Addr().Unmap() == ServeOnly
 }
 
-// listenOn opens a plain TCP listener (Go would make it MPTCP, which no client here asks for; its
+// Listen opens a plain TCP listener (Go would make it MPTCP, which no client here asks for; its
 // sockets refuse TCP_USER_TIMEOUT, see stallLimit) on a port the kernel picks.
 func Listen(a netip.Addr) (net.Listener, error) {
 	var lc net.ListenConfig
@@ -107,7 +108,7 @@ func Listen(a netip.Addr) (net.Listener, error) {
 	return l, nil
 }
 
-// serverErrors receives net/http's error log (bad requests, hang-ups; tests watch it for
+// ServerErrors receives net/http's error log (bad requests, hang-ups; tests watch it for
 // recovered panics).
 var ServerErrors io.Writer = io.Discard
 
