@@ -17,9 +17,12 @@ echo "== go test (bench server, network lab, the Go drivers' helper)"
 (cd drivers/go/_lib && go test ./...)
 echo "== cargo test (the Rust drivers' helper, the golden transcript among its tests)"
 (cd drivers/rust && cargo test --locked -q -p labdriver)
-echo "== the golden transcript through the Node.js and C helpers (Go's, Rust's and Python's run in their own tests)"
+echo "== the golden transcript through the other helpers (Go's, Rust's and Python's run in their own tests)"
 node --test --test-reporter=dot drivers/node/_lib/test/transcript.test.mjs
 make -s -C drivers/c/_lib/test test
+prove -Q drivers/perl/_lib/t
+php drivers/php/_lib/test/transcript_test.php
+ruby drivers/ruby/_lib/test/transcript_test.rb
 if [[ $# -gt 0 ]]; then
   echo "== pytest $*"
   exec .venv/bin/python -m pytest "$@"
