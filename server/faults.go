@@ -49,6 +49,7 @@ type LedgerEntry struct {
 	Conn        int64    `json:"conn"`        // the connection it came on (a serial number)
 	Seq         int      `json:"seq"`         // its place on that connection: 1 is a fresh connection's first
 	BodyBytes   int64    `json:"body_bytes"`  // the request body's length as it arrived
+	AtMs        float64  `json:"at_ms"`       // when it arrived: ms since the ledger was emptied (faults_pool.go)
 }
 
 type ledger struct {
@@ -57,6 +58,7 @@ type ledger struct {
 	counts  map[string]int // path -> requests
 	// path?n=<n> -> requests: how often each numbered request arrived (a retry shows as 2)
 	numbered map[string]int
+	since    time.Time // the arrival times' zero: when the ledger was last emptied (faults_pool.go)
 }
 
 func (l *ledger) record(e LedgerEntry) {
@@ -66,6 +68,7 @@ func (l *ledger) record(e LedgerEntry) {
 		l.counts = map[string]int{}
 	}
 	l.counts[e.Path]++
+	l.stamp(&e)
 	if e.N != "" {
 		if l.numbered == nil {
 			l.numbered = map[string]int{}
@@ -92,6 +95,7 @@ func (l *ledger) snapshot(reset bool) ([]LedgerEntry, map[string]int, map[string
 	}
 	if reset {
 		l.entries, l.counts, l.numbered = nil, nil, nil
+		l.since = time.Now()
 	}
 	return entries, counts, numbered
 }

@@ -80,6 +80,10 @@ func (f *faultServer) serveH2(c net.Conn, port int) {
 				break
 			}
 			n := target.Query().Get("n")
+			if target.Path == "/fault/h2-max-streams" && seq == 1 { // the connection is the lowered limit's (faults_h2_limit.go)
+				f.serveLoweredLimit(tc, fr, w, answer, conn, port, fm.StreamID, fm.PseudoValue("method"), n)
+				return
+			}
 			entry := LedgerEntry{Origin: "h2", Port: port, Method: cut(fm.PseudoValue("method")), Path: cut(target.Path),
 				Credentials: []string{}, N: cut(n), Conn: conn, Seq: seq}
 			f.ledger.record(entry)

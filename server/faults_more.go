@@ -40,7 +40,7 @@ func (f *faultServer) startMore(addr netip.Addr, base *tls.Config) error {
 		return err
 	}
 	f.dark = dark
-	return nil
+	return f.startTLS(addr, base)
 }
 
 func (f *faultServer) closeMore() {
@@ -53,6 +53,7 @@ func (f *faultServer) closeMore() {
 	if f.dark != nil {
 		f.dark.close()
 	}
+	f.closeTLS()
 }
 
 func (f *faultServer) morePorts(ports map[string]int) {
@@ -65,6 +66,7 @@ func (f *faultServer) morePorts(ports map[string]int) {
 	if f.dark != nil {
 		ports["dark"] = f.dark.port()
 	}
+	f.tlsPorts(ports)
 }
 
 // answerMore serves the resources of faults_*.go; false: not one of theirs.
@@ -76,6 +78,10 @@ func (f *faultServer) answerMore(c net.Conn, req *faultRequest, gone <-chan stru
 		answerBomb(c, req)
 	case "/fault/big-header", "/fault/many-headers":
 		answerHeaders(c, req)
+	case "/fault/br-bomb":
+		answerBrBomb(c, req)
+	case "/fault/gzip-truncated":
+		answerGzipTruncated(c, req)
 	default:
 		return false
 	}
