@@ -49,7 +49,11 @@ type LedgerEntry struct {
 	Conn        int64    `json:"conn"`        // the connection it came on (a serial number)
 	Seq         int      `json:"seq"`         // its place on that connection: 1 is a fresh connection's first
 	BodyBytes   int64    `json:"body_bytes"`  // the request body's length as it arrived
-	AtMs        float64  `json:"at_ms"`       // when it arrived: ms since the ledger was emptied (faults_pool.go)
+	// on the TLS fault origins (faults_tls.go), an entry of its own for each handshake (seq 0, no
+	// path): "ok", or what ended it
+	TLS            string `json:"tls,omitempty"`
+	AcceptEncoding string `json:"accept_encoding,omitempty"` // the request's Accept-Encoding, where it sent one
+	Refused        bool   `json:"refused,omitempty"`         // a stream refused unprocessed (REFUSED_STREAM)
 }
 
 type ledger struct {
@@ -58,7 +62,6 @@ type ledger struct {
 	counts  map[string]int // path -> requests
 	// path?n=<n> -> requests: how often each numbered request arrived (a retry shows as 2)
 	numbered map[string]int
-	since    time.Time // the arrival times' zero: when the ledger was last emptied (faults_pool.go)
 }
 
 func (l *ledger) record(e LedgerEntry) {
@@ -67,8 +70,9 @@ func (l *ledger) record(e LedgerEntry) {
 	if l.counts == nil {
 		l.counts = map[string]int{}
 	}
-	l.counts[e.Path]++
-	l.stamp(&e)
+	if e.Path != "" { // a handshake's entry is no request
+		l.counts[e.Path]++
+	}
 	if e.N != "" {
 		if l.numbered == nil {
 			l.numbered = map[string]int{}
@@ -95,7 +99,6 @@ func (l *ledger) snapshot(reset bool) ([]LedgerEntry, map[string]int, map[string
 	}
 	if reset {
 		l.entries, l.counts, l.numbered = nil, nil, nil
-		l.since = time.Now()
 	}
 	return entries, counts, numbered
 }
@@ -112,6 +115,8 @@ type faultServer struct {
 	h2       net.Listener // origin h2: TLS, HTTP/2 alone (faults_h2.go)
 	h2Config *tls.Config
 	dark     *darkOrigin // a port whose accept queue is full: SYNs go unanswered (faults_connect.go)
+	// certificates to refuse, and a stalled handshake, by origin name (faults_tls.go)
+	tlsOrigins map[string]net.Listener
 }
 
 // faults is the running server's fault side (nil until start opened it).
@@ -226,7 +231,12 @@ func readFaultRequest(r *bufio.Reader) (*faultRequest, error) {
 // answers it. Only the keep-alive race keeps a connection for a next request; every other answer
 // closes it.
 func (f *faultServer) serve(c net.Conn, origin string, port int) {
-	conn := f.conns.Add(1)
+	f.serveOn(c, origin, port, f.conns.Add(1))
+}
+
+// serveOn is serve on a connection whose serial number is already taken (a TLS fault origin's,
+// whose handshake has its ledger entry).
+func (f *faultServer) serveOn(c net.Conn, origin string, port int, conn int64) {
 	src := &io.LimitedReader{R: c}
 	r := bufio.NewReader(src)
 	var race *raceConn
@@ -247,7 +257,8 @@ func (f *faultServer) serve(c net.Conn, origin string, port int) {
 		}
 		c.SetReadDeadline(time.Time{})
 		entry := LedgerEntry{Origin: origin, Port: port, Method: cut(req.method), Path: cut(req.path),
-			Credentials: []string{}, N: cut(req.query.Get("n")), Conn: conn, Seq: seq, BodyBytes: bodyBytes}
+			Credentials: []string{}, N: cut(req.query.Get("n")), Conn: conn, Seq: seq, BodyBytes: bodyBytes,
+			AcceptEncoding: cut(req.header.Get("Accept-Encoding"))}
 		for _, name := range credentialHeaders {
 			if len(req.header.Values(name)) > 0 {
 				entry.Credentials = append(entry.Credentials, name)
@@ -317,6 +328,8 @@ func statusText(status int) string {
 		return "Bad Request"
 	case 404:
 		return "Not Found"
+	case 406:
+		return "Not Acceptable"
 	}
 	return "Status"
 }
