@@ -51,9 +51,10 @@ type LedgerEntry struct {
 	BodyBytes   int64    `json:"body_bytes"`  // the request body's length as it arrived
 	// on the TLS fault origins (faults_tls.go), an entry of its own for each handshake (seq 0, no
 	// path): "ok", or what ended it
-	TLS            string `json:"tls,omitempty"`
-	AcceptEncoding string `json:"accept_encoding,omitempty"` // the request's Accept-Encoding, where it sent one
-	Refused        bool   `json:"refused,omitempty"`         // a stream refused unprocessed (REFUSED_STREAM)
+	TLS            string  `json:"tls,omitempty"`
+	AcceptEncoding string  `json:"accept_encoding,omitempty"` // the request's Accept-Encoding, where it sent one
+	Refused        bool    `json:"refused,omitempty"`         // a stream refused unprocessed (REFUSED_STREAM)
+	AtMs           float64 `json:"at_ms"`                     // when it arrived: ms since the ledger was emptied (faults_pool.go)
 }
 
 type ledger struct {
@@ -62,6 +63,7 @@ type ledger struct {
 	counts  map[string]int // path -> requests
 	// path?n=<n> -> requests: how often each numbered request arrived (a retry shows as 2)
 	numbered map[string]int
+	since    time.Time // the arrival times' zero: when the ledger was last emptied (faults_pool.go)
 }
 
 func (l *ledger) record(e LedgerEntry) {
@@ -73,6 +75,7 @@ func (l *ledger) record(e LedgerEntry) {
 	if e.Path != "" { // a handshake's entry is no request
 		l.counts[e.Path]++
 	}
+	l.stamp(&e)
 	if e.N != "" {
 		if l.numbered == nil {
 			l.numbered = map[string]int{}
@@ -99,6 +102,7 @@ func (l *ledger) snapshot(reset bool) ([]LedgerEntry, map[string]int, map[string
 	}
 	if reset {
 		l.entries, l.counts, l.numbered = nil, nil, nil
+		l.since = time.Now()
 	}
 	return entries, counts, numbered
 }
