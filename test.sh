@@ -23,6 +23,9 @@ make -s -C drivers/c/_lib/test test
 prove -Q drivers/perl/_lib/t
 php drivers/php/_lib/test/transcript_test.php
 ruby drivers/ruby/_lib/test/transcript_test.rb
+make -s -C drivers/cpp/_lib/test test
+(cd drivers/java/_lib/test && { mvn -B -q -o package >/dev/null || mvn -B -q package; } &&
+  java -cp "target/classes:target/lib/*" clientlab.lab.TranscriptTest ../../../contract/transcript.json)
 if [[ $# -gt 0 ]]; then
   echo "== pytest $*"
   exec .venv/bin/python -m pytest "$@"
