@@ -51,6 +51,11 @@ type LedgerEntry struct {
 	BodyBytes   int64    `json:"body_bytes"`  // the request body's length as it arrived
 	// on the TLS fault origins (faults_tls.go), an entry of its own for each handshake (seq 0, no
 	// path): "ok", or what ended it
+	TLS            string `json:"tls,omitempty"`
+	AcceptEncoding string `json:"accept_encoding,omitempty"` // the request's Accept-Encoding, where it sent one
+	Refused        bool   `json:"refused,omitempty"`         // a stream refused unprocessed (REFUSED_STREAM)
+	// on the TLS fault origins (faults_tls.go), an entry of its own for each handshake (seq 0, no
+	// path): "ok", or what ended it
 	TLS            string  `json:"tls,omitempty"`
 	AcceptEncoding string  `json:"accept_encoding,omitempty"` // the request's Accept-Encoding, where it sent one
 	Refused        bool    `json:"refused,omitempty"`         // a stream refused unprocessed (REFUSED_STREAM)
@@ -172,6 +177,23 @@ func (f *faultServer) ports() map[string]int {
 }
 
 func (f *faultServer) accept(l net.Listener, origin string) {
+	f.acceptEach(l, func(c net.Conn) {
+		switch origin {
+		case "h2":
+			f.serveH2(c, port(l))
+		case "s":
+			tc := tls.Server(c, f.sConfig)
+			defer tc.Close()
+			f.serve(tc, origin, port(l))
+		default:
+			f.serve(c, origin, port(l))
+		}
+	})
+}
+
+// acceptEach serves each connection l accepts (from a peer the server serves) in a goroutine of
+// its own, counted in active while serve runs, and closed after it.
+func (f *faultServer) acceptEach(l net.Listener, serve func(net.Conn)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -184,18 +206,11 @@ func (f *faultServer) accept(l net.Listener, origin string) {
 			c.Close()
 			continue
 		}
-		if origin == "s" {
-			c = tls.Server(c, f.sConfig)
-		}
 		f.active.Add(1)
 		go func() {
 			defer f.active.Add(-1)
 			defer c.Close()
-			if origin == "h2" {
-				f.serveH2(c, port(l))
-				return
-			}
-			f.serve(c, origin, port(l))
+			serve(c)
 		}()
 	}
 }

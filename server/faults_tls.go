@@ -211,29 +211,13 @@ func mint(tmpl, parent *x509.Certificate, parentKey any) (*minted, error) {
 
 // acceptTLS serves a TLS fault origin: its certificate (cfg), or the stalled handshake (nil).
 func (f *faultServer) acceptTLS(l net.Listener, origin string, cfg *tls.Config) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
-			}
+	f.acceptEach(l, func(c net.Conn) {
+		if cfg == nil {
+			f.stallHandshake(c, origin, port(l))
 			return
 		}
-		if !peerServed(c) {
-			c.Close()
-			continue
-		}
-		f.active.Add(1)
-		go func() {
-			defer f.active.Add(-1)
-			defer c.Close()
-			if cfg == nil {
-				f.stallHandshake(c, origin, port(l))
-				return
-			}
-			f.serveCertificate(c, origin, port(l), cfg)
-		}()
-	}
+		f.serveCertificate(c, origin, port(l), cfg)
+	})
 }
 
 // serveCertificate records the handshake's outcome, then serves the requests of a client that
