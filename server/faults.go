@@ -51,11 +51,6 @@ type LedgerEntry struct {
 	BodyBytes   int64    `json:"body_bytes"`  // the request body's length as it arrived
 	// on the TLS fault origins (faults_tls.go), an entry of its own for each handshake (seq 0, no
 	// path): "ok", or what ended it
-	TLS            string `json:"tls,omitempty"`
-	AcceptEncoding string `json:"accept_encoding,omitempty"` // the request's Accept-Encoding, where it sent one
-	Refused        bool   `json:"refused,omitempty"`         // a stream refused unprocessed (REFUSED_STREAM)
-	// on the TLS fault origins (faults_tls.go), an entry of its own for each handshake (seq 0, no
-	// path): "ok", or what ended it
 	TLS            string  `json:"tls,omitempty"`
 	AcceptEncoding string  `json:"accept_encoding,omitempty"` // the request's Accept-Encoding, where it sent one
 	Refused        bool    `json:"refused,omitempty"`         // a stream refused unprocessed (REFUSED_STREAM)
