@@ -81,14 +81,14 @@ def test_fresh_process_mode_measures_start_up_every_trial(cell):
 
 
 def test_failed_driver_does_not_stop_the_others(bench_server, store, test_drivers):
-    from clientlab.runner import run_matrix
+    from clientlab.runner import lab_run, run_matrix
 
-    run_id = store.start_run({}, {})
     drivers = [test_drivers["python-fake-crash"], test_drivers[REF]]
-    results = run_matrix(store, run_id, drivers, [shipped("get-small", count=5)],
-                         RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free"))
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
+    with lab_run(store, {}, options) as lab:
+        results = run_matrix(lab, drivers, [shipped("get-small", count=5)])
     assert [r.status for r in results] == ["failed", "ok"]
-    assert [c["status"] for c in store.cells(run_id)] == ["failed", "ok"]
+    assert [c["status"] for c in store.cells(lab.run_id)] == ["failed", "ok"]
 
 
 # -- trial budget, interleaving, disturbed trials, time limits -------------------------------
@@ -123,45 +123,45 @@ def test_the_drivers_of_one_scenario_take_turns(bench_server, store, test_driver
 
 
 def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_so(bench_server, store, test_drivers):
-    from clientlab.runner import run_matrix
+    from clientlab.runner import lab_run, run_matrix
 
-    run_id = store.start_run({}, {})
     # precision 0 is never reached: without the budget every cell would run its ten trials
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10, target_precision=0.0),
                          placement="free", host_probe=False, run_budget_s=0.001)
-    results = run_matrix(store, run_id, [test_drivers[REF], test_drivers["python-fake-no-reuse"]],
-                         [shipped("get-small", count=5), shipped("post-form", count=5)], options)
+    with lab_run(store, {}, options) as lab:
+        results = run_matrix(lab, [test_drivers[REF], test_drivers["python-fake-no-reuse"]],
+                             [shipped("get-small", count=5), shipped("post-form", count=5)])
     assert [r.status for r in results] == ["ok"] * 4
     for result in results:
         assert result.figures.budget_stopped is True
         assert "stopped after 2 timed trials: the run's time budget (0.001 s) was spent" in result.figures.notes
-    for c in store.cells(run_id):
+    for c in store.cells(lab.run_id):
         assert [t["kind"] for t in store.trials(c["id"])].count("timed") == 2
 
 
 def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_server, store, test_drivers, monkeypatch):
     from clientlab.measuring import noise
-    from clientlab.runner import run_matrix
+    from clientlab.runner import lab_run, run_matrix
 
     monkeypatch.setattr(noise, "FLOOR_TICKS", -1)
     monkeypatch.setattr(noise, "OTHER_LIMIT", -1.0)  # every trial reads as disturbed
-    run_id = store.start_run({}, {})
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10), placement="free", host_probe=False,
                          retries=3, run_budget_s=0.001)
-    [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
+    with lab_run(store, {}, options) as lab:
+        [result] = run_matrix(lab, [test_drivers[REF]], [shipped("get-small", count=5)])
     assert result.status == "ok" and result.figures.disturbed_kept == 2
-    [c] = store.cells(run_id)
+    [c] = store.cells(lab.run_id)
     assert [t["kind"] for t in store.trials(c["id"])] == ["verify", "timed", "timed"]
 
 
 def test_without_a_time_budget_the_stop_rule_alone_ends_a_cell(bench_server, store, test_drivers):
-    from clientlab.runner import run_matrix
+    from clientlab.runner import lab_run, run_matrix
 
-    run_id = store.start_run({}, {})
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=4, target_precision=0.0),
                          placement="free", host_probe=False)
-    [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
-    assert [t["kind"] for t in store.trials(store.cells(run_id)[0]["id"])].count("timed") == 4
+    with lab_run(store, {}, options) as lab:
+        [result] = run_matrix(lab, [test_drivers[REF]], [shipped("get-small", count=5)])
+    assert [t["kind"] for t in store.trials(store.cells(lab.run_id)[0]["id"])].count("timed") == 4
     assert result.figures.budget_stopped is False
 
 
@@ -480,58 +480,3 @@ def test_a_shared_jit_process_warms_up_for_its_minimum_of_work_however_few_cells
 
     # its cells' own warm-ups settle within a few trials of a few ms: the minimum is what holds it
     assert warm_work(1.0) >= 1.0
-
-
-def test_the_warm_band_is_the_last_warm_ups_median_widened_by_their_spread_or_the_steady_margin():
-    band = WarmupPolicy(steady=0.10).warm_band
-    assert band([500.0, 100.0, 100.0, 100.0]) == pytest.approx(110.0)   # the last three, the steady margin
-    assert band([90.0, 100.0, 130.0]) == pytest.approx(130.0)           # their own spread, wider
-    assert band([0.0, 0.0]) is None                                      # no CPU read
-
-
-def test_an_idle_jit_process_warms_up_again_until_its_cpu_a_request_is_back_in_its_warm_band(cell, monkeypatch):
-    from clientlab.runner.trial import Trials
-
-    # after the first timed trial, the next two warm-ups cost five times the CPU (a heap given back
-    # while idle), the third is back: the turn before the second timed trial runs exactly three
-    fresh, timed, costly = Trials.fresh, [], [2]
-
-    def idle_heap_after_the_first_timed(self, c, kind, idx, record=True):
-        trial = fresh(self, c, kind, idx, record)
-        if kind == "timed":
-            timed.append(idx)
-        elif timed and costly[0] > 0:
-            costly[0] -= 1
-            trial.user_s = 5 * ((trial.user_s or 0.0) + (trial.sys_s or 0.0)) + 1.0
-        return trial
-
-    monkeypatch.setattr(Trials, "fresh", idle_heap_after_the_first_timed)
-    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0, rewarm_idle_s=0.0, rewarm_max_s=60.0)
-    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy)
-    assert result.status == "ok", result.reason
-    kinds = [t["kind"] for t in trials]
-    first = kinds.index("timed")
-    assert kinds[first:] == ["timed", "warmup", "warmup", "warmup", "timed"], kinds
-    assert any("2 timed trial(s) began with warm-ups (4 in all)" in n for n in result.figures.notes)
-
-
-def test_an_idle_jit_process_whose_cpu_stays_high_warms_up_at_most_the_policys_trials_and_says_so(cell, monkeypatch):
-    from clientlab.runner.trial import Trials
-
-    fresh, timed = Trials.fresh, []
-
-    def never_back(self, c, kind, idx, record=True):
-        trial = fresh(self, c, kind, idx, record)
-        if kind == "timed":
-            timed.append(idx)
-        elif timed:
-            trial.user_s = 1.0
-        return trial
-
-    monkeypatch.setattr(Trials, "fresh", never_back)
-    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0, rewarm_idle_s=0.0, rewarm_max_trials=3,
-                          rewarm_max_s=60.0)
-    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy)
-    kinds = [t["kind"] for t in trials]
-    assert kinds[kinds.index("timed"):] == ["timed", "warmup", "warmup", "warmup", "timed"], kinds
-    assert any("1 of them reached the limit (3 trials" in n for n in result.figures.notes), result.figures.notes
