@@ -26,6 +26,8 @@ ruby drivers/ruby/_lib/test/transcript_test.rb
 make -s -C drivers/cpp/_lib/test test
 (cd drivers/java/_lib/test && { mvn -B -q -o package >/dev/null || mvn -B -q package; } &&
   java -cp "target/classes:target/lib/*" clientlab.lab.TranscriptTest ../../../contract/transcript.json)
+(cd drivers/kotlin/_lib/test && { mvn -B -q -o package >/dev/null || mvn -B -q package; } &&
+  java -cp "target/classes:target/lib/*" clientlab.lab.KtorTranscriptTestKt ../../../contract/transcript.json)
 if [[ $# -gt 0 ]]; then
   echo "== pytest $*"
   exec .venv/bin/python -m pytest "$@"

@@ -14,13 +14,15 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * The golden transcript (drivers/contract/transcript.json) through the helper's message loop,
  * with the transcript's contract client behind {@link Driver}. Usage: TranscriptTest
- * TRANSCRIPT.json; exit status 0 when every case passed.
+ * TRANSCRIPT.json; exit status 0 when every case passed. The Kotlin helper's test runs it with its
+ * own contract client ({@link #run}).
  */
 public final class TranscriptTest {
     private static final Pattern STATUS = Pattern.compile("/status/(\\d{3})");
@@ -112,8 +114,8 @@ public final class TranscriptTest {
         return want.equals(got);
     }
 
-    /** The lab lines through the loop, System.in holding them; the answers. */
-    static List<JsonNode> talk(JsonNode lab) throws IOException {
+    /** The lab lines through the loop (a new driver's), System.in holding them; the answers. */
+    static List<JsonNode> talk(Driver driver, JsonNode lab) throws IOException {
         StringBuilder input = new StringBuilder();
         for (JsonNode m : lab) {
             input.append(m.isTextual() ? m.asText() : Lab.JSON.writeValueAsString(m)).append('\n');
@@ -124,7 +126,7 @@ public final class TranscriptTest {
         try {
             System.setIn(new ByteArrayInputStream(input.toString().getBytes(StandardCharsets.UTF_8)));
             System.setErr(new PrintStream(OutputStream.nullOutputStream())); // the helper's log; its answers count
-            new Lab(new ContractClient(), out).run();
+            new Lab(driver, out).run();
         } finally {
             System.setIn(stdin);
             System.setErr(log);
@@ -139,14 +141,19 @@ public final class TranscriptTest {
     }
 
     public static void main(String[] args) throws IOException {
+        System.exit(run(args, ContractClient::new));
+    }
+
+    /** Every case of the transcript named by args[0], each on a new driver; 0 when all passed. */
+    public static int run(String[] args, Supplier<Driver> newDriver) throws IOException {
         if (args.length != 1) {
             System.err.println("usage: TranscriptTest TRANSCRIPT.json");
-            System.exit(2);
+            return 2;
         }
         JsonNode transcript = Lab.JSON.readTree(Files.readString(Path.of(args[0])));
         int failed = 0;
         for (JsonNode c : transcript.get("cases")) {
-            JsonNode got = Lab.JSON.valueToTree(talk(c.get("lab")));
+            JsonNode got = Lab.JSON.valueToTree(talk(newDriver.get(), c.get("lab")));
             boolean ok = matches(c.get("driver"), got);
             if (!ok) {
                 System.out.println("FAIL " + c.get("name").asText() + ": " + c.get("about").asText() + "\n     want " + c.get("driver") + "\n     got  " + got);
@@ -163,6 +170,6 @@ public final class TranscriptTest {
             failed++;
         }
         System.out.println("transcript: " + transcript.get("cases").size() + " case(s), " + failed + " failed");
-        System.exit(failed == 0 ? 0 : 1);
+        return failed == 0 ? 0 : 1;
     }
 }
