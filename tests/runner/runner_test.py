@@ -480,3 +480,58 @@ def test_a_shared_jit_process_warms_up_for_its_minimum_of_work_however_few_cells
 
     # its cells' own warm-ups settle within a few trials of a few ms: the minimum is what holds it
     assert warm_work(1.0) >= 1.0
+
+
+def test_the_warm_band_is_the_last_warm_ups_median_widened_by_their_spread_or_the_steady_margin():
+    band = WarmupPolicy(steady=0.10).warm_band
+    assert band([500.0, 100.0, 100.0, 100.0]) == pytest.approx(110.0)   # the last three, the steady margin
+    assert band([90.0, 100.0, 130.0]) == pytest.approx(130.0)           # their own spread, wider
+    assert band([0.0, 0.0]) is None                                      # no CPU read
+
+
+def test_an_idle_jit_process_warms_up_again_until_its_cpu_a_request_is_back_in_its_warm_band(cell, monkeypatch):
+    from clientlab.runner.trial import Trials
+
+    # after the first timed trial, the next two warm-ups cost five times the CPU (a heap given back
+    # while idle), the third is back: the turn before the second timed trial runs exactly three
+    fresh, timed, costly = Trials.fresh, [], [2]
+
+    def idle_heap_after_the_first_timed(self, c, kind, idx, record=True):
+        trial = fresh(self, c, kind, idx, record)
+        if kind == "timed":
+            timed.append(idx)
+        elif timed and costly[0] > 0:
+            costly[0] -= 1
+            trial.user_s = 5 * ((trial.user_s or 0.0) + (trial.sys_s or 0.0)) + 1.0
+        return trial
+
+    monkeypatch.setattr(Trials, "fresh", idle_heap_after_the_first_timed)
+    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0, rewarm_idle_s=0.0, rewarm_max_s=60.0)
+    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy)
+    assert result.status == "ok", result.reason
+    kinds = [t["kind"] for t in trials]
+    first = kinds.index("timed")
+    assert kinds[first:] == ["timed", "warmup", "warmup", "warmup", "timed"], kinds
+    assert any("2 timed trial(s) began with warm-ups (4 in all)" in n for n in result.figures.notes)
+
+
+def test_an_idle_jit_process_whose_cpu_stays_high_warms_up_at_most_the_policys_trials_and_says_so(cell, monkeypatch):
+    from clientlab.runner.trial import Trials
+
+    fresh, timed = Trials.fresh, []
+
+    def never_back(self, c, kind, idx, record=True):
+        trial = fresh(self, c, kind, idx, record)
+        if kind == "timed":
+            timed.append(idx)
+        elif timed:
+            trial.user_s = 1.0
+        return trial
+
+    monkeypatch.setattr(Trials, "fresh", never_back)
+    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0, rewarm_idle_s=0.0, rewarm_max_trials=3,
+                          rewarm_max_s=60.0)
+    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy)
+    kinds = [t["kind"] for t in trials]
+    assert kinds[kinds.index("timed"):] == ["timed", "warmup", "warmup", "warmup", "timed"], kinds
+    assert any("1 of them reached the limit (3 trials" in n for n in result.figures.notes), result.figures.notes
