@@ -24,6 +24,9 @@ final class CurlDriver extends Lab\Driver
 {
     public array $options = Lab\Curl\HONOURED;
 
+    /** work a test driver adds before each request (tests/testdrivers/planted-php); none here */
+    public ?Closure $beforeEach = null;
+
     public function versions(): array
     {
         return Lab\Curl\versions();
@@ -75,6 +78,9 @@ final class CurlDriver extends Lab\Driver
                 curl_setopt($ch, CURLOPT_HTTP_VERSION,
                     $state->h2cLive ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
             }
+            if ($this->beforeEach !== null) {
+                ($this->beforeEach)();
+            }
             $body = curl_exec($ch);
             $errno = curl_errno($ch);
             $state->h2cLive = $state->h2cFix && $errno === 0
@@ -104,4 +110,6 @@ final class CurlDriver extends Lab\Driver
     }
 }
 
-Lab\main(new CurlDriver());
+if (get_included_files()[0] === __FILE__) { // run, not included by a test driver
+    Lab\main(new CurlDriver());
+}
