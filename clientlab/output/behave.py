@@ -24,6 +24,7 @@ CORRECT = {"deadline": "an error within the timeout + 10 %", "truncation": "an e
            "see-other": "a GET without the body at the 303's target",
            "bomb": "an error (a limit kept), the peak memory well below the decoded size",
            "headers": "an error, not a hang or a crash",
+           "certificate": "refused: an error, and no request at the server after the handshake",
            "streams": "every request answered: an unprocessed stream sent again"}
 
 LEGEND = (
@@ -49,6 +50,9 @@ LEGEND = (
     ("raw:NM", "a bomb handed over still encoded (not inflated), at a peak of N MiB"),
     ("LOST:k", "k unprocessed streams reported as errors, not sent again"),
     ("NOMUX", "one request a connection: no stream in flight beside another"),
+    ("ACCEPTED", "a certificate to refuse taken: a request reached the server after it"),
+    ("EXCEEDED", "streams opened past a lowered stream limit (refused, then sent again)"),
+    ("NOTASKED", "the request did not ask for br: no brotli bomb was sent"),
     ("HUNG", "no answer after the server closed (killed)"),
     ("unsup", "the driver cannot do the job (the reason below)"),
     ("FAIL", "the driver broke (the reason below)"),
@@ -92,6 +96,7 @@ def code(cell: BehaveCell, bc: BehaviourCase) -> str:
             "not-reused": "NOREUSE", "phantom": "PHANTOM", "first-failed": "FIRSTERR", "kept-post": "POST",
             "kept-body": "BODY", "held-all": "HELDALL", "inflated": "INFLATED", "accepted": "TOOK",
             "no-cap": "nocap", "not-multiplexed": "NOMUX",
+            "cert-accepted": "ACCEPTED", "exceeded": "EXCEEDED", "not-asked": "NOTASKED",
             "not-installed": "n/i"}.get(o, o[:COLUMN - 1])
 
 

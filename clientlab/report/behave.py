@@ -13,7 +13,7 @@ from clientlab.output.behave import CORRECT, LEGEND, code
 
 # what a cell's outcome says of the client: kept its promise, did not, or the cell shows nothing
 KEPT = {"ok", "undecoded"}
-SHOWS_NOTHING = {"unsupported", "not-installed", "not-sent", "not-reused", "no-cap", "not-followed", "not-multiplexed"}
+SHOWS_NOTHING = {"unsupported", "not-installed", "not-sent", "not-reused", "no-cap", "not-followed", "not-multiplexed", "not-asked"}
 
 
 def e(value: object) -> str:

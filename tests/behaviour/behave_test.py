@@ -28,7 +28,7 @@ KEPT = ("ok", "late")  # an error came: the deadline held, within its slack or p
 
 def test_the_shipped_cases_load_and_cover_every_check():
     assert {bc.case.check for bc in CASES.values()} == {"deadline", "truncation", "credentials", "retry", "see-other",
-                                                        "bomb", "headers", "streams"}
+                                                        "bomb", "headers", "streams", "certificate"}
     assert {"stall-headers", "trickle-body", "short-body", "chunked-no-end", "redirect-other-port",
             "redirect-other-host"} <= set(CASES)
 
