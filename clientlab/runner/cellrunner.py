@@ -6,7 +6,6 @@ gone, the store unwritable) raises LabError, and Ctrl-C keeps what is measured."
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -17,6 +16,8 @@ from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault
 from clientlab.measuring import hostprobe, limits
+from clientlab.measuring.clock import SYSTEM, Clock
+from clientlab.measuring.noise import HostProbe
 from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
 from clientlab.runner.deadline import NONE, Deadline
 from clientlab.runner.options import RunOptions
@@ -45,21 +46,23 @@ class CellRunner:
 
     Its seams, each with the real thing by default: `readiness` reads whether each driver can
     run, once a driver (the run's own, where a command has read its drivers already); `planner`
-    makes each trial's job."""
+    makes each trial's job; `clock` times the lab's own steps (measuring/clock.py); `probe_for`
+    gives the host probe of the driver's core (None: unpinned, or no probe)."""
 
     def __init__(self, server: ServerSide, store: Store, run_id: int, options: RunOptions,
                  events: Events | None = None, driver_cpu: int | None = None, *,
-                 readiness: Readiness | None = None, planner: Planner = plan):
+                 readiness: Readiness | None = None, planner: Planner = plan, clock: Clock = SYSTEM,
+                 probe_for: Callable[[int | None], HostProbe | None] = hostprobe.for_core):
         self.server, self.store, self.run_id, self.options = server, store, run_id, options
         self.events = events or SilentEvents()
-        self.readiness = readiness or Readiness()
+        self.readiness, self.clock = readiness or Readiness(), clock
         self.scratch = paths.scratch_dir()
         # the host's slow phases on the driver's core (none when the driver is not pinned)
-        probe = hostprobe.for_core(driver_cpu) if options.host_probe else None
-        self.pool = ProcessPool(driver_cpu)
+        probe = probe_for(driver_cpu) if options.host_probe else None
+        self.pool = ProcessPool(driver_cpu, clock)
         self.trials = Trials(store, self.events, self.pool, probe, self.scratch, planner)
-        self.warming = Warming(self.trials, self.pool)
-        self.turns = TimedTurns(self.trials, self.warming, self.pool)
+        self.warming = Warming(self.trials, self.pool, clock)
+        self.turns = TimedTurns(self.trials, self.warming, self.pool, clock)
         self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)
         # profiles each measured cell (run --profile, profile)
         self.profiler: Profiler | None = options.profiler(store) if options.profiler else None
@@ -182,11 +185,11 @@ class CellRunner:
             if deadline.passed():
                 break
             for cell in pending:
-                pid, started = cell.pid, time.monotonic()
+                pid, started = cell.pid, self.clock.monotonic()
                 with others_paused(cells, cell):
                     self._guard(cell, self.warming.trial)
                 if pid is not None:
-                    spent[pid] = spent.get(pid, 0.0) + time.monotonic() - started
+                    spent[pid] = spent.get(pid, 0.0) + self.clock.monotonic() - started
         for cell in jit:
             if cell.open and not cell.options.warmup_policy.is_settled(cell.log.warm):
                 self.warming.not_steady(cell)

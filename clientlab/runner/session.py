@@ -124,7 +124,7 @@ def run_matrix(run: LabRun, drivers: list[Driver], scenarios: list[Scenario],
     results = []
     with (network(run.placement.server) if network else run.bench_server()) as server, \
             run.runner(server) as runner:
-        deadline = Deadline.after(run.options.run_budget_s)
+        deadline = Deadline.after(run.options.run_budget_s, runner.clock)
         for part in runner.run_in_turns([CellGroup(drivers, scenario) for scenario in scenarios], deadline):
             for result in part:
                 results.append(result)

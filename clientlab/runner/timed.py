@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import time
 
 from clientlab.drivers.protocol import DriverFault
 from clientlab.measuring import hostprobe
+from clientlab.measuring.clock import SYSTEM, Clock
 from clientlab.measuring.noise import Noise
 from clientlab.runner import allocator
 from clientlab.runner.cell import Cell
@@ -19,8 +19,8 @@ STALLED_FACTOR = 4   # a first timed trial this far over the trial budget stops 
 
 
 class TimedTurns:
-    def __init__(self, trials: Trials, warming: Warming, pool: ProcessPool):
-        self.trials, self.warming, self.pool = trials, warming, pool
+    def __init__(self, trials: Trials, warming: Warming, pool: ProcessPool, clock: Clock = SYSTEM):
+        self.trials, self.warming, self.pool, self.clock = trials, warming, pool, clock
 
     def turn(self, cell: Cell, deadline: Deadline) -> None:
         """One timed trial; finish when the stop rule says so. A disturbed trial is stored apart and
@@ -29,7 +29,7 @@ class TimedTurns:
         retries in a row could all fall in one long phase). Past the deadline a disturbed trial
         is kept (flagged), so that the time budget holds. The turn may first start the cell's
         next process (forks), and is let pass when the host is still slow after the wait."""
-        log, started = cell.log, time.monotonic()
+        log, started = cell.log, self.clock.monotonic()
         if self._fork_due(cell) and not self._next_fork(cell):
             return
         try:
@@ -55,7 +55,7 @@ class TimedTurns:
                 return
             self.trials.record(cell, trial)
         finally:
-            log.timed_spent_s += time.monotonic() - started
+            log.timed_spent_s += self.clock.monotonic() - started
         if not trial.ok:
             cell.finish("failed", f"timed trial {trial.idx}: " + "; ".join(trial.problems or []))
             return

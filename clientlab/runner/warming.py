@@ -4,8 +4,8 @@ and the count itself, fitted so that a timed trial lasts about the trial budget.
 from __future__ import annotations
 
 import math
-import time
 
+from clientlab.measuring.clock import SYSTEM, Clock
 from clientlab.runner.cell import Cell
 from clientlab.runner.pool import ProcessPool
 from clientlab.runner.trial import Trials
@@ -13,8 +13,8 @@ from clientlab.scenario import Scenario
 
 
 class Warming:
-    def __init__(self, trials: Trials, pool: ProcessPool):
-        self.trials, self.pool = trials, pool
+    def __init__(self, trials: Trials, pool: ProcessPool, clock: Clock = SYSTEM):
+        self.trials, self.pool, self.clock = trials, pool, clock
 
     def warm_up(self, cell: Cell) -> None:
         """The run's (or the manifest's) warm-up trials; a JIT runtime (warm-up > 1) compiles its
@@ -27,10 +27,10 @@ class Warming:
         most_s, most_trials = policy.max_s + least_s, policy.max_trials * (2 if least_s else 1)
         if cell.kept_warm and self.pool.shares(cell):
             most_s = policy.shared_max_s
-        per_request, started = cell.log.warm, time.monotonic()
+        per_request, started = cell.log.warm, self.clock.monotonic()
 
         def warming() -> bool:
-            done, elapsed = len(per_request), time.monotonic() - started
+            done, elapsed = len(per_request), self.clock.monotonic() - started
             if elapsed < least_s:
                 return done < most_trials
             return done < most_trials and not policy.is_steady(per_request) and elapsed < most_s
@@ -68,7 +68,7 @@ class Warming:
         if log.warm_band is None:
             log.warm_band = policy.warm_band(log.warm_cpu)
         log.rewarmed += 1
-        started = time.monotonic()
+        started = self.clock.monotonic()
         for _ in range(policy.rewarm_max_trials):
             if not self.trial(cell, refit=False):
                 return False
@@ -76,7 +76,7 @@ class Warming:
             cpu = log.warm_cpu[-1]
             if log.warm_band is None or not cpu or cpu <= log.warm_band:
                 return True
-            if time.monotonic() - started >= policy.rewarm_max_s:
+            if self.clock.monotonic() - started >= policy.rewarm_max_s:
                 break
         log.rewarm_short += 1
         return True
