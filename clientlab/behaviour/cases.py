@@ -10,6 +10,7 @@ driver's clock.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +29,7 @@ Fault = Literal["stall-headers", "trickle", "short-body", "chunked-no-end", "red
                 "many-headers", "h2-goaway", "h2-refused", "h2-max-streams", "gzip-truncated", "br-bomb",
                 "tls-expired", "tls-wrong-name", "tls-untrusted", "tls-self-signed", "tls-stall"]
 REDIRECTS = ("redirect-other", "redirect-other-host", "redirect-to-plain")
-Check = Literal["deadline", "truncation", "credentials", "retry", "see-other", "bomb", "headers", "streams", "certificate"]
+Check = Literal["deadline", "truncation", "credentials", "retry", "see-other", "bomb", "headers", "streams", "certificate", "pool"]
 # where a fault is served, when not on origin a: (scheme, the listening line's key, the path)
 ORIGINS = {"connect-dark": ("http", "fault_dark", "/fault/landing"),
            "redirect-to-plain": ("https", "fault_s", "/fault/redirect-to-plain"),
@@ -86,6 +87,11 @@ class Case(BaseModel):
     streams: int = Field(0, ge=0, le=64)
     # how many of the job's requests are in flight at once, where fewer than all of them
     concurrency: int | None = Field(None, ge=1, le=64)
+    # one slow origin beside a fast one (check = "pool"): this many GETs of the fault (n = 1 ...
+    # slow) and then this many of origin c's /fault/landing (n = slow + 1 ...), all in flight at
+    # once through one client
+    slow: int = Field(0, ge=0, le=32)
+    fast: int = Field(0, ge=0, le=32)
     references: list[str] = []
 
     @model_validator(mode="after")
@@ -110,6 +116,14 @@ class Case(BaseModel):
         if (self.check == "streams") != (self.fault in H2_FAULTS) or (self.check == "streams") != (self.streams >= 2):
             raise ValueError(f"check = \"streams\" goes with a fault of {', '.join(H2_FAULTS)} and streams >= 2, "
                              "and only with them")
+        if (self.check == "pool") != (self.slow > 0) or (self.check == "pool") != (self.fast > 0):
+            raise ValueError("check = \"pool\" goes with slow >= 1 and fast >= 1, and only with them")
+        if self.check == "pool":
+            if self.fault != "stall-headers":
+                raise ValueError("check = \"pool\" needs fault = \"stall-headers\": the slow origin's stall")
+            if self.timeout_s * 1000 <= int(self.query.get("ms", 1000)):
+                raise ValueError("check = \"pool\" needs timeout_s past the stall (query ms): the slow requests "
+                                 "are answered, not ended by the timeout")
         if self.fault in ("connect-dark", "tls-stall") and self.check != "deadline":
             raise ValueError(f"fault = \"{self.fault}\" is judged by check = \"deadline\"")
         if self.check == "credentials":
@@ -145,9 +159,11 @@ class BehaviourCase:
         return "s" if self.case.fault == "redirect-to-plain" else "a"
 
     def job(self, host: str, port: int, origins: dict[str, int] | None = None,
-            tls_ca: str | None = None) -> dict[str, Any]:
+            tls_ca: str | None = None, recommended: bool = False) -> dict[str, Any]:
         """The job (docs/driver-protocol.md §3) against origin a at host:port, or the fault's own
-        origin named in `origins` (the listening line's fault_* ports)."""
+        origin named in `origins` (the listening line's fault_* ports); `recommended`: with the
+        option that makes the driver use its library's documented recommendation (the manifest's
+        [behaviour.recommended])."""
         c = self.case
         scheme, key, path = ORIGINS.get(c.fault, ("http", "fault_a", f"/fault/{c.fault}"))
         if key != "fault_a":
@@ -171,10 +187,17 @@ class BehaviourCase:
         requests = [entry("GET", {**c.query, "n": 1}), case_entry] if c.reuse else [case_entry]
         if c.streams:
             requests = [entry("GET", {**c.query, "n": n}) for n in range(1, c.streams + 1)]
+        if c.slow:
+            fast_url = f"http://{fast_host(host, origins)}/fault/landing"
+            fast_ns = range(c.slow + 1, c.slow + c.fast + 1)
+            requests = [entry("GET", {**c.query, "n": n}) for n in range(1, c.slow + 1)] + [
+                {"method": "GET", "url": f"{fast_url}?n={n}", "repeat": 1} for n in fast_ns]
         return {"scenario": f"behave:{self.name}", "verify": False, "http": "2" if c.streams else "1.1",
                 "tls_ca": tls_ca if scheme == "https" else None,
-                "concurrency": c.concurrency or max(1, c.streams), "keep_alive": True, "cookies": False, "accept_gzip": c.fault in ENCODED,
-                "timeout_s": c.timeout_s, "options": {"tcp_nodelay": None, "max_host_connections": None},
+                "concurrency": c.concurrency or max(1, c.streams, c.slow + c.fast), "keep_alive": True, "cookies": False,
+                "accept_gzip": c.fault in ENCODED,
+                "timeout_s": c.timeout_s, "options": {"tcp_nodelay": None, "max_host_connections": None,
+                                                      **({"recommended": True} if recommended else {})},
                 "requests": requests}
 
     def params(self) -> dict[str, Any]:
@@ -185,8 +208,18 @@ class BehaviourCase:
         c = self.case
         wanted = {"redirects": bool(c.follow_redirects), "keepalive": c.reuse, "form": bool(c.form),
                   "tls": ORIGINS.get(c.fault, ("http",))[0] == "https", "gzip": c.fault in ENCODED,
-                  "http2": bool(c.streams), "parallel": bool(c.streams)}
+                  "http2": bool(c.streams), "parallel": bool(c.streams or c.slow)}
         return (["http1"] if not c.streams else []) + [name for name, needed in wanted.items() if needed]
+
+
+def fast_host(host: str, origins: dict[str, int] | None) -> str:
+    """host:port of origin c, the fast origin beside the slow one: the bench server's next
+    address (127.0.0.2 beside 127.0.0.1), another host."""
+    port = (origins or {}).get("fault_c")
+    if not port:
+        raise LabError("the bench server has no fault_c port (another host: it needs loopback, and a build with "
+                       "origin c): rebuild it with ./setup.sh, and run behave on loopback")
+    return f"{ipaddress.ip_address(host) + 1}:{port}"
 
 
 def behaviours_dir() -> Path:
@@ -202,7 +235,7 @@ def load_case(path: Path) -> BehaviourCase:
     return BehaviourCase(path.stem, case, path)
 
 
-CHECK_ORDER = ("deadline", "truncation", "credentials", "certificate", "see-other", "retry", "streams", "bomb", "headers")
+CHECK_ORDER = ("deadline", "truncation", "credentials", "certificate", "see-other", "retry", "streams", "pool", "bomb", "headers")
 
 
 def discover(folder: Path | None = None) -> Found[BehaviourCase]:
@@ -271,6 +304,8 @@ def judge(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
         return _judge_lowered(bc, seen) if c.fault == "h2-max-streams" else _judge_streams(bc, seen)
     if c.check == "certificate":
         return _judge_certificate(bc, seen)
+    if c.check == "pool":
+        return _judge_pool(bc, seen)
     # credentials: judged on the headers the client sent to the first origin
     at_a = [e for e in seen.ledger if e.get("origin") == bc.first_origin]
     elsewhere = [e for e in seen.ledger if e.get("origin") != bc.first_origin]
@@ -506,3 +541,36 @@ def _judge_certificate(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
     named = any(w in error.lower() for w in CERTIFICATE_WORDS)
     return BehaviourOutcome(bc.name, "ok", f"refused{'' if named else ' (the error does not name the certificate)'}: "
                             f"{error or 'no error reported'}; the server saw: {shook}")
+
+
+def _judge_pool(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """One slow origin beside a fast one, from the ledger's arrival times (the server's clock):
+    the fast origin answers a request as it reads it, so a fast request's own service time is
+    nil; one that waited for a slot a slow request held cannot arrive before that slow request's
+    answer, which the server sends the stall (query ms) after the slow request arrived. Correct:
+    every fast request answered, and arrived before the first slow answer went out (the first
+    slow arrival + the stall; on a busy host the fast ones come within tens of ms)."""
+    c = bc.case
+    stall_ms = int(c.query.get("ms", 1000))
+    slow = [e for e in seen.ledger if e.get("origin") == "a"]
+    fast = [e for e in seen.ledger if e.get("origin") == "c"]
+    if seen.elapsed_s is None:
+        return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s ({len(slow)} slow and {len(fast)} "
+                                "fast request(s) arrived): the lab killed it")
+    if not slow:
+        return BehaviourOutcome(bc.name, "not-sent", "no slow request reached the server: the case shows nothing")
+    zero = min(e.get("at_ms", 0.0) for e in slow)
+    answer_ms = stall_ms  # the first slow answer, after the first slow arrival
+    arrivals = sorted(round(e.get("at_ms", 0.0) - zero) for e in fast)
+    where = (f"{len(slow)} slow arrived, the first answered at +{answer_ms} ms; the {len(fast)} fast arrived at "
+             + (", ".join(f"{a:+d}" for a in arrivals) or "-") + " ms after the first slow one")
+    answered = sum(1 for r in seen.responses if r.get("r", -1) >= c.slow and r.get("status") == 200)
+    if answered < c.fast:
+        error = "; ".join(sorted({str(e.get("message", ""))[:120] for e in seen.errors if e.get("r", -1) >= c.slow}))
+        return BehaviourOutcome(bc.name, "fast-failed", f"{c.fast - answered} of {c.fast} fast request(s) not answered "
+                                f"({where}): {error or 'no error reported'}")
+    behind = [a for a in arrivals if a >= answer_ms]
+    if behind or len(fast) < c.fast:
+        return BehaviourOutcome(bc.name, "starved", f"{len(behind)} of {c.fast} fast request(s) arrived only after a "
+                                f"slow answer, held behind the slow ones ({where})")
+    return BehaviourOutcome(bc.name, "ok", f"every fast request arrived before any slow answer ({where})")
