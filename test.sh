@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the lab's tests: the bench server's (go test), then everything else (pytest).
+# Runs the lab's tests: the bench server's (go test), the drivers' helpers on the golden transcript
+# (drivers/contract), then everything else (pytest).
 # Expects ./setup.sh to have run (the README's test command runs both).
 # pytest runs in two passes: the tests that only check what drivers and the lab do, spread over
 # worker processes; then the ones marked `serial` (they measure or time something), one at a
@@ -14,8 +15,19 @@ echo "== go test (bench server, network lab, the Go drivers' helper)"
 (cd server && go test ./...)
 (cd netlab && go test ./...)
 (cd drivers/go/_lib && go test ./...)
-echo "== cargo test (the Rust drivers' helper)"
+echo "== cargo test (the Rust drivers' helper, the golden transcript among its tests)"
 (cd drivers/rust && cargo test --locked -q -p labdriver)
+echo "== the golden transcript through the other helpers (Go's, Rust's and Python's run in their own tests)"
+node --test --test-reporter=dot drivers/node/_lib/test/transcript.test.mjs
+make -s -C drivers/c/_lib/test test
+prove -Q drivers/perl/_lib/t
+php drivers/php/_lib/test/transcript_test.php
+ruby drivers/ruby/_lib/test/transcript_test.rb
+make -s -C drivers/cpp/_lib/test test
+(cd drivers/java/_lib/test && { mvn -B -q -o package >/dev/null || mvn -B -q package; } &&
+  java -cp "target/classes:target/lib/*" clientlab.lab.TranscriptTest ../../../contract/transcript.json)
+(cd drivers/kotlin/_lib/test && { mvn -B -q -o package >/dev/null || mvn -B -q package; } &&
+  java -cp "target/classes:target/lib/*" clientlab.lab.KtorTranscriptTestKt ../../../contract/transcript.json)
 if [[ $# -gt 0 ]]; then
   echo "== pytest $*"
   exec .venv/bin/python -m pytest "$@"

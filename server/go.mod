@@ -3,6 +3,7 @@ module clientlab/server
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.2.0
 	github.com/quic-go/quic-go v0.65.0
 	golang.org/x/net v0.57.0
 )

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"clientlab/server/internal/control"
+	"clientlab/server/internal/faults"
 	"clientlab/server/internal/h3"
 	"clientlab/server/internal/server"
 	"clientlab/server/internal/sockets"
@@ -28,6 +29,9 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1", "address of the public ports: "+sockets.AllowedText)
 	certFile := flag.String("tls-cert", "", "PEM certificate for the https port")
 	keyFile := flag.String("tls-key", "", "PEM key for the https port")
+	caFile := flag.String("tls-ca", "", "PEM certificate of the CA that clients trust (the lab's), with --tls-ca-key: it signs "+
+		"the fault origins' expired and wrong-name certificates (docs/behaviour.md)")
+	caKeyFile := flag.String("tls-ca-key", "", "PEM key of --tls-ca")
 	controlAddr := flag.String("control-listen", "", "address of the control port (default: --listen), same rule; the network lab puts it where drivers cannot reach")
 	maxConns := flag.Int("max-conns", 0, "at most this many client connections open at once (0: no cap)")
 	serveOnlyFlag := flag.String("serve-only", "", "serve only connections from this client address, closing any other at once; "+
@@ -84,6 +88,13 @@ func main() {
 	var certs *tls.Config
 	if *certFile != "" {
 		certs = server.TLSConfig(*certFile, *keyFile)
+	}
+	if *caFile != "" {
+		ca, err := tls.LoadX509KeyPair(*caFile, *caKeyFile)
+		if err != nil {
+			log.Fatalf("cannot load the CA of --tls-ca and --tls-ca-key: %v", err)
+		}
+		faults.CA = &ca
 	}
 	// The control secret comes on stdin, never in argv or the environment (which other
 	// processes of the user can read in /proc).

@@ -29,6 +29,13 @@ REPORT_S = 30.0   # its report after done
 LATE_TRIES = 3    # a late deadline is tried again, up to this many tries in all (run_judged)
 
 
+# the matrix's two columns a case: the library's defaults (the job's timeout_s set the way the
+# driver sets it in every job), and the library's documented recommendation for production
+# (the manifest's [behaviour.recommended]), where it has one
+SETTINGS = ("defaults", "recommended")
+NO_RECOMMENDATION = "no documented recommendation"
+
+
 @dataclass
 class BehaveCell:
     driver: str
@@ -36,11 +43,26 @@ class BehaveCell:
     status: str                       # ok (judged) / unsupported / not-installed / failed
     outcome: BehaviourOutcome
     versions: dict = field(default_factory=dict)
+    setting: str = "defaults"         # one of SETTINGS
+    # the recommendation a recommended cell ran with: setting, source, why (manifest.Recommended)
+    recommended: dict | None = None
+    # a recommended cell whose job is the defaults cell's (the recommendation is how the driver
+    # sets timeout_s in every job): that cell's outcome, not run twice
+    same_as_defaults: bool = False
 
     @property
     def elapsed_s(self) -> float | None:
         """Go to done by the lab's clock (None: done never came)."""
         return self.outcome.elapsed_s
+
+
+def setting_params(setting: str, recommended: dict | None, same: bool) -> dict:
+    """What a stored cell keeps of its setting, beside its case's params (none for defaults: a
+    cell stored before the recommended column is a defaults cell)."""
+    if setting == "defaults":
+        return {}
+    return {"setting": setting, **({"recommended": recommended} if recommended else {}),
+            **({"same_as_defaults": True} if same else {})}
 
 
 def fault_origin(server: BenchServer) -> tuple[str, int]:
@@ -50,11 +72,22 @@ def fault_origin(server: BenchServer) -> tuple[str, int]:
     return server.endpoint.host, int(port)
 
 
-def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) -> BehaveCell:
-    """One driver on one case, in a driver process of its own."""
-    def cell(status: str, outcome: str, detail: str, versions: dict | None = None) -> BehaveCell:
-        return BehaveCell(driver.id, bc.name, status, BehaviourOutcome(bc.name, outcome, detail), versions or {})
+def recommendation(driver: manifest.Driver) -> dict | None:
+    """The driver's [behaviour.recommended] as a cell keeps it, or None."""
+    rec = driver.manifest.behaviour.recommended
+    return None if rec is None else {"setting": rec.setting, "source": rec.source, "why": rec.why}
 
+
+def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, setting: str = "defaults") -> BehaveCell:
+    """One driver on one case with one of SETTINGS, in a driver process of its own."""
+    rec = driver.manifest.behaviour.recommended if setting == "recommended" else None
+
+    def cell(status: str, outcome: str, detail: str, versions: dict | None = None) -> BehaveCell:
+        return BehaveCell(driver.id, bc.name, status, BehaviourOutcome(bc.name, outcome, detail), versions or {},
+                          setting, recommendation(driver) if rec else None)
+
+    if setting == "recommended" and rec is None:
+        return cell("unsupported", "no-recommendation", NO_RECOMMENDATION)
     if reason := builder.missing(driver):
         return cell("not-installed", "not-installed", reason)
     claimed = set(driver.manifest.capabilities) | ({"http1"} if driver.manifest.http1 else set())
@@ -71,14 +104,17 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer) ->
         argv = group.wrap(argv)
     server.faults(reset=True)
     try:
-        return _run_cell(driver, bc, server, host, port, argv, group, cell)
+        judged = _run_cell(driver, bc, server, host, port, argv, group, cell,
+                           recommended=rec is not None and rec.by == "option")
+        return dataclasses.replace(judged, setting=setting, recommended=recommendation(driver) if rec else None)
     finally:
         if group is not None:
             group.remove()
 
 
 def _run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, host: str, port: int,
-              argv: list[str], group: cgroup.Group | None, cell: Callable[..., BehaveCell]) -> BehaveCell:
+              argv: list[str], group: cgroup.Group | None, cell: Callable[..., BehaveCell],
+              recommended: bool) -> BehaveCell:
     def memory() -> dict:
         """The driver's peak and whether the cap ended it, where it ran under one."""
         return {} if group is None else {"peak_bytes": group.peak_bytes(), "capped": group.oom_kills() > 0}
@@ -87,7 +123,7 @@ def _run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, h
     versions: dict = {}
     try:
         versions = proc.hello(START_S).get("versions", {})
-        proc.send({"type": "job", "job": bc.job(host, port, server.info, str(server.endpoint.ca_file))})
+        proc.send({"type": "job", "job": bc.job(host, port, server.info, str(server.endpoint.ca_file), recommended)})
         ready = proc.receive({"ready"}, START_S)
         if ready["type"] == "unsupported":
             return cell("unsupported", "unsupported", str(ready.get("reason")), versions)
@@ -137,10 +173,20 @@ def run_judged(try_once: Callable[[], BehaveCell], timeout_s: float, tries_at_mo
     return dataclasses.replace(best, outcome=dataclasses.replace(best.outcome, detail=(best.outcome.detail or "") + note))
 
 
+def same_as_defaults(defaults: BehaveCell, driver: manifest.Driver) -> BehaveCell:
+    """The recommended cell of a driver whose recommendation is how it sets timeout_s in every
+    job: the defaults cell's job and outcome, said so."""
+    note = "the same job as the defaults column: the recommendation is how the driver sets timeout_s in every job"
+    outcome = dataclasses.replace(defaults.outcome, detail=f"{defaults.outcome.detail or ''} [{note}]".lstrip())
+    return dataclasses.replace(defaults, outcome=outcome, setting="recommended", recommended=recommendation(driver),
+                               same_as_defaults=True)
+
+
 def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store: Store | None,
-               config: dict, machine: dict, on_cell: Callable[[BehaveCell], None] = lambda _c: None
-               ) -> tuple[int | None, list[BehaveCell]]:
-    """Every driver on every case, driver by driver; each cell stored as it completes."""
+               config: dict, machine: dict, on_cell: Callable[[BehaveCell], None] = lambda _c: None,
+               settings: tuple[str, ...] = SETTINGS) -> tuple[int | None, list[BehaveCell]]:
+    """Every driver on every case with each of `settings`, driver by driver; each cell stored as
+    it completes."""
     run_id = store.start_run(machine, {**config, "kind": "behave", "drivers": [d.id for d in drivers],
                                        "scenarios": [c.name for c in cases]}) if store else None
     cells: list[BehaveCell] = []
@@ -149,15 +195,26 @@ def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store
         with BenchServer() as server:
             fault_origin(server)
             for driver in drivers:
+                rec = driver.manifest.behaviour.recommended
                 for bc in cases:
-                    cell_id = store.start_cell(run_id, driver.id, bc.name, bc.params(), "behaviour") if store else None
-                    result = run_judged(lambda: run_cell(driver, bc, server), bc.case.timeout_s)
-                    if store and cell_id is not None:
-                        store.finish_cell(cell_id, result.status,
-                                          None if result.status == "ok" else result.outcome.detail,
-                                          CellFigures(behaviours=(result.outcome,)), result.versions or None)
-                    cells.append(result)
-                    on_cell(result)
+                    done: dict[str, BehaveCell] = {}
+                    for setting in settings:
+                        # a recommendation that is how the driver sets timeout_s anyway: the defaults' job
+                        same = setting == "recommended" and rec is not None and rec.by == "timeout_s" \
+                            and "defaults" in done
+                        params = {**bc.params(), **setting_params(setting, recommendation(driver), same)}
+                        cell_id = store.start_cell(run_id, driver.id, bc.name, params, "behaviour") if store else None
+                        if same:
+                            result = same_as_defaults(done["defaults"], driver)
+                        else:
+                            result = run_judged(lambda s=setting: run_cell(driver, bc, server, s), bc.case.timeout_s)
+                        done[setting] = result
+                        if store and cell_id is not None:
+                            store.finish_cell(cell_id, result.status,
+                                              None if result.status == "ok" else result.outcome.detail,
+                                              CellFigures(behaviours=(result.outcome,)), result.versions or None)
+                        cells.append(result)
+                        on_cell(result)
         status = "done"
     finally:
         if store and run_id is not None:

@@ -10,6 +10,7 @@ driver's clock.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,17 +26,28 @@ from clientlab.record import BehaviourOutcome
 # the fault resources of the bench server (server/internal/faults/faults.go), each at /fault/<name>
 Fault = Literal["stall-headers", "trickle", "short-body", "chunked-no-end", "redirect-other", "redirect-other-host",
                 "keepalive-race", "connect-dark", "see-other", "redirect-to-plain", "gzip-bomb", "big-header",
-                "many-headers", "h2-goaway", "h2-refused"]
+                "many-headers", "h2-goaway", "h2-refused", "h2-max-streams", "gzip-truncated", "br-bomb",
+                "tls-expired", "tls-wrong-name", "tls-untrusted", "tls-self-signed", "tls-stall"]
 REDIRECTS = ("redirect-other", "redirect-other-host", "redirect-to-plain")
-Check = Literal["deadline", "truncation", "credentials", "retry", "see-other", "bomb", "headers", "streams"]
+Check = Literal["deadline", "truncation", "credentials", "retry", "see-other", "bomb", "headers", "streams", "certificate", "pool"]
 # where a fault is served, when not on origin a: (scheme, the listening line's key, the path)
 ORIGINS = {"connect-dark": ("http", "fault_dark", "/fault/landing"),
            "redirect-to-plain": ("https", "fault_s", "/fault/redirect-to-plain"),
            "h2-goaway": ("https", "fault_h2", "/fault/h2-goaway"),
            "h2-refused": ("https", "fault_h2", "/fault/h2-refused")}
-H2_FAULTS = ("h2-goaway", "h2-refused")
+H2_FAULTS = ("h2-goaway", "h2-refused", "h2-max-streams")
+# the TLS origins of certificates a client must refuse (server/internal/faults/faults_tls.go), and the
+# certificate's fault each is named for
+CERTIFICATE_FAULTS = {"tls-expired": "expired", "tls-wrong-name": "wrong-name", "tls-untrusted": "untrusted",
+                      "tls-self-signed": "self-signed"}
+ORIGINS.update({fault: ("https", f"fault_{origin}", "/fault/landing") for fault, origin in CERTIFICATE_FAULTS.items()})
+ORIGINS.update({"tls-stall": ("https", "fault_tls-stall", "/fault/landing"),
+                "h2-max-streams": ("https", "fault_h2", "/fault/h2-max-streams")})
+BOMBS = ("gzip-bomb", "br-bomb")
+ENCODED = ("gzip-bomb", "br-bomb", "gzip-truncated")  # the job asks for a decoded body (accept_gzip)
 # each check's fault, where it has one of its own
-CHECK_FAULT = {"retry": "keepalive-race", "see-other": "see-other", "bomb": "gzip-bomb"}
+CHECK_FAULT = {"retry": ("keepalive-race",), "see-other": ("see-other",), "bomb": BOMBS,
+               "certificate": tuple(CERTIFICATE_FAULTS)}
 HEADER_FAULTS = ("big-header", "many-headers")
 MIB = 1 << 20
 
@@ -73,15 +85,23 @@ class Case(BaseModel):
     memory_cap_mib: int | None = Field(None, ge=64, le=4096)
     # this many GETs (n = 1 ... streams) at once over HTTP/2, on as few connections as the client uses
     streams: int = Field(0, ge=0, le=64)
+    # how many of the job's requests are in flight at once, where fewer than all of them
+    concurrency: int | None = Field(None, ge=1, le=64)
+    # one slow origin beside a fast one (check = "pool"): this many GETs of the fault (n = 1 ...
+    # slow) and then this many of origin c's /fault/landing (n = slow + 1 ...), all in flight at
+    # once through one client
+    slow: int = Field(0, ge=0, le=32)
+    fast: int = Field(0, ge=0, le=32)
     references: list[str] = []
 
     @model_validator(mode="after")
     def _fits_its_check(self) -> "Case":
         if self.form and self.method != "POST":
             raise ValueError("form needs method = \"POST\"")
-        for check, fault in CHECK_FAULT.items():
-            if (self.check == check) != (self.fault == fault):
-                raise ValueError(f"check = \"{check}\" goes with fault = \"{fault}\", and only with it")
+        for check, faults in CHECK_FAULT.items():
+            if (self.check == check) != (self.fault in faults):
+                named = " or ".join(f'"{f}"' for f in faults)
+                raise ValueError(f"check = \"{check}\" goes with fault = {named}, and only with it")
         if self.check == "retry" and not self.reuse:
             raise ValueError("check = \"retry\" needs reuse = true: the race is on a kept connection")
         if self.check == "see-other" and (self.method != "POST" or not self.form or self.follow_redirects is not True):
@@ -96,8 +116,16 @@ class Case(BaseModel):
         if (self.check == "streams") != (self.fault in H2_FAULTS) or (self.check == "streams") != (self.streams >= 2):
             raise ValueError(f"check = \"streams\" goes with a fault of {', '.join(H2_FAULTS)} and streams >= 2, "
                              "and only with them")
-        if self.fault == "connect-dark" and self.check != "deadline":
-            raise ValueError("fault = \"connect-dark\" is judged by check = \"deadline\"")
+        if (self.check == "pool") != (self.slow > 0) or (self.check == "pool") != (self.fast > 0):
+            raise ValueError("check = \"pool\" goes with slow >= 1 and fast >= 1, and only with them")
+        if self.check == "pool":
+            if self.fault != "stall-headers":
+                raise ValueError("check = \"pool\" needs fault = \"stall-headers\": the slow origin's stall")
+            if self.timeout_s * 1000 <= int(self.query.get("ms", 1000)):
+                raise ValueError("check = \"pool\" needs timeout_s past the stall (query ms): the slow requests "
+                                 "are answered, not ended by the timeout")
+        if self.fault in ("connect-dark", "tls-stall") and self.check != "deadline":
+            raise ValueError(f"fault = \"{self.fault}\" is judged by check = \"deadline\"")
         if self.check == "credentials":
             if self.fault not in REDIRECTS or self.follow_redirects is not True:
                 raise ValueError(f"check = \"credentials\" needs a fault of {', '.join(REDIRECTS)} "
@@ -131,9 +159,11 @@ class BehaviourCase:
         return "s" if self.case.fault == "redirect-to-plain" else "a"
 
     def job(self, host: str, port: int, origins: dict[str, int] | None = None,
-            tls_ca: str | None = None) -> dict[str, Any]:
+            tls_ca: str | None = None, recommended: bool = False) -> dict[str, Any]:
         """The job (docs/driver-protocol.md §3) against origin a at host:port, or the fault's own
-        origin named in `origins` (the listening line's fault_* ports)."""
+        origin named in `origins` (the listening line's fault_* ports); `recommended`: with the
+        option that makes the driver use its library's documented recommendation (the manifest's
+        [behaviour.recommended])."""
         c = self.case
         scheme, key, path = ORIGINS.get(c.fault, ("http", "fault_a", f"/fault/{c.fault}"))
         if key != "fault_a":
@@ -157,10 +187,17 @@ class BehaviourCase:
         requests = [entry("GET", {**c.query, "n": 1}), case_entry] if c.reuse else [case_entry]
         if c.streams:
             requests = [entry("GET", {**c.query, "n": n}) for n in range(1, c.streams + 1)]
+        if c.slow:
+            fast_url = f"http://{fast_host(host, origins)}/fault/landing"
+            fast_ns = range(c.slow + 1, c.slow + c.fast + 1)
+            requests = [entry("GET", {**c.query, "n": n}) for n in range(1, c.slow + 1)] + [
+                {"method": "GET", "url": f"{fast_url}?n={n}", "repeat": 1} for n in fast_ns]
         return {"scenario": f"behave:{self.name}", "verify": False, "http": "2" if c.streams else "1.1",
                 "tls_ca": tls_ca if scheme == "https" else None,
-                "concurrency": max(1, c.streams), "keep_alive": True, "cookies": False, "accept_gzip": c.fault == "gzip-bomb",
-                "timeout_s": c.timeout_s, "options": {"tcp_nodelay": None, "max_host_connections": None},
+                "concurrency": c.concurrency or max(1, c.streams, c.slow + c.fast), "keep_alive": True, "cookies": False,
+                "accept_gzip": c.fault in ENCODED,
+                "timeout_s": c.timeout_s, "options": {"tcp_nodelay": None, "max_host_connections": None,
+                                                      **({"recommended": True} if recommended else {})},
                 "requests": requests}
 
     def params(self) -> dict[str, Any]:
@@ -170,9 +207,19 @@ class BehaviourCase:
     def capabilities(self) -> list[str]:
         c = self.case
         wanted = {"redirects": bool(c.follow_redirects), "keepalive": c.reuse, "form": bool(c.form),
-                  "tls": ORIGINS.get(c.fault, ("http",))[0] == "https", "gzip": c.fault == "gzip-bomb",
-                  "http2": bool(c.streams), "parallel": bool(c.streams)}
+                  "tls": ORIGINS.get(c.fault, ("http",))[0] == "https", "gzip": c.fault in ENCODED,
+                  "http2": bool(c.streams), "parallel": bool(c.streams or c.slow)}
         return (["http1"] if not c.streams else []) + [name for name, needed in wanted.items() if needed]
+
+
+def fast_host(host: str, origins: dict[str, int] | None) -> str:
+    """host:port of origin c, the fast origin beside the slow one: the bench server's next
+    address (127.0.0.2 beside 127.0.0.1), another host."""
+    port = (origins or {}).get("fault_c")
+    if not port:
+        raise LabError("the bench server has no fault_c port (another host: it needs loopback, and a build with "
+                       "origin c): rebuild it with ./setup.sh, and run behave on loopback")
+    return f"{ipaddress.ip_address(host) + 1}:{port}"
 
 
 def behaviours_dir() -> Path:
@@ -188,7 +235,7 @@ def load_case(path: Path) -> BehaviourCase:
     return BehaviourCase(path.stem, case, path)
 
 
-CHECK_ORDER = ("deadline", "truncation", "credentials", "see-other", "retry", "streams", "bomb", "headers")
+CHECK_ORDER = ("deadline", "truncation", "credentials", "certificate", "see-other", "retry", "streams", "pool", "bomb", "headers")
 
 
 def discover(folder: Path | None = None) -> Found[BehaviourCase]:
@@ -254,7 +301,11 @@ def judge(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
     if c.check in ("bomb", "headers"):
         return _judge_memory(bc, seen)
     if c.check == "streams":
-        return _judge_streams(bc, seen)
+        return _judge_lowered(bc, seen) if c.fault == "h2-max-streams" else _judge_streams(bc, seen)
+    if c.check == "certificate":
+        return _judge_certificate(bc, seen)
+    if c.check == "pool":
+        return _judge_pool(bc, seen)
     # credentials: judged on the headers the client sent to the first origin
     at_a = [e for e in seen.ledger if e.get("origin") == bc.first_origin]
     elsewhere = [e for e in seen.ledger if e.get("origin") != bc.first_origin]
@@ -354,6 +405,10 @@ def _judge_memory_outcome(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome
     cap = c.memory_cap_mib or 0
     peak = f"peak {seen.peak_bytes / MIB:.0f} MiB" if seen.peak_bytes is not None else "peak not measured"
     error = "; ".join(str(e.get("message", ""))[:160] for e in seen.errors)
+    if c.fault == "br-bomb" and not any(asks_for(e.get("accept_encoding", ""), "br") for e in seen.ledger):
+        asked = "; ".join(sorted({e.get("accept_encoding") or "none" for e in seen.ledger})) or "no request arrived"
+        return BehaviourOutcome(bc.name, "not-asked", f"the request's Accept-Encoding ({asked}) did not ask for br: "
+                                "the server sent 406, no bomb")
     if seen.capped:
         return BehaviourOutcome(bc.name, "held-all", f"ended by the cell's {cap} MiB memory cap ({peak}): "
                                 "it held what it decoded in memory")
@@ -368,7 +423,8 @@ def _judge_memory_outcome(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome
     if seen.responses:
         r = seen.responses[0]
         if c.check == "bomb":
-            whole = bomb_bytes(int(c.query.get("mib", 1024)))
+            mib = int(c.query.get("mib", 1024))
+            whole = mib * MIB if c.fault == "br-bomb" else bomb_bytes(mib)
             got = int(r.get("bytes") or 0)
             if got == whole:
                 return BehaviourOutcome(bc.name, "inflated", f"decoded all {whole} B ({peak})")
@@ -401,3 +457,120 @@ def _judge_streams(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
         return BehaviourOutcome(bc.name, "lost", f"{c.streams - answered} of {c.streams} reported as errors "
                                 f"({where}): {error}")
     return BehaviourOutcome(bc.name, "ok", f"all {c.streams} answered ({where})")
+
+
+def _judge_lowered(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """MAX_CONCURRENT_STREAMS lowered with streams in flight, from the ledger: how often each
+    request was processed, and the streams the server refused because the client opened them
+    over the limit it had been told (server/internal/faults/faults_h2_limit.go)."""
+    c = bc.case
+    processed: dict[str, int] = {}
+    for e in seen.ledger:
+        if not e.get("refused"):
+            processed[str(e.get("n"))] = processed.get(str(e.get("n")), 0) + 1
+    refused = [e for e in seen.ledger if e.get("refused")]
+    conns = len({e.get("conn") for e in seen.ledger})
+    where = (f"{len(seen.ledger)} stream(s) on {conns} connection(s), {len(refused)} opened over the lowered limit "
+             "and refused")
+    if seen.elapsed_s is None:
+        return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s ({where}): the lab killed it")
+    if not any(e.get("seq", 1) > 1 for e in seen.ledger):
+        return BehaviourOutcome(bc.name, "not-multiplexed", f"one request a connection ({where}): no stream was in "
+                                "flight when the limit fell, the case shows nothing")
+    twice = [f"n={n} {k}×" for n, k in sorted(processed.items()) if k > 1]
+    if twice:
+        return BehaviourOutcome(bc.name, "duplicated", f"processed more than once: {', '.join(twice)} ({where})")
+    answered = sum(1 for r in seen.responses if r.get("status") == 200)
+    if answered < c.streams:
+        error = "; ".join(sorted({str(e.get("message", ""))[:120] for e in seen.errors}))
+        return BehaviourOutcome(bc.name, "lost", f"{c.streams - answered} of {c.streams} reported as errors "
+                                f"({where}): {error}")
+    if refused:
+        return BehaviourOutcome(bc.name, "exceeded", f"all {c.streams} answered, after opening streams over the "
+                                f"limit it had taken ({where}; each sent again)")
+    return BehaviourOutcome(bc.name, "ok", f"all {c.streams} answered, each once, within the lowered limit ({where})")
+
+
+# words an error that names a certificate problem uses, in one library or another
+CERTIFICATE_WORDS = ("certificate", "cert", "x509", "x.509", "ssl", "tls", "verif", "self-signed", "self signed",
+                     "expired", "hostname", "host name", "trust", "pkix", "issuer", "authority", "subject")
+
+
+def asks_for(accept_encoding: str, coding: str) -> bool:
+    """Whether an Accept-Encoding value takes the coding (named or "*", q above 0): the server's
+    rule (server/internal/faults/faults_enc.go)."""
+    for item in accept_encoding.split(","):
+        name, _, params = item.partition(";")
+        if name.strip().lower() not in (coding, "*"):
+            continue
+        q = 1.0
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    pass
+        if q > 0:
+            return True
+    return False
+
+
+def _judge_certificate(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """A certificate the client must refuse, from the origin's ledger: each handshake (with what
+    ended it, often the client's alert) and any request after one; and the driver's report."""
+    c = bc.case
+    what = CERTIFICATE_FAULTS[c.fault]
+    handshakes = [e for e in seen.ledger if not e.get("path") and e.get("tls")]
+    requests = [e for e in seen.ledger if e.get("path")]
+    shook = "; ".join(dict.fromkeys("completed, then no request" if e["tls"] == "ok" and not requests else str(e["tls"])
+                                    for e in handshakes))
+    error = "; ".join(str(e.get("message", ""))[:160] for e in seen.errors)
+    if seen.elapsed_s is None:
+        return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s (handshakes: {shook or 'none'}): "
+                                "the lab killed it")
+    if requests:
+        got = ", ".join(f"{r.get('status')} with {r.get('bytes')} B" for r in seen.responses) or f"an error: {error}"
+        return BehaviourOutcome(bc.name, "cert-accepted", f"took the {what} certificate: {len(requests)} request(s) "
+                                f"reached the server after the handshake; reported {got}")
+    if seen.responses:
+        return BehaviourOutcome(bc.name, "phantom", f"reported {seen.responses[0].get('status')}, yet no request "
+                                "reached the server")
+    if not handshakes:
+        return BehaviourOutcome(bc.name, "not-sent", f"no TLS handshake reached the origin: {error or 'no error'}")
+    named = any(w in error.lower() for w in CERTIFICATE_WORDS)
+    return BehaviourOutcome(bc.name, "ok", f"refused{'' if named else ' (the error does not name the certificate)'}: "
+                            f"{error or 'no error reported'}; the server saw: {shook}")
+
+
+def _judge_pool(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """One slow origin beside a fast one, from the ledger's arrival times (the server's clock):
+    the fast origin answers a request as it reads it, so a fast request's own service time is
+    nil; one that waited for a slot a slow request held cannot arrive before that slow request's
+    answer, which the server sends the stall (query ms) after the slow request arrived. Correct:
+    every fast request answered, and arrived before the first slow answer went out (the first
+    slow arrival + the stall; on a busy host the fast ones come within tens of ms)."""
+    c = bc.case
+    stall_ms = int(c.query.get("ms", 1000))
+    slow = [e for e in seen.ledger if e.get("origin") == "a"]
+    fast = [e for e in seen.ledger if e.get("origin") == "c"]
+    if seen.elapsed_s is None:
+        return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s ({len(slow)} slow and {len(fast)} "
+                                "fast request(s) arrived): the lab killed it")
+    if not slow:
+        return BehaviourOutcome(bc.name, "not-sent", "no slow request reached the server: the case shows nothing")
+    zero = min(e.get("at_ms", 0.0) for e in slow)
+    answer_ms = stall_ms  # the first slow answer, after the first slow arrival
+    arrivals = sorted(round(e.get("at_ms", 0.0) - zero) for e in fast)
+    where = (f"{len(slow)} slow arrived, the first answered at +{answer_ms} ms; the {len(fast)} fast arrived at "
+             + (", ".join(f"{a:+d}" for a in arrivals) or "-") + " ms after the first slow one")
+    answered = sum(1 for r in seen.responses if r.get("r", -1) >= c.slow and r.get("status") == 200)
+    if answered < c.fast:
+        error = "; ".join(sorted({str(e.get("message", ""))[:120] for e in seen.errors if e.get("r", -1) >= c.slow}))
+        return BehaviourOutcome(bc.name, "fast-failed", f"{c.fast - answered} of {c.fast} fast request(s) not answered "
+                                f"({where}): {error or 'no error reported'}")
+    behind = [a for a in arrivals if a >= answer_ms]
+    if behind or len(fast) < c.fast:
+        return BehaviourOutcome(bc.name, "starved", f"{len(behind)} of {c.fast} fast request(s) arrived only after a "
+                                f"slow answer, held behind the slow ones ({where})")
+    return BehaviourOutcome(bc.name, "ok", f"every fast request arrived before any slow answer ({where})")

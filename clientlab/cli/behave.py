@@ -36,14 +36,21 @@ from clientlab.output.behave import matrix_json, matrix_lines
               help="Drivers (comma-separated). Default: the default drivers (one a language).")
 @click.option("-s", "--cases", "case_names", multiple=True,
               help="Behaviour cases (comma-separated; behaviours/*.toml). Default: every one.")
+@click.option("--settings", "setting_names", default=",".join(behave.SETTINGS), show_default=True,
+              help="Which columns a case gets (comma-separated): defaults (the library's defaults, the case's "
+                   "timeout set as the driver sets it in every job) and recommended (the library's documented "
+                   "recommendation for production, its manifest's [behaviour.recommended]; '—' where it has none).")
 @click.option("--json", "json_path", metavar="FILE", help="Also write the matrix as JSON to FILE ('-': stdout, instead of the table).")
 @click.option("--no-store", is_flag=True, help="Do not store the outcomes as a run.")
 def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tuple[str, ...],
-               case_names: tuple[str, ...], json_path: str | None, no_store: bool) -> None:
+               case_names: tuple[str, ...], setting_names: str, json_path: str | None, no_store: bool) -> None:
     """Every chosen driver on every behaviour case against the bench server's fault origins: a
     stall before the answer, a trickled body, a body short of its length, a chunked body without
-    its end, a redirect to another origin with credentials. Each cell runs in a driver process
-    of its own; the lab's clock and the server's ledger judge it (docs/behaviour.md). A client
+    its end, a redirect to another origin with credentials, a slow origin beside a fast one, and
+    more (behaviours/). Each case runs with the library's defaults and with its documented
+    recommended setting (the driver's [behaviour.recommended]; '—' where it has none). Each cell
+    runs in a driver process of its own; the lab's clock and the server's ledger judge it
+    (docs/behaviour.md). A client
     that does otherwise than correct is a finding, not a failure: the exit code is 1 only when a
     driver broke. It loads the machine as a run does, so it takes the lab's lock as a run does:
     a second one waits for the first (or exits 75 with --no-wait)."""
@@ -51,17 +58,23 @@ def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tupl
     if found.problems:
         raise LabInputError("\n".join(found.problems))
     cases = behaviour.select(found.found, split_names(case_names))
+    given = split_names((setting_names,)) or []
+    if not given or any(s not in behave.SETTINGS for s in given):
+        raise LabInputError(f"--settings {setting_names!r}: name one or both of {', '.join(behave.SETTINGS)}")
+    settings = tuple(s for s in behave.SETTINGS if s in given)  # defaults first: "=" cells copy it
     drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
     take_lab_lock(no_wait)
     store = None if no_store else chosen_store()
     config = {"command": "clientlab " + shlex.join(sys.argv[1:])}
 
     def progress(cell: behave.BehaveCell) -> None:
-        err.print(f"  {escape(cell.driver)} {escape(cell.case)}: {escape(cell.outcome.outcome)}", highlight=False)
+        which = " (recommended)" if cell.setting == "recommended" else ""
+        err.print(f"  {escape(cell.driver)} {escape(cell.case)}{which}: {escape(cell.outcome.outcome)}"
+                  + (" (= defaults)" if cell.same_as_defaults else ""), highlight=False)
 
-    err.print(f"behave: {len(drivers)} driver(s) × {len(cases)} case(s), each cell in a driver process of its own",
-              highlight=False)
-    run_id, cells = behave.run_matrix(drivers, cases, store, config, machine.describe(), progress)
+    err.print(f"behave: {len(drivers)} driver(s) × {len(cases)} case(s) × {' and '.join(settings)}, each cell in a "
+              "driver process of its own", highlight=False)
+    run_id, cells = behave.run_matrix(drivers, cases, store, config, machine.describe(), progress, settings)
     if json_path:
         text = json.dumps(matrix_json(cells, cases, run_id), indent=2)
         if json_path == "-":

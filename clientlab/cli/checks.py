@@ -105,11 +105,12 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     server_host = chosen_server_host(server_host_name, hosts_path)
 
     chosen = manifest.select(load_drivers(driver_paths), split_names(driver_names))
-    builder.on_first_use(chosen, lambda line: err.print(line, highlight=False))
-    missing = [f"{d.id} ({builder.missing(d)})" for d in chosen if builder.missing(d) is not None]
+    readiness = builder.Readiness()   # each driver's build inputs read once here
+    builder.on_first_use(chosen, lambda line: err.print(line, highlight=False), readiness)
+    missing = [f"{d.id} ({why})" for d in chosen if (why := readiness.missing(d)) is not None]
     if missing and driver_names:  # named ones must be there; of the defaults, the installed ones run
         raise LabInputError(f"not installed: {'; '.join(missing)}")
-    drivers = [d for d in chosen if builder.missing(d) is None]
+    drivers = [d for d in chosen if readiness.missing(d) is None]
     take_lab_lock(False)
     if not drivers:
         raise LabInputError("no installed driver to check (see: clientlab drivers)")

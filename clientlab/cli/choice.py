@@ -14,8 +14,10 @@ from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 
 
-def chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...]) -> list[manifest.Driver]:
-    """The drivers named (all: every one), or every installed default driver, saying which are skipped."""
+def chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...],
+                   readiness: builder.Readiness | None = None) -> list[manifest.Driver]:
+    """The drivers named (all: every one), or every installed default driver, saying which are
+    skipped. `readiness`: the command's, so that its run reads no driver's build inputs again."""
     drivers = load_drivers(driver_paths)
     wanted = split_names(driver_names)
     every = wanted == ["all"]
@@ -23,10 +25,11 @@ def chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...]
     if every:
         wanted = None
     if not wanted:
-        skipped = [d for d in chosen if builder.missing(d)]
-        for d in skipped:
-            err.print(f"[dim]not installed, skipped: {d.id} ({escape(builder.missing(d) or '')})[/]", highlight=False)
-        chosen = [d for d in chosen if d not in skipped]
+        readiness = readiness or builder.Readiness()
+        skipped = {d.id: why for d in chosen if (why := readiness.missing(d))}
+        for d_id, why in skipped.items():
+            err.print(f"[dim]not installed, skipped: {d_id} ({escape(why)})[/]", highlight=False)
+        chosen = [d for d in chosen if d.id not in skipped]
     if not chosen:
         raise LabInputError("no installed driver to run (see: clientlab drivers)")
     return chosen

@@ -209,7 +209,11 @@ def _compare_behave(store, a: int, b: int, json_path: Path | None, html_path: Pa
     from clientlab.output.behave import change_lines, changes
 
     cells_a, cells_b = store.cell_records(a), store.cell_records(b)
-    common = len({(c.driver, c.scenario) for c in cells_a} & {(c.driver, c.scenario) for c in cells_b})
+
+    def keys(cells: list) -> set:  # a driver on a case with a setting (docs/behaviour.md: defaults, recommended)
+        return {(c.driver, c.scenario, (c.params or {}).get("setting", "defaults")) for c in cells}
+
+    common = len(keys(cells_a) & keys(cells_b))
     if not common:
         raise LabInputError(f"behave runs {a} and {b} have no cell in common (same driver and case)")
     if html_path:

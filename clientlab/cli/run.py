@@ -45,9 +45,9 @@ from clientlab.runner import (
     PLACEMENTS,
     Placement,
     RunOptions,
+    lab_run,
     run_matrix,
     stop_on_sigterm,
-    stored_run,
 )
 from clientlab.store import Store
 
@@ -166,8 +166,9 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
         from clientlab.cli.fleet import run_on_hosts
         run_on_hosts(click.get_current_context(), on_hosts, hosts_path, job_size, baseline)
         return
-    chosen = _on_runtimes(chosen_drivers(driver_paths, driver_names), runtime_specs)
-    builder.on_first_use(chosen, lambda line: err.print(line, highlight=False))
+    readiness = builder.Readiness()   # the run's: each driver's build inputs read once
+    chosen = _on_runtimes(chosen_drivers(driver_paths, driver_names, readiness), runtime_specs, readiness)
+    builder.on_first_use(chosen, lambda line: err.print(line, highlight=False), readiness)
     files, scenarios = chosen_scenarios(scenario_names, params, http_versions, concurrency, keep_alive,
                                          client_options, server_headers)
     stop = StopRule(min_trials=trials or min_trials, max_trials=trials or max(max_trials, min_trials),
@@ -188,7 +189,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     take_lab_lock(no_wait)
     store = chosen_store()
     run_id, interrupted = _measured(store, config, chosen, scenarios, options,
-                                    _Network(profile, net_name, server_host), json_path)
+                                    _Network(profile, net_name, server_host), json_path, readiness)
     print_run(store, run_id, fmt)
     if interrupted:
         raise SystemExit(130)
@@ -237,16 +238,19 @@ class _Network:
 
 
 def _measured(store: Store, config: dict, chosen: list[manifest.Driver], scenarios: list[scenario.Scenario],
-              options: RunOptions, network: _Network, json_path: Path | None) -> tuple[int, bool]:
+              options: RunOptions, network: _Network, json_path: Path | None,
+              readiness: builder.Readiness) -> tuple[int, bool]:
     """(the stored run, whether it was interrupted): the run measured, its cells diagnosed and its
     JSON written, however it ended; everything measured is kept."""
     run_id, interrupted = None, False
     try:
-        with stored_run(store, config, options.placement) as (run_id, _placement):
+        with lab_run(store, config, options, readiness=readiness) as lab:
+            run_id = lab.run_id
             print_wrapped(err, f"run {run_id}: {len(chosen)} driver(s) × {len(scenarios)} scenario(s) on network "
                                f"'{network.name()}', results in {store.where}")
             with stop_on_sigterm(), ProgressEvents(len(chosen) * len(scenarios), err, len(chosen)) as events:
-                run_matrix(store, run_id, chosen, scenarios, options, events,
+                lab.events = events
+                run_matrix(lab, chosen, scenarios,
                            lambda _result: json_path and exporters.write(store, run_id, "json", json_path),
                            lambda cpu: _open_network(store, run_id, network, cpu))
     except KeyboardInterrupt:
@@ -274,15 +278,16 @@ def _open_network(store: Store, run_id: int, network: _Network, cpu: int | None)
     return server
 
 
-def _on_runtimes(chosen: list, specs: tuple[str, ...]) -> list:
+def _on_runtimes(chosen: list, specs: tuple[str, ...], readiness: builder.Readiness) -> list:
     """The drivers on the runtime lines asked for, each line's build made first (with progress)."""
     if not specs:
         return chosen
     variants = manifest.on_runtimes(chosen, runtimes.parse(list(specs)))
     for d in variants:
-        if d.variant is not None and not builder.is_built(d):
+        if d.variant is not None and not readiness.is_built(d):
             err.print(f"building {d.id} (on {d.variant.kind} {d.variant.version}) …", highlight=False)
             ok, what = builder.build(d)
+            readiness.forget(d)
             err.print(f"[{'green' if ok else 'red'}]{d.id}[/]: {escape(what)}", highlight=False)
     return variants
 

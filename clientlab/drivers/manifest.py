@@ -26,6 +26,27 @@ Capability = Literal[
 MANIFEST_NAME = "driver.toml"
 
 
+class Recommended(BaseModel):
+    """The library's own documented recommendation for production use (`[behaviour.recommended]`):
+    the behaviour matrix's second column runs every case with it (docs/behaviour.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    setting: str = Field(min_length=1)   # what the driver sets, in the library's words
+    source: str = Field(min_length=1)    # where the library's docs say it: a URL or a doc's section
+    why: str = Field(min_length=1)       # one line: what the docs say of it
+    # "option": the job's option `recommended` makes the driver set it; "timeout_s": it is the very
+    # setting the driver gives the job's timeout_s in every job, so the second column's job is the
+    # first's, run once (the cell says "=")
+    by: Literal["option", "timeout_s"] = "option"
+
+
+class BehaviourSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    recommended: Recommended | None = None
+
+
 class Manifest(BaseModel):
     """What a driver folder declares about itself."""
 
@@ -59,6 +80,8 @@ class Manifest(BaseModel):
     # the library's own plain loop (`plain.<ext>` in the folder, no lab code): argv that starts it;
     # the lab appends URL COUNT MODE WARMUP_S (docs/driver-protocol.md §9)
     plain: list[Annotated[str, Field(min_length=1)]] | None = None
+    # the behaviour matrix's settings: the library's documented recommendation, where it has one
+    behaviour: BehaviourSettings = BehaviourSettings()
 
     @field_validator("build_inputs")
     @classmethod

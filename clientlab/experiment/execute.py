@@ -47,11 +47,12 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
     budget = experiment.budget_for(quick, options.run_budget_s)
     options = dataclasses.replace(options, trial_seconds=options.trial_seconds or experiment.trial_seconds,
                                   run_budget_s=budget or None)
-    drivers = _drivers(cells, extra_drivers or [], on_note)
+    readiness = builder.Readiness()   # the run's: each driver's build inputs read once
+    drivers = _drivers(cells, extra_drivers or [], on_note, readiness)
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
               "net": {"profiles": sorted({c.net for c in cells})}, "cells_planned": len(cells),
               "retries": options.retries, "interleave": options.interleave, "time_budget_s": options.run_budget_s}
-    with lab_run(store, config, options, events) as lab:
+    with lab_run(store, config, options, events, readiness=readiness) as lab:
         networks = _Networks(lab, experiment, quick, drivers, on_note, check_links, server_host)
         try:
             networks.run(cells, Deadline.after(budget))
@@ -60,8 +61,8 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
     return ExperimentRun(lab.run_id, "complete")
 
 
-def _drivers(cells: list[PlannedCell], extra: list[manifest.Driver],
-             on_note: Callable[[str], object]) -> dict[str, manifest.Driver]:
+def _drivers(cells: list[PlannedCell], extra: list[manifest.Driver], on_note: Callable[[str], object],
+             readiness: builder.Readiness) -> dict[str, manifest.Driver]:
     """The lab's drivers by id, with the runtime lines the cells name; the ones the cells name
     are built on first use."""
     drivers = {d.id: d for d in manifest.discover()[0] + extra}
@@ -71,7 +72,7 @@ def _drivers(cells: list[PlannedCell], extra: list[manifest.Driver],
         if found is not None:
             drivers[driver_id] = found
             named.append(found)
-    builder.on_first_use(named, on_note)
+    builder.on_first_use(named, on_note, readiness)
     return drivers
 
 

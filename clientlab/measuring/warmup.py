@@ -8,6 +8,15 @@ client's cost a request can still fall by a third after passing the rule. With t
 interleaved, a JIT process shared by its driver's cells warms up on each of them, then settles:
 one more warm-up of each cell in turn until each stops getting faster, and until the process has
 done RunOptions.jit_warm_s of warm-up work in all, however many cells share it.
+
+A JIT process that then sat idle between its timed trials (stopped through other cells' trials
+and crosscheck's plain rounds) warms up again before its next timed trial, until a warm-up costs
+the CPU a request of its warm state again. V8's memory reducer, whose timer runs out after 8 s of
+little allocation, fires as such a process resumes: a compacting GC that gave back most of a
+node-undici process's heap, and a young generation so small that the trials after it scavenged
+every 20 ms and took 2-3x the CPU until it grew back, over more than one trial. A program making
+requests without pause never meets it: the lab's way of keeping processes between trials must not
+be what it measures (docs/measurement.md).
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ class WarmupPolicy:
     settle_falling: float = 0.05  # …then settle: no longer getting faster by more than this…
     settle_max_s: float = 20.0    # …for at most this long a process beyond jit_warm_s…
     settle_max_trials: int = 40   # …and a cell's warm-ups never more than this many in all
+    rewarm_idle_s: float = 5.0    # a JIT process idle this long warms up again before a timed trial…
+    rewarm_max_trials: int = 10   # …until its CPU a request is back in its warm band, at most this many…
+    rewarm_max_s: float = 3.0     # …for at most this long
 
     def is_steady(self, per_request: list[float]) -> bool:
         """The last three warm-ups cost the same per request, within `steady`, and are not still
@@ -46,6 +58,16 @@ class WarmupPolicy:
         if len(per_request) < 6:
             return False
         return stats.median(per_request[-3:]) >= (1 - self.settle_falling) * stats.median(per_request[-6:-3])
+
+    def warm_band(self, cpu_per_request: list[float]) -> float | None:
+        """The most CPU a request a warm process still spends: the median of the last three
+        warm-ups times one plus their spread (the highest over the median), at least `steady`;
+        None without a reading."""
+        last = [v for v in cpu_per_request if v > 0][-3:]
+        if not last:
+            return None
+        middle = stats.median(last)
+        return middle * (1 + max(self.steady, max(last) / middle - 1))
 
 
 DEFAULT = WarmupPolicy()

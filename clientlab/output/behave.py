@@ -24,7 +24,9 @@ CORRECT = {"deadline": "an error within the timeout + 10 %", "truncation": "an e
            "see-other": "a GET without the body at the 303's target",
            "bomb": "an error (a limit kept), the peak memory well below the decoded size",
            "headers": "an error, not a hang or a crash",
-           "streams": "every request answered: an unprocessed stream sent again"}
+           "certificate": "refused: an error, and no request at the server after the handshake",
+           "streams": "every request answered: an unprocessed stream sent again",
+           "pool": "every fast request answered, arriving before any slow answer"}
 
 LEGEND = (
     ("ok+N", "an error N ms after the timeout, within its 10 %: a deadline kept"),
@@ -49,10 +51,17 @@ LEGEND = (
     ("raw:NM", "a bomb handed over still encoded (not inflated), at a peak of N MiB"),
     ("LOST:k", "k unprocessed streams reported as errors, not sent again"),
     ("NOMUX", "one request a connection: no stream in flight beside another"),
+    ("STARVED", "a fast request arrived after a slow answer: held behind it"),
+    ("FASTERR", "a fast request reported as an error beside the slow ones"),
+    ("ACCEPTED", "a certificate to refuse taken: a request reached the server after it"),
+    ("EXCEEDED", "streams opened past a lowered stream limit (refused, then sent again)"),
+    ("NOTASKED", "the request did not ask for br: no brotli bomb was sent"),
     ("HUNG", "no answer after the server closed (killed)"),
     ("unsup", "the driver cannot do the job (the reason below)"),
     ("FAIL", "the driver broke (the reason below)"),
     ("n/i", "the driver is not installed"),
+    ("=", "recommended: the defaults' job (how the driver sets the timeout)"),
+    ("—", "recommended: the library's docs recommend no setting"),
 )
 
 
@@ -70,6 +79,8 @@ def overshoot_ms(cell: BehaveCell, bc: BehaviourCase) -> int | None:
 
 
 def code(cell: BehaveCell, bc: BehaviourCase) -> str:
+    if cell.same_as_defaults:
+        return "="
     o = cell.outcome.outcome
     over = overshoot_ms(cell, bc)
     if o == "ok" and over is not None:
@@ -91,22 +102,43 @@ def code(cell: BehaveCell, bc: BehaviourCase) -> str:
             "no-retry": "NORETRY", "duplicated": "DUP", "retried-more": "RETRY>1", "retry-failed": "RETRYFAIL",
             "not-reused": "NOREUSE", "phantom": "PHANTOM", "first-failed": "FIRSTERR", "kept-post": "POST",
             "kept-body": "BODY", "held-all": "HELDALL", "inflated": "INFLATED", "accepted": "TOOK",
-            "no-cap": "nocap", "not-multiplexed": "NOMUX",
+            "no-cap": "nocap", "not-multiplexed": "NOMUX", "starved": "STARVED", "fast-failed": "FASTERR",
+            "no-recommendation": "—",
+            "cert-accepted": "ACCEPTED", "exceeded": "EXCEEDED", "not-asked": "NOTASKED",
             "not-installed": "n/i"}.get(o, o[:COLUMN - 1])
 
 
+def rows(cells: list[BehaveCell]) -> list[tuple[str, str, str]]:
+    """The matrix's rows, in the order the cells came: (driver, setting, row label); a driver's
+    recommended row under its defaults row, labelled as such when the cells hold both settings."""
+    settings = list(dict.fromkeys(c.setting for c in cells))
+    both = len(settings) > 1
+    return [(d, s, d if s == "defaults" or not both else "  recommended")
+            for d in dict.fromkeys(c.driver for c in cells) for s in settings]
+
+
+def recommendations(cells: list[BehaveCell]) -> dict[str, dict | None]:
+    """Each driver's recommendation that its recommended cells ran with (None: it has none)."""
+    out: dict[str, dict | None] = {}
+    for c in cells:
+        if c.setting == "recommended":
+            out[c.driver] = out.get(c.driver) or c.recommended
+    return out
+
+
 def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int | None) -> list[str]:
-    drivers = list(dict.fromkeys(c.driver for c in cells))
-    by = {(c.driver, c.case): c for c in cells}
-    name_w = max([len(d) for d in drivers] + [6]) + 1
+    by = {(c.driver, c.case, c.setting): c for c in cells}
+    table = rows(cells)
+    name_w = max([len(label) for _, _, label in table] + [6]) + 1
     per_row = max(1, (WIDTH - name_w) // COLUMN)
     lines: list[str] = []
     for start in range(0, len(cases), per_row):
         group = cases[start:start + per_row]
         lines.append("driver".ljust(name_w) + "".join(bc.label.ljust(COLUMN) for bc in group).rstrip())
-        for d in drivers:
-            row = "".join((code(by[(d, bc.name)], bc) if (d, bc.name) in by else "").ljust(COLUMN) for bc in group)
-            lines.append(d.ljust(name_w) + row.rstrip())
+        for d, setting, label in table:
+            row = "".join((code(by[(d, bc.name, setting)], bc) if (d, bc.name, setting) in by else "").ljust(COLUMN)
+                          for bc in group)
+            lines.append(label.ljust(name_w) + row.rstrip())
         lines.append("")
     lines.append("cases:")
     for bc in cases:
@@ -114,17 +146,27 @@ def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: in
     lines.append("")
     lines += [f"{mark:<9}{meaning}" for mark, meaning in LEGEND]
     lines.append("")
-    evidence = [c for c in cells if c.outcome.outcome != "ok"]
+    recommended = recommendations(cells)
+    if recommended:
+        lines.append("recommended settings (the library's own docs, for production use):")
+        for d, rec in recommended.items():
+            if rec is None:
+                lines += _wrapped(f"  {d}: — no documented recommendation", " " * 6)
+            else:
+                lines += _wrapped(f"  {d}: {rec['setting']}. {rec['why']} ({rec['source']})", " " * 6)
+        lines.append("")
+    evidence = [c for c in cells if c.outcome.outcome not in ("ok", "no-recommendation") and not c.same_as_defaults]
     if evidence:
         lines.append("evidence:")
         for c in evidence:
             detail = (c.outcome.detail or "").splitlines()
-            lines += _wrapped(f"  {c.driver} {c.case}: {detail[0] if detail else ''}", " " * 6)
+            which = " (recommended)" if c.setting == "recommended" else ""
+            lines += _wrapped(f"  {c.driver} {c.case}{which}: {detail[0] if detail else ''}", " " * 6)
             for extra in detail[1:]:
                 lines += _wrapped(f"      {extra}", " " * 6)
         lines.append("")
     lines.append("versions:")
-    for d in drivers:
+    for d in dict.fromkeys(c.driver for c in cells):
         versions = next((c.versions for c in cells if c.driver == d and c.versions), {})
         lines += _wrapped(f"  {d}: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "-"), " " * 6)
     if run_id is not None:
@@ -138,7 +180,9 @@ def matrix_json(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int
         "run": run_id,
         "cases": [{"name": bc.name, "label": bc.label, "description": bc.case.description, "check": bc.case.check,
                    "timeout_s": bc.case.timeout_s, "references": bc.case.references} for bc in cases],
-        "cells": [{"driver": c.driver, "case": c.case, "status": c.status, "outcome": c.outcome.outcome,
+        "recommended": recommendations(cells),
+        "cells": [{"driver": c.driver, "case": c.case, "setting": c.setting, "same_as_defaults": c.same_as_defaults,
+                   "status": c.status, "outcome": c.outcome.outcome,
                    "code": code(c, by_name[c.case]), "detail": c.outcome.detail, "elapsed_s": c.elapsed_s,
                    "overshoot_ms": overshoot_ms(c, by_name[c.case]), "peak_bytes": c.outcome.peak_bytes,
                    "versions": c.versions} for c in cells],
@@ -158,7 +202,10 @@ def stored_matrix(stored: list[Cell]) -> tuple[list[BehaveCell], list[BehaviourC
         if isinstance((c.params or {}).get("timeout_s"), (int, float)):
             bc = dataclasses.replace(bc, case=bc.case.model_copy(update={"timeout_s": c.params["timeout_s"]}))
         cases.setdefault(c.scenario, bc)
-        cells.append(BehaveCell(c.driver, c.scenario, c.status, c.figures.behaviours[0], dict(c.versions or {})))
+        params = c.params or {}
+        cells.append(BehaveCell(c.driver, c.scenario, c.status, c.figures.behaviours[0], dict(c.versions or {}),
+                                str(params.get("setting") or "defaults"), params.get("recommended"),
+                                bool(params.get("same_as_defaults"))))
     return cells, list(cases.values())
 
 
@@ -174,20 +221,22 @@ def changes(a: list[Cell], b: list[Cell]) -> list[dict[str, Any]]:
     cells_a, cases_a = stored_matrix(a)
     cells_b, cases_b = stored_matrix(b)
     cases = {bc.name: bc for bc in [*cases_a, *cases_b]}
-    by_b = {(c.driver, c.case): c for c in cells_b}
+    by_b = {(c.driver, c.case, c.setting): c for c in cells_b}
     out = []
     for ca in cells_a:
-        cb = by_b.get((ca.driver, ca.case))
+        cb = by_b.get((ca.driver, ca.case, ca.setting))
         if cb is None:
             continue
         bc = cases[ca.case]
-        code_a, code_b = code(ca, bc), code(cb, bc)
+        # a recommended cell shown as "=" is compared by what the client did
+        code_a, code_b = (code(dataclasses.replace(c, same_as_defaults=False), bc) for c in (ca, cb))
         if _unmeasured(code_a) == _unmeasured(code_b):
             continue  # an overshoot or a peak that moved is the host's noise, not a change of behaviour
         versions = {k: (ca.versions.get(k), cb.versions.get(k)) for k in {*ca.versions, *cb.versions}
                     if ca.versions.get(k) != cb.versions.get(k)}
-        out.append({"driver": ca.driver, "case": ca.case, "a": code_a, "b": code_b, "outcome_a": ca.outcome.outcome,
-                    "outcome_b": cb.outcome.outcome, "detail_a": ca.outcome.detail, "detail_b": cb.outcome.detail,
+        out.append({"driver": ca.driver, "case": ca.case, "setting": ca.setting, "a": code_a, "b": code_b,
+                    "outcome_a": ca.outcome.outcome, "outcome_b": cb.outcome.outcome, "detail_a": ca.outcome.detail,
+                    "detail_b": cb.outcome.detail,
                     "versions": versions})
     return out
 
@@ -203,7 +252,8 @@ def change_lines(run_a: int, run_b: int, changed: list[dict[str, Any]], common: 
         return [f"behave runs {run_a} and {run_b}: the same outcome in all {common} cell(s) they share"]
     lines = [f"behave runs {run_a} → {run_b}: {len(changed)} of {common} shared cell(s) changed"]
     for ch in changed:
-        lines.append(f"  {ch['driver']} {ch['case']}: {ch['a']} → {ch['b']}")
+        which = " (recommended)" if ch["setting"] == "recommended" else ""
+        lines.append(f"  {ch['driver']} {ch['case']}{which}: {ch['a']} → {ch['b']}")
         for side in ("a", "b"):
             lines += _wrapped(f"      {side.upper()}: {ch['detail_' + side] or '-'}", " " * 9)
         if ch["versions"]:

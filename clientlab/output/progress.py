@@ -6,6 +6,9 @@ trials: each running cell counts for the share of its expected trials already do
 
 from __future__ import annotations
 
+import time
+from typing import Callable
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -17,12 +20,16 @@ from clientlab.store import Trial
 
 # a cell is about this many trials (verification, warm-up, timed); a running cell never counts as done
 TRIALS_PER_CELL_GUESS = 6
+# Without a terminal the bar is not drawn, and interleaved cells end together near the run's end:
+# a line this often says the run is alive and how far it is (a log, nohup, CI).
+HEARTBEAT_S = 60.0
 
 
 class ProgressEvents:
     """Runner events shown as a rich progress bar (on stderr, so stdout stays clean)."""
 
-    def __init__(self, cells: int, console: Console, drivers: int | None = None):
+    def __init__(self, cells: int, console: Console, drivers: int | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("cells"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -32,6 +39,11 @@ class ProgressEvents:
         self._done_cells = 0
         self._running: dict[tuple[str, str], int] = {}   # (driver, scenario) → trials so far
         self._not_measured: dict[tuple[str, str, str], int] = {}  # (driver, status, reason) → cells
+        self._cells = cells
+        self._trials = 0
+        self._clock = clock
+        self._started = clock()
+        self._last_said = self._started
 
     def __enter__(self) -> "ProgressEvents":
         self.progress.start()
@@ -44,6 +56,20 @@ class ProgressEvents:
     def _update(self, description: str) -> None:
         part = sum(min(n / TRIALS_PER_CELL_GUESS, 0.9) for n in self._running.values())
         self.progress.update(self.task, completed=self._done_cells + part, description=description)
+        self._heartbeat(description)
+
+    def _heartbeat(self, description: str) -> None:
+        if self.progress.console.is_terminal:
+            return
+        now = self._clock()
+        if now - self._last_said < HEARTBEAT_S:
+            return
+        self._last_said = now
+        minutes = (now - self._started) / 60
+        text = (f"… {minutes:.0f} min: {self._done_cells} of {self._cells} cells done, "
+                f"{len(self._running)} running, {self._trials:,} trials; now {description}")
+        for line in wrapped(text, self.progress.console.width, first="  ", rest="      "):
+            self.progress.console.print(Text(line, style="dim"), highlight=False, soft_wrap=True)
 
     def cell_started(self, driver: str, scenario: str) -> None:
         self._running[(driver, scenario)] = 0
@@ -52,6 +78,7 @@ class ProgressEvents:
     def trial_done(self, driver: str, scenario: str, trial: Trial) -> None:
         key = (driver, scenario)
         self._running[key] = self._running.get(key, 0) + 1
+        self._trials += 1
         self._update(f"{scenario} — {driver}: {trial.kind} {trial.idx}")
 
     def cell_done(self, result: CellResult) -> None:

@@ -9,11 +9,12 @@ from html import escape
 
 from clientlab.behaviour.behave import BehaveCell
 from clientlab.behaviour.cases import BehaviourCase
-from clientlab.output.behave import CORRECT, LEGEND, code
+from clientlab.output.behave import CORRECT, LEGEND, code, recommendations, rows
 
 # what a cell's outcome says of the client: kept its promise, did not, or the cell shows nothing
 KEPT = {"ok", "undecoded"}
-SHOWS_NOTHING = {"unsupported", "not-installed", "not-sent", "not-reused", "no-cap", "not-followed", "not-multiplexed"}
+SHOWS_NOTHING = {"unsupported", "not-installed", "not-sent", "not-reused", "no-cap", "not-followed", "not-multiplexed", "not-asked",
+                 "no-recommendation"}
 
 
 def e(value: object) -> str:
@@ -22,6 +23,8 @@ def e(value: object) -> str:
 
 def _class(cell: BehaveCell) -> str:
     o = cell.outcome.outcome
+    if cell.same_as_defaults:
+        return "same " + ("kept" if o in KEPT else "none" if o in SHOWS_NOTHING else "finding")
     if o in KEPT:
         return "kept"
     if cell.status == "failed":
@@ -39,10 +42,19 @@ def _cell(cell: BehaveCell | None, bc: BehaviourCase) -> str:
 
 def page(run_id: int, title: str, cells: list[BehaveCell], cases: list[BehaviourCase]) -> str:
     drivers = list(dict.fromkeys(c.driver for c in cells))
-    by = {(c.driver, c.case): c for c in cells}
+    by = {(c.driver, c.case, c.setting): c for c in cells}
     head = "".join(f'<th title="{e(bc.case.description)}">{e(bc.label)}</th>' for bc in cases)
-    rows = "".join(f"<tr><th>{e(d)}</th>" + "".join(_cell(by.get((d, bc.name)), bc) for bc in cases) + "</tr>"
-                   for d in drivers)
+    body = "".join(("<tr><th class=\"rec\">" if s == "recommended" else "<tr><th>") + f"{e(label)}</th>"
+                   + "".join(_cell(by.get((d, bc.name, s)), bc) for bc in cases) + "</tr>"
+                   for d, s, label in rows(cells))
+    recommended = "".join(
+        f"<tr><th>{e(d)}</th>" + (f"<td>{e(rec['setting'])}</td><td>{e(rec['why'])}</td><td>{e(rec['source'])}</td>"
+                                 if rec else '<td colspan="3">— no documented recommendation</td>') + "</tr>"
+        for d, rec in recommendations(cells).items())
+    recommended_part = ("<h2>Recommended settings</h2><p class=\"caption\">Each library's own documented "
+                        "recommendation for production use, which the recommended rows ran with.</p><table><tr>"
+                        "<th>driver</th><th>setting</th><th>why</th><th>source</th></tr>" + recommended + "</table>"
+                        ) if recommended else ""
     legend = "".join(f"<tr><td><code>{e(mark)}</code></td><td>{e(meaning)}</td></tr>" for mark, meaning in LEGEND)
     described = "".join(
         f"<tr><td><code>{e(bc.label)}</code></td><td>{e(bc.name)}</td><td>{e(bc.case.description)}</td>"
@@ -66,15 +78,18 @@ th {{ background: #f4f4f4; font-weight: normal; }}
 summary {{ cursor: pointer; }}
 .kept {{ background: #e6f4ea; }} .finding {{ background: #fbe3e3; }} .broke {{ background: #f8d7a8; }}
 .none {{ background: #eee; color: #666; }} .caption {{ color: #555; font-size: 0.9em; }}
+.same {{ opacity: 0.6; }} th.rec {{ padding-left: 1.2em; color: #555; }}
 </style></head>
 <body>
 <h1>Behaviour matrix: run {e(run_id)}</h1>
 <p class="caption">{e(title)}</p>
 <p class="caption">Clients down, cases across. Green: the client did what the case calls correct; red: it did
 not (a finding); orange: the driver broke; grey: the cell shows nothing (unsupported, not installed, or the
-client never reached the fault). Hover over a cell for its evidence, or click it.</p>
-<div class="wide"><table class="matrix"><tr><th>driver</th>{head}</tr>{rows}</table></div>
+client never reached the fault). Under each driver, its library's documented recommended setting
+(recommended; "=" where that is the job of the row above, faded). Hover over a cell for its evidence, or click it.</p>
+<div class="wide"><table class="matrix"><tr><th>driver</th>{head}</tr>{body}</table></div>
 <h2>Codes</h2><table>{legend}</table>
+{recommended_part}
 <h2>Cases</h2><table><tr><th>column</th><th>case</th><th>the server</th><th>correct</th><th>references</th></tr>{described}</table>
 <h2>Versions</h2><table>{versions}</table>
 </body></html>

@@ -101,11 +101,15 @@ class TrialLog:
     retries_left: int = 0
     trials: list[Trial] = field(default_factory=list)   # every trial, as stored
     warm: list[float] = field(default_factory=list)     # the warm-ups' seconds per request, in order
+    warm_cpu: list[float] = field(default_factory=list)  # their CPU seconds a request (0: not read)
+    warm_band: float | None = None  # the most CPU a request of its warm state (WarmupPolicy.warm_band)
     timed_walls: list[float] = field(default_factory=list)
     timed_spent_s: float = 0.0     # the lab's time in the cell's timed turns (the stop rule's clock)
     next_idx: int = 0              # the index of its next warm-up or timed trial
     slow_skips: int = 0            # turns it let pass: the host still in a slow phase
-    rewarmed: int = 0              # timed turns that began with a warm-up, the process idle too long
+    rewarmed: int = 0              # timed turns that began with warm-ups, the process idle too long
+    rewarm_trials: int = 0         # the warm-up trials those turns ran
+    rewarm_short: int = 0          # those turns whose warm-ups ended before the CPU was back in its band
     processes: int = 1             # driver processes its timed trials ran in (forks)
     forked_at: int = 0             # its timed trials when its current process took over
     budget_stopped: bool = False   # its trials ended with the run's time budget

@@ -6,24 +6,26 @@ gone, the store unwritable) raises LabError, and Ctrl-C keeps what is measured."
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from clientlab import paths
-from clientlab.drivers import build as builder
-from clientlab.drivers.job import plan, required_capabilities
+from clientlab.drivers.build import Readiness
+from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault
 from clientlab.measuring import hostprobe, limits
+from clientlab.measuring.clock import SYSTEM, Clock
+from clientlab.measuring.noise import HostProbe
 from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
 from clientlab.runner.deadline import NONE, Deadline
 from clientlab.runner.options import RunOptions
 from clientlab.runner.pool import ProcessPool, others_paused, stopped
+from clientlab.runner.prepare import prepare
 from clientlab.runner.timed import TimedTurns
-from clientlab.runner.trial import Trials, Unsupported
-from clientlab.runner.warming import Warming, fit, scale
+from clientlab.runner.trial import Planner, Trials, Unsupported
+from clientlab.runner.warming import Warming, fit
 from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
 
@@ -40,19 +42,27 @@ class Profiler(Protocol):
 
 class CellRunner:
     """Runs cells against one server side, writing to one store. Use it as a context manager (or
-    call close()): its pool keeps warm JIT driver processes from one scenario to the next."""
+    call close()): its pool keeps warm JIT driver processes from one scenario to the next.
+
+    Its seams, each with the real thing by default: `readiness` reads whether each driver can
+    run, once a driver (the run's own, where a command has read its drivers already); `planner`
+    makes each trial's job; `clock` times the lab's own steps (measuring/clock.py); `probe_for`
+    gives the host probe of the driver's core (None: unpinned, or no probe)."""
 
     def __init__(self, server: ServerSide, store: Store, run_id: int, options: RunOptions,
-                 events: Events | None = None, driver_cpu: int | None = None):
+                 events: Events | None = None, driver_cpu: int | None = None, *,
+                 readiness: Readiness | None = None, planner: Planner = plan, clock: Clock = SYSTEM,
+                 probe_for: Callable[[int | None], HostProbe | None] = hostprobe.for_core):
         self.server, self.store, self.run_id, self.options = server, store, run_id, options
         self.events = events or SilentEvents()
+        self.readiness, self.clock = readiness or Readiness(), clock
         self.scratch = paths.scratch_dir()
         # the host's slow phases on the driver's core (none when the driver is not pinned)
-        probe = hostprobe.for_core(driver_cpu) if options.host_probe else None
-        self.pool = ProcessPool(driver_cpu)
-        self.trials = Trials(store, self.events, self.pool, probe, self.scratch)
-        self.warming = Warming(self.trials, self.pool)
-        self.turns = TimedTurns(self.trials, self.warming, self.pool)
+        probe = probe_for(driver_cpu) if options.host_probe else None
+        self.pool = ProcessPool(driver_cpu, clock)
+        self.trials = Trials(store, self.events, self.pool, probe, self.scratch, planner)
+        self.warming = Warming(self.trials, self.pool, clock)
+        self.turns = TimedTurns(self.trials, self.warming, self.pool, clock)
         self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)
         # profiles each measured cell (run --profile, profile)
         self.profiler: Profiler | None = options.profiler(store) if options.profiler else None
@@ -144,20 +154,19 @@ class CellRunner:
             self.events.cell_done(cell.result)
 
     def _prepare(self, cell: Cell) -> None:
-        """Capabilities, start, verification, the count for the trials, warm-up."""
-        driver, scenario = cell.driver, cell.scenario
-        if missing := builder.missing(driver):
-            cell.finish("not-installed", missing)
+        """Set-up (readiness, verification's job, capabilities: runner/prepare.py), start,
+        verification, the count for the trials, warm-up."""
+        prepared = prepare(cell, self.readiness, self.trials)
+        if prepared.missing:
+            cell.finish("not-installed", prepared.missing)
             return
-        probe = plan(scenario, cell.server.endpoint, self.scratch, verify=True, tag=cell.tag)
-        if lacking := [c for c in required_capabilities(probe) if c not in driver.manifest.capabilities]:
-            cell.finish("unsupported", f"manifest does not claim {', '.join(lacking)}")
+        if prepared.lacking:
+            cell.finish("unsupported", f"manifest does not claim {', '.join(prepared.lacking)}")
             return
-        # every request verified body by body: a count the user fixed is for the timed trials
-        # (verifying 10,000 transfers of 100 KB takes several times as long as timing them)
-        check = scale(scenario, max(cell.options.verify_requests, scenario.client.concurrency) / scenario.total_requests)
+        check = prepared.check
+        assert check is not None
         startup_s = self.pool.spawn(cell)
-        verification = self.trials.run(cell, check, "verify", 0)
+        verification = self.trials.run(cell, check, "verify", 0, planned=prepared.planned)
         verification.startup_s = startup_s + (verification.setup_s or 0.0)
         self.trials.record(cell, verification)
         if not verification.ok:
@@ -176,11 +185,11 @@ class CellRunner:
             if deadline.passed():
                 break
             for cell in pending:
-                pid, started = cell.pid, time.monotonic()
+                pid, started = cell.pid, self.clock.monotonic()
                 with others_paused(cells, cell):
                     self._guard(cell, self.warming.trial)
                 if pid is not None:
-                    spent[pid] = spent.get(pid, 0.0) + time.monotonic() - started
+                    spent[pid] = spent.get(pid, 0.0) + self.clock.monotonic() - started
         for cell in jit:
             if cell.open and not cell.options.warmup_policy.is_settled(cell.log.warm):
                 self.warming.not_steady(cell)

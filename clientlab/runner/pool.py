@@ -17,19 +17,20 @@ from collections.abc import Iterator
 
 from clientlab.drivers.protocol import DriverFault, DriverProcess
 from clientlab.measuring import cgroup
+from clientlab.measuring.clock import SYSTEM, Clock
 from clientlab.runner.cell import Cell, Running
 
 HELLO_TIMEOUT_S = 60.0
 
 
 class ProcessPool:
-    def __init__(self, driver_cpu: int | None):
-        self.driver_cpu = driver_cpu
+    def __init__(self, driver_cpu: int | None, clock: Clock = SYSTEM):
+        self.driver_cpu, self.clock = driver_cpu, clock
         self.kept: dict[str, Running] = {}     # driver id -> its warm process between scenarios
         self.shared: dict[str, Running] = {}   # driver id -> the process its cells share (interleave = run)
         self._ended: dict[int, str] = {}       # pid of a shared process ended by a cell's failure -> why
         self._warm_work: dict[int, float] = {}  # pid -> seconds of warm-up trials it has run
-        self._last_trial: dict[int, float] = {}  # pid -> when its last trial ended (monotonic)
+        self._last_trial: dict[int, float] = {}  # pid -> when its last trial ended (the clock's time)
 
     def close(self) -> None:
         """Stop every process kept for later scenarios or shared by a run's cells."""
@@ -119,12 +120,12 @@ class ProcessPool:
 
     def trial_ended(self, cell: Cell) -> None:
         if cell.pid is not None:
-            self._last_trial[cell.pid] = time.monotonic()
+            self._last_trial[cell.pid] = self.clock.monotonic()
 
     def idle_s(self, cell: Cell) -> float:
         """Seconds since the cell's process ended its last trial (stopped or waiting); 0 unknown."""
         last = self._last_trial.get(cell.pid) if cell.pid is not None else None
-        return 0.0 if last is None else time.monotonic() - last
+        return 0.0 if last is None else self.clock.monotonic() - last
 
     def add_warm_work(self, cell: Cell, seconds: float) -> None:
         if cell.pid is not None:

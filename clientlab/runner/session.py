@@ -8,9 +8,10 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clientlab.drivers.build import Readiness
 from clientlab.drivers.manifest import Driver
 from clientlab.measuring import machine
 from clientlab.runner.cell import CellGroup, CellResult, Events, SilentEvents
@@ -47,10 +48,12 @@ def stop_on_sigterm() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stored_run(store: Store, config: dict, placement_name: str) -> Iterator[tuple[int, Placement]]:
-    """The placement applied to the lab, the run stored as started (with the machine and
-    `config`), and marked complete, interrupted (Ctrl-C, SIGTERM) or failed when the block ends."""
-    placement = Placement.of(placement_name)
+def stored_run(store: Store, config: dict, placement: str | Placement) -> Iterator[tuple[int, Placement]]:
+    """The placement (or the one of that name) applied to the lab, the one place it is applied;
+    the run stored as started (with the machine and `config`), and marked complete, interrupted
+    (Ctrl-C, SIGTERM) or failed when the block ends."""
+    if isinstance(placement, str):
+        placement = Placement.of(placement)
     placement.apply_to_lab()
     run_id = store.start_run(machine.describe(), {**config, "placement": placement.name})
     status = "failed"
@@ -67,7 +70,8 @@ def stored_run(store: Store, config: dict, placement_name: str) -> Iterator[tupl
 
 @dataclass
 class LabRun:
-    """A stored run while it measures: where its sides run, how its cells run, who hears of it."""
+    """A stored run while it measures: where its sides run (the placement stored_run applied),
+    how its cells run, who hears of it, and whether its drivers can run (read once a driver)."""
 
     store: Store
     run_id: int
@@ -75,10 +79,12 @@ class LabRun:
     options: RunOptions
     events: Events
     server_host: tuple[Host, Path] | None = None   # (the host, the lab's known_hosts): --server-host
+    readiness: Readiness = field(default_factory=Readiness)
 
     def runner(self, server: ServerSide) -> CellRunner:
         """A runner of this run's cells on `server` (a context manager: it stops kept processes)."""
-        return CellRunner(server, self.store, self.run_id, self.options, self.events, self.placement.driver)
+        return CellRunner(server, self.store, self.run_id, self.options, self.events, self.placement.driver,
+                          readiness=self.readiness)
 
     def bench_server(self) -> BenchServer | ServerHost:
         """The bench server on loopback, on the placement's server core; or, with a server host,
@@ -94,9 +100,13 @@ class LabRun:
 
 @contextlib.contextmanager
 def lab_run(store: Store, config: dict, options: RunOptions, events: Events | None = None,
-            server_host: tuple[Host, Path] | None = None) -> Iterator[LabRun]:
-    with stored_run(store, config, options.placement) as (run_id, placement):
-        yield LabRun(store, run_id, placement, options, events or SilentEvents(), server_host)
+            server_host: tuple[Host, Path] | None = None, *, readiness: Readiness | None = None,
+            placement: Placement | None = None) -> Iterator[LabRun]:
+    """The run stored and its placement applied (stored_run; `placement`: this one rather than
+    the options' by name), as a LabRun; `readiness`: the command's, which has read its drivers."""
+    with stored_run(store, config, placement or options.placement) as (run_id, applied):
+        yield LabRun(store, run_id, applied, options, events or SilentEvents(), server_host,
+                     readiness or Readiness())
 
 
 def loopback_config(kind: str, drivers: Sequence[Driver], scenarios: Sequence[Scenario]) -> dict:
@@ -105,21 +115,18 @@ def loopback_config(kind: str, drivers: Sequence[Driver], scenarios: Sequence[Sc
             "net": {"profile": "loopback"}}
 
 
-def run_matrix(store: Store, run_id: int, drivers: list[Driver], scenarios: list[Scenario],
-               options: RunOptions, events: Events | None = None,
+def run_matrix(run: LabRun, drivers: list[Driver], scenarios: list[Scenario],
                after_cell: Callable[[CellResult], object] | None = None,
                network: Callable[[int | None], ServerSide] | None = None) -> list[CellResult]:
     """Every driver on every scenario (scenario by scenario, the drivers' trials interleaved), with
-    one server side for the whole run. `network(cpu)` opens the server side; default: the bench
-    server on loopback."""
-    placement = Placement.of(options.placement)
-    placement.apply_to_lab()
-    run = LabRun(store, run_id, placement, options, events or SilentEvents())
+    one server side for the whole run, on the run's placement (applied when it was stored).
+    `network(cpu)` opens the server side; default: the bench server on loopback."""
     results = []
-    with (network(placement.server) if network else run.bench_server()) as server, run.runner(server) as runner:
-        deadline = Deadline.after(options.run_budget_s)
-        for batch in runner.run_in_turns([CellGroup(drivers, scenario) for scenario in scenarios], deadline):
-            for result in batch:
+    with (network(run.placement.server) if network else run.bench_server()) as server, \
+            run.runner(server) as runner:
+        deadline = Deadline.after(run.options.run_budget_s, runner.clock)
+        for part in runner.run_in_turns([CellGroup(drivers, scenario) for scenario in scenarios], deadline):
+            for result in part:
                 results.append(result)
                 if after_cell:
                     after_cell(result)

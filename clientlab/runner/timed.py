@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import time
 
 from clientlab.drivers.protocol import DriverFault
 from clientlab.measuring import hostprobe
+from clientlab.measuring.clock import SYSTEM, Clock
 from clientlab.measuring.noise import Noise
 from clientlab.runner import allocator
 from clientlab.runner.cell import Cell
@@ -16,19 +16,11 @@ from clientlab.runner.trial import Trials
 from clientlab.runner.warming import Warming
 
 STALLED_FACTOR = 4   # a first timed trial this far over the trial budget stops the cell early
-# A JIT process that sat this long without work (stopped through other cells' trials and
-# crosscheck's plain rounds) gets an untimed warm-up trial right before its timed one. V8's memory
-# reducer, whose timer runs out after 8 s of little allocation, fires as the process resumes:
-# a compacting GC that gave back 69 of a node-undici process's 83 MB of heap, and a young
-# generation so small that the next trial scavenged every 20 ms, faulted its heap back in and
-# took 2-3x the CPU (docs/evidence/measurement.md). A program making requests without pause
-# never meets it; the lab's way of keeping processes between trials must not be what it measures.
-REWARM_IDLE_S = 5.0
 
 
 class TimedTurns:
-    def __init__(self, trials: Trials, warming: Warming, pool: ProcessPool):
-        self.trials, self.warming, self.pool = trials, warming, pool
+    def __init__(self, trials: Trials, warming: Warming, pool: ProcessPool, clock: Clock = SYSTEM):
+        self.trials, self.warming, self.pool, self.clock = trials, warming, pool, clock
 
     def turn(self, cell: Cell, deadline: Deadline) -> None:
         """One timed trial; finish when the stop rule says so. A disturbed trial is stored apart and
@@ -37,13 +29,14 @@ class TimedTurns:
         retries in a row could all fall in one long phase). Past the deadline a disturbed trial
         is kept (flagged), so that the time budget holds. The turn may first start the cell's
         next process (forks), and is let pass when the host is still slow after the wait."""
-        log, started = cell.log, time.monotonic()
+        log, started = cell.log, self.clock.monotonic()
         if self._fork_due(cell) and not self._next_fork(cell):
             return
         try:
-            if cell.jit() and self.pool.idle_s(cell) > REWARM_IDLE_S:
-                log.rewarmed += 1
-                if not self.warming.trial(cell, refit=False):
+            # a JIT process that sat idle meets the timed trial warm again, as a program making
+            # requests without pause would (Warming.rewarm, WarmupPolicy.rewarm_idle_s)
+            if cell.jit() and self.pool.idle_s(cell) > cell.options.warmup_policy.rewarm_idle_s:
+                if not self.warming.rewarm(cell):
                     return
             before = self.trials.host_before(cell, deadline)
             if (before is not None and before > hostprobe.SLOW_LIMIT and log.retries_left > 0
@@ -62,17 +55,19 @@ class TimedTurns:
                 return
             self.trials.record(cell, trial)
         finally:
-            log.timed_spent_s += time.monotonic() - started
+            log.timed_spent_s += self.clock.monotonic() - started
         if not trial.ok:
             cell.finish("failed", f"timed trial {trial.idx}: " + "; ".join(trial.problems or []))
             return
         log.timed_walls.append(trial.wall_s or 0.0)
         if self._stalled(cell) or cell.options.stop.done(log.timed_walls, log.timed_spent_s):
-            if log.rewarmed:
-                log.notes.append(f"{log.rewarmed} timed trial(s) began with a warm-up trial: the JIT process had "
-                                 f"sat over {REWARM_IDLE_S:g} s without work")
+            self._note_rewarms(cell)
             self._allocator_modes(cell)
             cell.finish_ok()
+
+    def _note_rewarms(self, cell: Cell) -> None:
+        if note := self.warming.rewarm_note(cell):
+            cell.log.notes.append(note)
 
     def _allocator_modes(self, cell: Cell) -> None:
         """A few trials in each allocator mode, each in a process held in it (runner/allocator.py),
@@ -106,8 +101,8 @@ class TimedTurns:
     def out_of_time(cell: Cell, deadline: Deadline) -> bool:
         return deadline.passed() and len(cell.log.timed_walls) >= cell.options.stop.min_trials
 
-    @staticmethod
-    def stop_for_time(cell: Cell) -> None:
+    def stop_for_time(self, cell: Cell) -> None:
+        self._note_rewarms(cell)
         cell.log.notes.append(f"stopped after {len(cell.log.timed_walls)} timed trials: the run's time "
                               f"budget ({cell.options.run_budget_s:g} s) was spent")
         cell.log.budget_stopped = True

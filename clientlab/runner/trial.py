@@ -14,10 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from clientlab.analysis import figures
-from clientlab.drivers.job import plan
+from clientlab.drivers.job import PlannedJob, plan
 from clientlab.drivers.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.drivers.verify import check_trial, check_verification
 from clientlab.errors import LabError
@@ -33,7 +34,7 @@ from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
 
 if TYPE_CHECKING:
-    from clientlab.servers.side import ServerSide
+    from clientlab.servers.side import Endpoint, ServerSide
 
 
 class Sampler(Protocol):
@@ -52,24 +53,38 @@ class Unsupported(Exception):
     """The driver (or its manifest) cannot do this job exactly as asked."""
 
 
+class Planner(Protocol):
+    """What turns a scenario into a trial's job (drivers/job.plan; the tests count its calls)."""
+
+    def __call__(self, scenario: Scenario, endpoint: Endpoint, scratch: Path, verify: bool,
+                 tag: str) -> PlannedJob: ...
+
+
 class Trials:
     """Runs and stores the trials of cells, on the processes the pool gives them."""
 
     def __init__(self, store: Store, events: Events, pool: ProcessPool, probe: HostProbe | None,
-                 scratch: str):
+                 scratch: Path, planner: Planner = plan):
         self.store, self.events, self.pool, self.probe, self.scratch = store, events, pool, probe, scratch
+        self.planner = planner
+
+    def plan(self, cell: Cell, scenario: Scenario, verify: bool) -> PlannedJob:
+        """The job of the cell's next trial, on a fresh server port where the server moves its
+        ports (every trial starts on one: see the module's docstring)."""
+        if cell.options.fresh_port:
+            cell.server.rebind()
+        return self.planner(scenario, cell.server.endpoint, self.scratch, verify=verify, tag=cell.tag)
 
     def run(self, cell: Cell, scenario: Scenario, kind: str, idx: int,
-            samplers: Sequence[Sampler] = ()) -> Trial:
+            samplers: Sequence[Sampler] = (), planned: PlannedJob | None = None) -> Trial:
         """One trial of `scenario` (verify, warmup, timed or profiled) on the cell's process; not
-        stored. `samplers` (profiled trials: clientlab/profile) watch its timed phase."""
+        stored. `samplers` (profiled trials: clientlab/profile) watch its timed phase. `planned`:
+        its job as the cell's set-up planned it (verification), else planned here."""
         assert cell.running is not None
         self.pool.check_alive(cell)
         verify = kind == "verify"
         server = cell.server
-        if cell.options.fresh_port:
-            server.rebind()
-        planned = plan(scenario, server.endpoint, self.scratch, verify=verify, tag=cell.tag)
+        planned = planned or self.plan(cell, scenario, verify)
         server.configure(record_digests=verify, headers=scenario.server.headers)
         # a profiled trial (samplers) may run several times slower than a timed one (a tracer such as
         # NYTProf): it gets the scenario's own limit, as verification does

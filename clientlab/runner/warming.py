@@ -4,8 +4,8 @@ and the count itself, fitted so that a timed trial lasts about the trial budget.
 from __future__ import annotations
 
 import math
-import time
 
+from clientlab.measuring.clock import SYSTEM, Clock
 from clientlab.runner.cell import Cell
 from clientlab.runner.pool import ProcessPool
 from clientlab.runner.trial import Trials
@@ -13,8 +13,8 @@ from clientlab.scenario import Scenario
 
 
 class Warming:
-    def __init__(self, trials: Trials, pool: ProcessPool):
-        self.trials, self.pool = trials, pool
+    def __init__(self, trials: Trials, pool: ProcessPool, clock: Clock = SYSTEM):
+        self.trials, self.pool, self.clock = trials, pool, clock
 
     def warm_up(self, cell: Cell) -> None:
         """The run's (or the manifest's) warm-up trials; a JIT runtime (warm-up > 1) compiles its
@@ -27,10 +27,10 @@ class Warming:
         most_s, most_trials = policy.max_s + least_s, policy.max_trials * (2 if least_s else 1)
         if cell.kept_warm and self.pool.shares(cell):
             most_s = policy.shared_max_s
-        per_request, started = cell.log.warm, time.monotonic()
+        per_request, started = cell.log.warm, self.clock.monotonic()
 
         def warming() -> bool:
-            done, elapsed = len(per_request), time.monotonic() - started
+            done, elapsed = len(per_request), self.clock.monotonic() - started
             if elapsed < least_s:
                 return done < most_trials
             return done < most_trials and not policy.is_steady(per_request) and elapsed < most_s
@@ -52,10 +52,46 @@ class Warming:
             return False
         assert cell.work is not None
         cell.log.warm.append((trial.wall_s or 0.0) / cell.work.total_requests)
+        cell.log.warm_cpu.append(((trial.user_s or 0.0) + (trial.sys_s or 0.0)) / cell.work.total_requests)
         if refit and cell.options.trial_seconds_for(cell.scenario):  # the latest warm-up is the best guess
             cell.per_request_s = cell.log.warm[-1]
             cell.work = fit(cell)
         return True
+
+    def rewarm(self, cell: Cell) -> bool:
+        """Warm a JIT process up again after it sat idle (WarmupPolicy.rewarm_idle_s): warm-up
+        trials until one costs no more CPU a request than the cell's warm band, read from its
+        last warm-ups before its timed trials, within the policy's limits; False when a trial
+        failed (the cell ends). Measured, not a count: after V8's memory reducer a Node process's
+        young generation grows back over several trials, and a JVM's heap needs none."""
+        policy, log = cell.options.warmup_policy, cell.log
+        if log.warm_band is None:
+            log.warm_band = policy.warm_band(log.warm_cpu)
+        log.rewarmed += 1
+        started = self.clock.monotonic()
+        for _ in range(policy.rewarm_max_trials):
+            if not self.trial(cell, refit=False):
+                return False
+            log.rewarm_trials += 1
+            cpu = log.warm_cpu[-1]
+            if log.warm_band is None or not cpu or cpu <= log.warm_band:
+                return True
+            if self.clock.monotonic() - started >= policy.rewarm_max_s:
+                break
+        log.rewarm_short += 1
+        return True
+
+    def rewarm_note(self, cell: Cell) -> str | None:
+        """What the re-warming before timed trials did, for the cell's notes; None if none ran."""
+        log, policy = cell.log, cell.options.warmup_policy
+        if not log.rewarmed:
+            return None
+        band = f" (at most {log.warm_band * 1e6:,.0f} µs a request)" if log.warm_band else ""
+        short = (f"; {log.rewarm_short} of them reached the limit ({policy.rewarm_max_trials} trials, "
+                 f"{policy.rewarm_max_s:g} s) first") if log.rewarm_short else ""
+        return (f"{log.rewarmed} timed trial(s) began with warm-ups ({log.rewarm_trials} in all): the JIT "
+                f"process had sat over {policy.rewarm_idle_s:g} s without work, and warmed up until its CPU "
+                f"a request was back in its warm band{band}{short}")
 
     def unsettled(self, cell: Cell, spent: dict[int, float]) -> bool:
         """A shared JIT process's cell that needs another warm-up before the timed trials: until

@@ -50,7 +50,7 @@ from clientlab.drivers.manifest import Driver, load_manifest
 from clientlab.drivers.protocol import DriverProcess
 from clientlab.errors import LabError
 from clientlab.measuring import affinity, limits, machine
-from clientlab.runner import PLACEMENTS, CellResult, RunOptions, pick_cpus, run_matrix, stored_run, timed_phase
+from clientlab.runner import PLACEMENTS, CellResult, RunOptions, lab_run, pick_cpus, run_matrix, timed_phase
 from clientlab.servers.bench import BenchServer
 from clientlab.store import Store, open_store
 
@@ -347,15 +347,16 @@ def fastest_driver(drivers: list[Driver], store: Store) -> tuple[int, list[dict]
     installed driver, measured as in a normal run."""
     files, _ = scenario.discover()
     chosen = scenario.select(files, ["get-small", "parallel-feeds"], {})
-    installed = [d for d in drivers if builder.missing(d) is None]
+    readiness = builder.Readiness()
+    installed = [d for d in drivers if readiness.missing(d) is None]
     if not installed:
         raise LabError("no installed driver to compare the server with")
     config = {"kind": "selfbench", "drivers": [d.id for d in installed], "scenarios": ["get-small", "parallel-feeds"],
               "net": "loopback"}
     options = RunOptions(warmup=1, stop=StopRule(min_trials=5, max_trials=5))
-    with stored_run(store, config, options.placement) as (run_id, _placement):
-        results = run_matrix(store, run_id, installed, chosen, options)
-    return run_id, [_driver_row(r) for r in results]
+    with lab_run(store, config, options, readiness=readiness) as lab:
+        results = run_matrix(lab, installed, chosen)
+    return lab.run_id, [_driver_row(r) for r in results]
 
 
 def lab_overhead() -> dict:
@@ -463,7 +464,8 @@ def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
     """One driver (the first installed of c-libcurl and python-requests, else the first installed
     driver given) on get-small under each placement, each its own stored run: per-request time and
     the spread of its trials."""
-    installed = [d for d in drivers if builder.missing(d) is None]
+    readiness = builder.Readiness()
+    installed = [d for d in drivers if readiness.missing(d) is None]
     if not installed:
         raise LabError("selfbench: no installed driver to measure placements with (see: clientlab drivers)")
     known = {d.id: d for d in installed}
@@ -476,8 +478,9 @@ def placements(drivers: list[Driver], store: Store, trials: int = 10) -> dict:
         options = RunOptions(warmup=1, stop=StopRule(min_trials=trials, max_trials=trials), placement=name,
                              retries=3)
         try:
-            with stored_run(store, config, name) as (run_id, _placement):
-                [result] = run_matrix(store, run_id, [driver], chosen, options)
+            with lab_run(store, config, options, readiness=readiness) as lab:
+                run_id = lab.run_id
+                [result] = run_matrix(lab, [driver], chosen)
         finally:
             os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))  # the next placement starts from every core
         out["placements"][name] = _placement_figures(run_id, result)

@@ -88,6 +88,8 @@ class BenchServer(BenchControl):
         control_host = control_host or host
         argv = [*(wrap or []), str(binary), "--listen", host, "--control-listen", control_host,
                 "--tls-cert", str(tls / "server.pem"), "--tls-key", str(tls / "server-key.pem")]
+        if (tls / "ca-key.pem").exists():  # the CA signs the certificates the fault origins' clients must refuse
+            argv += ["--tls-ca", str(tls / "ca.pem"), "--tls-ca-key", str(tls / "ca-key.pem")]
         if max_conns:
             argv += ["--max-conns", str(max_conns)]
         secret = secrets.token_urlsafe(32)

@@ -28,7 +28,7 @@ KEPT = ("ok", "late")  # an error came: the deadline held, within its slack or p
 
 def test_the_shipped_cases_load_and_cover_every_check():
     assert {bc.case.check for bc in CASES.values()} == {"deadline", "truncation", "credentials", "retry", "see-other",
-                                                        "bomb", "headers", "streams"}
+                                                        "bomb", "headers", "streams", "certificate", "pool"}
     assert {"stall-headers", "trickle-body", "short-body", "chunked-no-end", "redirect-other-port",
             "redirect-other-host"} <= set(CASES)
 
@@ -139,6 +139,7 @@ def test_the_ledger_counts_each_request_and_its_credentials_exactly(bench_server
     ("gzip-bomb-nested", "python-fake-careful", "python-fake-lenient", "held-all"),
     ("big-header", "python-fake-careful", "python-fake-lenient", "accepted"),
     ("many-headers", "python-fake-careful", "python-fake-lenient", "accepted"),
+    ("slow-origin-pool", "python-fake-careful", "python-fake-pool-one", "starved"),
 ])
 def test_each_fault_tells_a_client_that_handles_it_from_one_that_does_not(bench_server, test_drivers,
                                                                            case, passes, fails, failure):
@@ -186,7 +187,7 @@ def test_a_case_needing_redirects_is_unsupported_for_a_driver_that_does_not_clai
 def test_the_matrix_is_stored_and_fits_80_columns(store, test_drivers):
     cases = [CASES["short-body"], CASES["chunked-no-end"]]
     run_id, cells = behave.run_matrix([test_drivers["python-fake-reference"], test_drivers["python-fake-lenient"]],
-                                      cases, store, {"command": "test"}, {})
+                                      cases, store, {"command": "test"}, {}, settings=("defaults",))
     stored = store.cell_records(run_id)
     assert store.run_config(run_id).kind == "behave"
     assert sorted((c.driver, c.scenario, c.figures.behaviours[0].outcome) for c in stored) == [
@@ -205,8 +206,10 @@ def test_behave_end_to_end_on_two_real_drivers(lab_home, tmp_path):
     result = CliRunner().invoke(main, ["behave", "-d", "python-requests,c-libcurl", "--json", str(out)])
     assert result.exit_code == 0, result.output
     matrix = json.loads(out.read_text())
-    cells = {(c["driver"], c["case"]): c for c in matrix["cells"]}
-    assert len(cells) == 2 * len(CASES)
+    cells = {(c["driver"], c["case"]): c for c in matrix["cells"] if c["setting"] == "defaults"}
+    assert len(cells) == 2 * len(CASES) and len(matrix["cells"]) == 2 * len(cells)
+    # both libraries' recommended setting is how their drivers set the timeout in every job: "=", not run again
+    assert all(c["same_as_defaults"] for c in matrix["cells"] if c["setting"] == "recommended")
     # a case whose capabilities the manifest lacks (HTTP/2 streams in parallel) is unsupported, every other judged
     claimed = {d.id: {"http1", *d.manifest.capabilities} for d in manifest.discover()[0]
                if d.id in ("python-requests", "c-libcurl")}

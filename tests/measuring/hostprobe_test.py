@@ -9,6 +9,7 @@ import pytest
 from clientlab import paths
 from clientlab.measuring import hostprobe
 from clientlab.measuring.noise import Noise
+from tests.support.clock import ManualClock
 
 # reads the host's speed: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial
@@ -48,19 +49,17 @@ def test_a_slow_phase_before_or_after_the_trial_makes_it_disturbed():
     assert Noise.of({"steal_s": 0.0, "other_cpu_s": 0.0}, 1.0).disturbed() is None  # stored before the probe
 
 
-def test_a_wait_that_runs_out_halves_the_next_one_and_a_fast_reading_restores_it(monkeypatch):
-    clock = [0.0]
-    monkeypatch.setattr(hostprobe.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(hostprobe.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
-    probe = hostprobe.HostProbe.__new__(hostprobe.HostProbe)   # no probe process: readings as told
-    probe.best, probe.wait_s = 1.0, hostprobe.WAIT_FAST_S
-    reading = [1.6]
-    probe.sample = lambda round_trips=hostprobe.ROUND_TRIPS: reading[0]  # type: ignore[method-assign]
+def test_a_wait_that_runs_out_halves_the_next_one_and_a_fast_reading_restores_it():
+    clock = ManualClock()
+    reading = [1.0]
+    probe = hostprobe.HostProbe(0, clock=clock, read=lambda _round_trips: reading[0])  # readings as told
+    probe.sample()   # the best: 1.0
+    reading[0] = 1.6
     limits = []
     for _ in range(5):   # a long slow phase: each wait runs out
-        limit, started = probe.wait_s, clock[0]
+        limit, started = probe.wait_s, clock.now
         assert probe.wait_fast() == 1.6
-        assert limit <= clock[0] - started < limit + 0.06   # it sampled until its limit (50 ms steps)
+        assert limit <= clock.now - started < limit + 0.06   # it sampled until its limit (50 ms steps)
         limits.append(limit)
     assert limits == [1.0, 0.5, 0.25, 0.125, 0.125]  # halved down to WAIT_FAST_MIN_S
     reading[0] = 1.0

@@ -8,6 +8,7 @@ from clientlab.analysis.stats import StopRule
 from clientlab.drivers import protocol
 from clientlab.measuring.warmup import WarmupPolicy
 from clientlab.runner import CellGroup, RunOptions
+from tests.support.clock import ManualClock
 from tests.support.fixtures import shipped
 
 # warm-up and time budgets follow the clock: run alone, not beside other tests (test.sh)
@@ -81,14 +82,14 @@ def test_fresh_process_mode_measures_start_up_every_trial(cell):
 
 
 def test_failed_driver_does_not_stop_the_others(bench_server, store, test_drivers):
-    from clientlab.runner import run_matrix
+    from clientlab.runner import lab_run, run_matrix
 
-    run_id = store.start_run({}, {})
     drivers = [test_drivers["python-fake-crash"], test_drivers[REF]]
-    results = run_matrix(store, run_id, drivers, [shipped("get-small", count=5)],
-                         RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free"))
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=1, max_trials=1), placement="free")
+    with lab_run(store, {}, options) as lab:
+        results = run_matrix(lab, drivers, [shipped("get-small", count=5)])
     assert [r.status for r in results] == ["failed", "ok"]
-    assert [c["status"] for c in store.cells(run_id)] == ["failed", "ok"]
+    assert [c["status"] for c in store.cells(lab.run_id)] == ["failed", "ok"]
 
 
 # -- trial budget, interleaving, disturbed trials, time limits -------------------------------
@@ -123,45 +124,46 @@ def test_the_drivers_of_one_scenario_take_turns(bench_server, store, test_driver
 
 
 def test_a_spent_time_budget_stops_each_cell_at_its_minimum_of_trials_and_says_so(bench_server, store, test_drivers):
-    from clientlab.runner import run_matrix
+    from clientlab.runner import lab_run, run_matrix
 
-    run_id = store.start_run({}, {})
     # precision 0 is never reached: without the budget every cell would run its ten trials
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10, target_precision=0.0),
                          placement="free", host_probe=False, run_budget_s=0.001)
-    results = run_matrix(store, run_id, [test_drivers[REF], test_drivers["python-fake-no-reuse"]],
-                         [shipped("get-small", count=5), shipped("post-form", count=5)], options)
+    with lab_run(store, {}, options) as lab:
+        results = run_matrix(lab, [test_drivers[REF], test_drivers["python-fake-no-reuse"]],
+                             [shipped("get-small", count=5), shipped("post-form", count=5)])
     assert [r.status for r in results] == ["ok"] * 4
     for result in results:
         assert result.figures.budget_stopped is True
         assert "stopped after 2 timed trials: the run's time budget (0.001 s) was spent" in result.figures.notes
-    for c in store.cells(run_id):
+    for c in store.cells(lab.run_id):
         assert [t["kind"] for t in store.trials(c["id"])].count("timed") == 2
 
 
-def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_server, store, test_drivers, monkeypatch):
-    from clientlab.measuring import noise
-    from clientlab.runner import run_matrix
+def test_past_the_time_budget_a_disturbed_trial_is_kept_not_run_again(bench_server, store, test_drivers):
+    from clientlab.runner import CellRunner
+    from clientlab.runner.deadline import Deadline
 
-    monkeypatch.setattr(noise, "FLOOR_TICKS", -1)
-    monkeypatch.setattr(noise, "OTHER_LIMIT", -1.0)  # every trial reads as disturbed
     run_id = store.start_run({}, {})
-    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10), placement="free", host_probe=False,
-                         retries=3, run_budget_s=0.001)
-    [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
+    options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=10), placement="free", retries=3,
+                         run_budget_s=0.001)
+    spent = Deadline(0.0, ManualClock(1.0))   # the run's time is up from the start
+    slow_after = _HostReadings(after=2.0)      # every timed trial reads as disturbed
+    with CellRunner(bench_server, store, run_id, options, probe_for=lambda _cpu: slow_after) as runner:
+        [result] = runner.run_groups([CellGroup([test_drivers[REF]], shipped("get-small", count=5))], spent)
     assert result.status == "ok" and result.figures.disturbed_kept == 2
     [c] = store.cells(run_id)
     assert [t["kind"] for t in store.trials(c["id"])] == ["verify", "timed", "timed"]
 
 
 def test_without_a_time_budget_the_stop_rule_alone_ends_a_cell(bench_server, store, test_drivers):
-    from clientlab.runner import run_matrix
+    from clientlab.runner import lab_run, run_matrix
 
-    run_id = store.start_run({}, {})
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=4, target_precision=0.0),
                          placement="free", host_probe=False)
-    [result] = run_matrix(store, run_id, [test_drivers[REF]], [shipped("get-small", count=5)], options)
-    assert [t["kind"] for t in store.trials(store.cells(run_id)[0]["id"])].count("timed") == 4
+    with lab_run(store, {}, options) as lab:
+        [result] = run_matrix(lab, [test_drivers[REF]], [shipped("get-small", count=5)])
+    assert [t["kind"] for t in store.trials(store.cells(lab.run_id)[0]["id"])].count("timed") == 4
     assert result.figures.budget_stopped is False
 
 
@@ -187,27 +189,25 @@ def test_an_interrupted_run_keeps_the_cells_that_have_their_minimum_of_trials(be
     assert (cells["post-form"]["status"], cells["post-form"]["reason"]) == ("failed", "interrupted")
 
 
-def test_each_part_gets_its_share_of_the_time_left_by_its_weight(monkeypatch):
-    from clientlab.runner import deadline
+def test_each_part_gets_its_share_of_the_time_left_by_its_weight():
     from clientlab.runner.deadline import Deadline
 
-    monkeypatch.setattr(deadline.time, "monotonic", lambda: 100.0)
-    assert Deadline(160.0).share(1, 3).end == 120.0    # 60 s left, three equal parts: the next ends 20 s from now
-    assert Deadline(160.0).share(10, 40).end == 115.0  # 10 of the 40 cells still to run: a quarter of it
-    assert Deadline(160.0).share(5, 5).end == 160.0    # the last part takes what is left
-    assert Deadline(90.0).share(1, 2).end == 100.0     # already past the end: no time left
-    assert Deadline().share(1, 2).end is None
-    assert Deadline(100.5).left(1.0) == 0.5 and Deadline().left(1.0) == 1.0
+    clock = ManualClock(100.0)
+    assert Deadline(160.0, clock).share(1, 3).end == 120.0    # 60 s left, three equal parts: the next ends in 20 s
+    assert Deadline(160.0, clock).share(10, 40).end == 115.0  # 10 of the 40 cells still to run: a quarter of it
+    assert Deadline(160.0, clock).share(5, 5).end == 160.0    # the last part takes what is left
+    assert Deadline(90.0, clock).share(1, 2).end == 100.0     # already past the end: no time left
+    assert Deadline(clock=clock).share(1, 2).end is None
+    assert Deadline(100.5, clock).left(1.0) == 0.5 and Deadline(clock=clock).left(1.0) == 1.0
+    clock.advance(0.5)
+    assert Deadline(100.5, clock).passed() and not Deadline(clock=clock).passed()
 
 
-def test_a_disturbed_trial_is_run_again_and_kept_apart(cell, monkeypatch):
-    from clientlab.measuring import noise
-
-    monkeypatch.setattr(noise, "FLOOR_TICKS", -1)
-    monkeypatch.setattr(noise, "OTHER_LIMIT", -1.0)  # every trial reads as disturbed
-    result, trials = cell(REF, shipped("get-small", count=10), retries=2)
+def test_a_disturbed_trial_is_run_again_and_kept_apart(cell):
+    # the driver's core reads slow after every timed trial: each one is disturbed
+    result, trials = cell(REF, shipped("get-small", count=10), retries=2, probe=_HostReadings(after=2.0))
     assert [t["kind"] for t in trials] == ["verify", "disturbed", "disturbed", "timed", "timed"]
-    assert trials[1]["problems"][0].startswith("disturbed, run again: other processes used")
+    assert trials[1]["problems"][0].startswith("disturbed, run again: the host slowed the driver's core")
     assert all(t["noise"] is not None and "steal_s" in t["noise"] for t in trials)
     assert result.figures.disturbed_trials == 2 and result.figures.disturbed_kept == 2
 
@@ -247,13 +247,25 @@ def test_every_trial_starts_on_a_fresh_server_port(cell):
     assert len(ports) == 5 and len(set(ports)) == 5
 
 
-def test_a_fresh_jit_process_warms_up_for_a_least_time_even_when_trials_agree(cell):
-    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.5)
-    _, trials = cell(REF, shipped("get-small", count=10), warmup=2, warmup_policy=policy)
-    warmups = [t for t in trials if t["kind"] == "warmup"]
-    assert len(warmups) > 3
-    # the trials themselves are a few ms: together with the lab's steps they fill the least time
-    assert sum(t["wall_s"] for t in warmups) < 0.5
+def test_a_fresh_jit_process_warms_up_for_a_least_time_even_when_trials_agree(bench_server, store, test_drivers):
+    from clientlab.runner import CellRunner, SilentEvents
+
+    clock = ManualClock()
+
+    class EachTrialTakesATenth(SilentEvents):   # on the lab's clock
+        def trial_done(self, driver, scenario, trial):
+            clock.advance(0.1)
+
+    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.5)   # any three agree
+    options = RunOptions(warmup=2, stop=StopRule(min_trials=2, max_trials=2), placement="free", host_probe=False,
+                         warmup_policy=policy)
+    run_id = store.start_run({}, {})
+    with CellRunner(bench_server, store, run_id, options, EachTrialTakesATenth(), clock=clock) as runner:
+        result = runner.run_cell(test_drivers[REF], shipped("get-small", count=10))
+    assert result.status == "ok", result.reason
+    kinds = [t["kind"] for t in store.trials(store.cells(run_id)[0]["id"])]
+    # warm-ups until half a second had passed since they began: five, though three agreed already
+    assert kinds == ["verify"] + ["warmup"] * 5 + ["timed"] * 2
 
 
 def test_warm_ups_still_falling_one_after_another_are_not_steady():
@@ -342,23 +354,16 @@ def test_a_shared_jit_process_whose_cell_fails_is_not_given_to_the_next_cell(ben
 
 
 def test_cells_sharing_a_process_that_a_failed_cell_ended_fail_with_the_reason_and_the_run_goes_on(
-        bench_server, store, test_drivers, monkeypatch):
-    import os
-    import signal
+        bench_server, store, test_drivers):
+    import dataclasses
 
     from clientlab.runner import CellRunner
-    from clientlab.runner.timed import TimedTurns
 
-    turn = TimedTurns.turn
-
-    def crash_first(self, cell, deadline):  # the shared process dies in the first cell's first timed trial
-        if cell.scenario.label == "get-small" and not cell.log.timed_walls:
-            os.killpg(cell.pid, signal.SIGKILL)
-        return turn(self, cell, deadline)
-
-    monkeypatch.setattr(TimedTurns, "turn", crash_first)
     run_id, options, groups = over_the_run(store, test_drivers[REF], warmup=2, trials=2)
-    with CellRunner(bench_server, store, run_id, options) as runner:
+    crash = _KillsTheSharedProcess(REF)   # the shared process dies as the first cell's first timed turn begins
+    with CellRunner(bench_server, store, run_id, dataclasses.replace(options, host_probe=True),
+                    probe_for=lambda _cpu: crash) as runner:
+        crash.pool = runner.pool
         first, second = runner.run_groups(groups)
     assert (first.status, second.status) == ("failed", "failed")
     assert "was ended when get-small failed" in second.reason
@@ -404,16 +409,34 @@ def test_warm_ups_on_a_plateau_are_not_settled_while_still_falling_from_the_ones
 
 
 class _HostReadings:
-    """A host probe that reads as told before each timed trial, and fast after it."""
+    """A host probe that reads as told before each timed trial (then fast), and `after` after it."""
 
-    def __init__(self, *before: float):
-        self.before = list(before)
+    def __init__(self, *before: float, after: float = 1.0):
+        self.before, self.after = list(before), after
 
     def wait_fast(self, limit_s: float) -> float:
         return self.before.pop(0) if self.before else 1.0
 
     def slowdown(self) -> float:
-        return 1.0
+        return self.after
+
+
+class _KillsTheSharedProcess(_HostReadings):
+    """A host probe that, read before the run's first timed trial, kills the process the driver's
+    cells share (its `pool`: the runner's)."""
+
+    def __init__(self, driver_id: str):
+        super().__init__()
+        self.driver_id, self.pool, self.done = driver_id, None, False
+
+    def wait_fast(self, limit_s: float) -> float:
+        import os
+        import signal
+
+        if not self.done:
+            self.done = True
+            os.killpg(self.pool.shared[self.driver_id].pid, signal.SIGKILL)
+        return super().wait_fast(limit_s)
 
 
 def _probed_cell(bench_server, store, driver, probe, retries: int):
@@ -421,8 +444,7 @@ def _probed_cell(bench_server, store, driver, probe, retries: int):
 
     run_id = store.start_run({}, {})
     options = RunOptions(warmup=0, stop=StopRule(min_trials=2, max_trials=2), placement="free", retries=retries)
-    with CellRunner(bench_server, store, run_id, options) as runner:
-        runner.trials.probe = probe
+    with CellRunner(bench_server, store, run_id, options, probe_for=lambda _cpu: probe) as runner:
         result = runner.run_cell(driver, shipped("get-small", count=5))
     return result, [t["kind"] for t in store.trials(store.cells(run_id)[0]["id"])]
 
@@ -442,27 +464,11 @@ def test_with_no_retries_left_a_turn_in_a_slow_phase_is_run_and_kept_flagged(ben
     assert result.figures.slow_host_skips == 0 and result.figures.disturbed_kept == 1
 
 
-def _pids_of_timed_trials(monkeypatch):
-    """The driver's pid at each timed trial, as the runner ran them."""
-    from clientlab.runner.trial import Trials
-
-    pids = []
-    fresh = Trials.fresh
-
-    def noting_the_pid(self, cell, kind, idx, record=True):
-        trial = fresh(self, cell, kind, idx, record)
-        if kind == "timed":
-            pids.append(cell.pid)
-        return trial
-
-    monkeypatch.setattr(Trials, "fresh", noting_the_pid)
-    return pids
-
-
-def test_two_forks_of_four_trials_take_two_trials_each(cell, monkeypatch):
-    pids = _pids_of_timed_trials(monkeypatch)
-    result, _ = cell(REF, shipped("get-small", count=10), trials=4, warmup=0, forks=2)
-    assert pids[0] == pids[1] != pids[2] == pids[3] and result.figures.processes == 2
+def test_two_forks_of_four_trials_take_two_trials_each(cell):
+    result, trials = cell(REF, shipped("get-small", count=10), trials=4, warmup=1, forks=2)
+    # each process warms up before its timed trials: the second one's warm-up after the first two
+    assert [t["kind"] for t in trials] == ["verify", "warmup", "timed", "timed", "warmup", "timed", "timed"]
+    assert result.figures.processes == 2
 
 
 def test_a_shared_jit_process_warms_up_for_its_minimum_of_work_however_few_cells_share_it(bench_server, store,
@@ -480,3 +486,58 @@ def test_a_shared_jit_process_warms_up_for_its_minimum_of_work_however_few_cells
 
     # its cells' own warm-ups settle within a few trials of a few ms: the minimum is what holds it
     assert warm_work(1.0) >= 1.0
+
+
+def test_the_warm_band_is_the_last_warm_ups_median_widened_by_their_spread_or_the_steady_margin():
+    band = WarmupPolicy(steady=0.10).warm_band
+    assert band([500.0, 100.0, 100.0, 100.0]) == pytest.approx(110.0)   # the last three, the steady margin
+    assert band([90.0, 100.0, 130.0]) == pytest.approx(130.0)           # their own spread, wider
+    assert band([0.0, 0.0]) is None                                      # no CPU read
+
+
+def test_an_idle_jit_process_warms_up_again_until_its_cpu_a_request_is_back_in_its_warm_band(cell, monkeypatch):
+    from clientlab.runner.trial import Trials
+
+    # after the first timed trial, the next two warm-ups cost five times the CPU (a heap given back
+    # while idle), the third is back: the turn before the second timed trial runs exactly three
+    fresh, timed, costly = Trials.fresh, [], [2]
+
+    def idle_heap_after_the_first_timed(self, c, kind, idx, record=True):
+        trial = fresh(self, c, kind, idx, record)
+        if kind == "timed":
+            timed.append(idx)
+        elif timed and costly[0] > 0:
+            costly[0] -= 1
+            trial.user_s = 5 * ((trial.user_s or 0.0) + (trial.sys_s or 0.0)) + 1.0
+        return trial
+
+    monkeypatch.setattr(Trials, "fresh", idle_heap_after_the_first_timed)
+    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0, rewarm_idle_s=0.0, rewarm_max_s=60.0)
+    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy)
+    assert result.status == "ok", result.reason
+    kinds = [t["kind"] for t in trials]
+    first = kinds.index("timed")
+    assert kinds[first:] == ["timed", "warmup", "warmup", "warmup", "timed"], kinds
+    assert any("2 timed trial(s) began with warm-ups (4 in all)" in n for n in result.figures.notes)
+
+
+def test_an_idle_jit_process_whose_cpu_stays_high_warms_up_at_most_the_policys_trials_and_says_so(cell, monkeypatch):
+    from clientlab.runner.trial import Trials
+
+    fresh, timed = Trials.fresh, []
+
+    def never_back(self, c, kind, idx, record=True):
+        trial = fresh(self, c, kind, idx, record)
+        if kind == "timed":
+            timed.append(idx)
+        elif timed:
+            trial.user_s = 1.0
+        return trial
+
+    monkeypatch.setattr(Trials, "fresh", never_back)
+    policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0, rewarm_idle_s=0.0, rewarm_max_trials=3,
+                          rewarm_max_s=60.0)
+    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy)
+    kinds = [t["kind"] for t in trials]
+    assert kinds[kinds.index("timed"):] == ["timed", "warmup", "warmup", "warmup", "timed"], kinds
+    assert any("1 of them reached the limit (3 trials" in n for n in result.figures.notes), result.figures.notes

@@ -1,11 +1,14 @@
 """The reference test driver: the protocol done right with the standard library's http.client,
 plus deliberate faults for the lab's own tests.
 
-    fake.py MODE    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
+    fake.py MODE [RECOMMENDS]
+                    MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
                            | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
                            | planted (a busy function on every request: the profile must name it)
                            | idle-conn | fresh-body | no-bare
-                           | careful | lenient | eager (the behaviour matrix: docs/behaviour.md)
+                           | careful | lenient | eager | pool-one (the behaviour matrix: docs/behaviour.md)
+                    RECOMMENDS = deadline | per-read: what the job's option `recommended` sets (its
+                           manifest's [behaviour.recommended]); without it the option is unknown
 
 keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
 six are slow in the ways the diagnosis rules must recognise (idle-conn opens a connection it
@@ -23,14 +26,21 @@ once on a new connection if its method is idempotent (RFC 9110 §9.2.2), the ref
 the error, and eager sends any request again, a POST too (the silent retry reported of OkHttp);
 eager also repeats a POST with its body after a 303. careful and lenient decode gzip (a chain
 of encodings too): careful stops past 64 MiB decoded, lenient decodes it all into memory;
-lenient also lifts http.client's limits on a head (a line of 64 KiB, 100 fields).
+lenient also lifts http.client's limits on a head (a line of 64 KiB, 100 fields), takes any TLS
+certificate (it checks neither the chain nor the name), and takes a gzip stream cut short as
+what it decoded; careful reports the cut stream as an error.
+
+careful and pool-one keep up to `concurrency` requests in flight (threads): careful with a client
+(its own connections) a thread, pool-one through one client whose single connection slot every
+origin shares, so a request waits for the one before it, whatever its origin (a pool of one).
+The option `recommended` gives the reference a deadline on the whole request (RECOMMENDS =
+deadline), or keeps http.client's timeout on every read (per-read).
 
 It is written for clarity, not speed, and is never run unless a test or a user asks for it.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import http.client
 import json
@@ -47,7 +57,9 @@ from http.cookies import SimpleCookie
 from urllib.parse import urlencode, urljoin, urlsplit
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "reference"
-KNOWN_OPTIONS: set[str] = set()
+RECOMMENDS = sys.argv[2] if len(sys.argv) > 2 else None
+KNOWN_OPTIONS: set[str] = {"recommended"} if RECOMMENDS else set()
+PARALLEL_MODES = {"careful", "pool-one"}
 
 
 def send(message: dict) -> None:
@@ -63,6 +75,9 @@ class Client:
         self.conns: dict[tuple, http.client.HTTPConnection] = {}
         self.cookies: dict[str, str] = {}
         self.ssl = ssl.create_default_context(cafile=job["tls_ca"]) if job.get("tls_ca") else None
+        if MODE == "lenient" and self.ssl is not None:  # any certificate: neither its chain nor its name checked
+            self.ssl.check_hostname = False
+            self.ssl.verify_mode = ssl.CERT_NONE
         self.live_sock: socket.socket | None = None  # the socket of the request under way
 
     def _conn(self, url) -> http.client.HTTPConnection:  # noqa: ANN001
@@ -219,8 +234,10 @@ def decoded(data: bytes, encodings: str) -> bytes:
             data = inflater.decompress(data, DECODED_LIMIT + 1)
             if len(data) > DECODED_LIMIT:
                 raise ValueError(f"the decoded body passed careful's limit of {DECODED_LIMIT >> 20} MiB")
-        else:
-            data = gzip.decompress(data)
+            if not inflater.eof:
+                raise ValueError("the gzip stream ended before its end: the body is truncated")
+        else:  # lenient: all of it into memory, and a stream cut short as what it gave
+            data = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)
     return data
 
 
@@ -276,6 +293,14 @@ def planted_slow_path() -> int:
     return x
 
 
+def deadline_s(job: dict) -> float | None:
+    """The deadline on the whole request, where this client keeps one: careful always (when the
+    job names a time limit), the reference when the job asks for its recommendation and that is
+    a deadline."""
+    recommended = (job.get("options") or {}).get("recommended") and RECOMMENDS == "deadline"
+    return job.get("timeout_s") if MODE == "careful" or recommended else None
+
+
 def do_job(job: dict) -> tuple[list, list]:
     if MODE == "keep-conns":
         if not KEPT:
@@ -288,29 +313,38 @@ def do_job(job: dict) -> tuple[list, list]:
     if MODE == "idle-conn" and job["requests"]:
         first = urlsplit(job["requests"][0]["url"])
         idle = socket.create_connection((first.hostname, first.port))  # opened, never used
-    responses, errors = [], []
+    work = []
     for r, entry in enumerate(job["requests"]):
         repeat = entry.get("repeat", 1)
         if MODE == "lazy" and not job["verify"]:
             repeat = max(1, repeat // 2)  # does half the work once the clock runs
-        for _ in range(repeat):
-            try:
-                if MODE == "careful" and job.get("timeout_s") is not None:  # a deadline only when named
-                    status, body, size = with_deadline(client, entry, job["timeout_s"])
-                else:
-                    status, body, size = client.request(entry)
-            except Exception as exc:  # report, never crash: the lab counts errors
-                errors.append({"r": r, "message": f"{type(exc).__name__}: {exc}"})
-                continue
-            item = {"r": r, "status": status, "bytes": size, "http": "1.1"}
-            if job["verify"]:
-                if isinstance(body, bytes):
-                    if MODE == "wrong-body" and body:
-                        body = bytes([body[0] ^ 0xFF]) + body[1:]  # a client that corrupts bodies
-                    item["sha256"] = hashlib.sha256(body).hexdigest()
-                else:
-                    item["sha256"] = body.hexdigest()
-            responses.append(item)
+        work += [(r, entry)] * repeat
+    deadline = deadline_s(job)
+
+    def one(r: int, entry: dict, by: Client) -> tuple[dict | None, dict | None]:
+        try:
+            if deadline is not None:  # a deadline only when named
+                status, body, size = with_deadline(by, entry, deadline)
+            else:
+                status, body, size = by.request(entry)
+        except Exception as exc:  # report, never crash: the lab counts errors
+            return None, {"r": r, "message": f"{type(exc).__name__}: {exc}"}
+        item = {"r": r, "status": status, "bytes": size, "http": "1.1"}
+        if job["verify"]:
+            if isinstance(body, bytes):
+                if MODE == "wrong-body" and body:
+                    body = bytes([body[0] ^ 0xFF]) + body[1:]  # a client that corrupts bodies
+                item["sha256"] = hashlib.sha256(body).hexdigest()
+            else:
+                item["sha256"] = body.hexdigest()
+        return item, None
+
+    if job.get("concurrency", 1) > 1:
+        outcomes = in_flight(job, work, one, client)
+    else:
+        outcomes = [one(r, entry, client) for r, entry in work]
+    responses = [item for item, _ in outcomes if item is not None]
+    errors = [error for _, error in outcomes if error is not None]
     if MODE != "keep-conns":
         client.close()
     if idle is not None:
@@ -318,10 +352,37 @@ def do_job(job: dict) -> tuple[list, list]:
     return responses, errors
 
 
+def in_flight(job: dict, work: list, one, shared: Client) -> list:  # noqa: ANN001
+    """The job's requests, up to `concurrency` at once (threads, started in the job's order):
+    careful gives each thread a client of its own; pool-one sends every request through the one
+    shared client, one at a time, whatever its origin."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    local = threading.local()
+    slot = threading.Lock()
+    clients: list[Client] = []
+
+    def run(item: tuple) -> tuple:
+        r, entry = item
+        if MODE == "pool-one":
+            with slot:
+                return one(r, entry, shared)
+        if not hasattr(local, "client"):
+            local.client = Client(job)
+            clients.append(local.client)
+        return one(r, entry, local.client)
+
+    with ThreadPoolExecutor(max_workers=job["concurrency"]) as pool:
+        outcomes = list(pool.map(run, work))
+    for c in clients:
+        c.close()
+    return outcomes
+
+
 def unsupported_reason(job: dict) -> str | None:
     if job.get("http") != "1.1":
         return "http.client speaks HTTP/1.1 only"
-    if job.get("concurrency", 1) > 1:
+    if job.get("concurrency", 1) > 1 and MODE not in PARALLEL_MODES:
         return "sequential only"
     if job.get("accept_gzip") and MODE not in GZIP_MODES:
         return "http.client does not decode gzip"

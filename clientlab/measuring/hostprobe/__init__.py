@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import atexit
 import subprocess
-import time
+from collections.abc import Callable
 
 from clientlab import paths
 from clientlab.measuring import affinity
+from clientlab.measuring.clock import SYSTEM, Clock
 
 BINARY = "clientlab-hostprobe"
 ROUND_TRIPS = 200        # one sample: about a millisecond on this machine
@@ -33,24 +34,33 @@ WAIT_FAST_MIN_S = 0.125
 
 
 class HostProbe:
-    """One probe process pair pinned to one core; sample() → ns per round trip."""
+    """The speed of one core: sample() → ns per round trip, read by a probe process pair pinned to
+    the core (or by `read`, given the round trips: the seam the tests give readings through);
+    `clock` paces its waits."""
 
-    def __init__(self, cpu: int, binary=None):
-        binary = binary or paths.lab_binary(BINARY)
-        self.cpu = cpu
-        self.proc = subprocess.Popen(affinity.pinned([str(binary)], cpu), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+    def __init__(self, cpu: int, binary=None, clock: Clock = SYSTEM,
+                 read: Callable[[int], float] | None = None):
+        self.cpu, self.clock = cpu, clock
+        self.proc: subprocess.Popen | None = None
+        if read is None:
+            binary = binary or paths.lab_binary(BINARY)
+            self.proc = subprocess.Popen(affinity.pinned([str(binary)], cpu), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.read = read or self._read_process
         self.best: float | None = None
         self.wait_s = WAIT_FAST_S   # the next wait_fast's limit (see WAIT_FAST_MIN_S)
 
-    def sample(self, round_trips: int = ROUND_TRIPS) -> float:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+    def _read_process(self, round_trips: int) -> float:
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(f"{round_trips}\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
             raise OSError(f"{BINARY} stopped")
-        ns = float(line)
+        return float(line)
+
+    def sample(self, round_trips: int = ROUND_TRIPS) -> float:
+        ns = self.read(round_trips)
         if self.best is None or ns < self.best:
             self.best = ns
         return ns
@@ -64,16 +74,16 @@ class HostProbe:
     def calibrate(self) -> None:
         for _ in range(CALIBRATE_SAMPLES):
             self.sample()
-            time.sleep(0.1)
+            self.clock.sleep(0.1)
 
     def wait_fast(self, limit_s: float = WAIT_FAST_S) -> float:
         """Sample until the core is out of a slow phase (or the wait ran out: limit_s, or less
         after waits that ran out, see WAIT_FAST_MIN_S); the last slowdown."""
         limit_s = min(limit_s, self.wait_s)
-        deadline = time.monotonic() + limit_s
+        deadline = self.clock.monotonic() + limit_s
         slow = self.slowdown()
-        while slow > SLOW_LIMIT and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while slow > SLOW_LIMIT and self.clock.monotonic() < deadline:
+            self.clock.sleep(0.05)
             slow = self.slowdown()
         if slow <= SLOW_LIMIT:
             self.wait_s = WAIT_FAST_S
@@ -82,7 +92,7 @@ class HostProbe:
         return slow
 
     def close(self) -> None:
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             try:
                 assert self.proc.stdin is not None
                 self.proc.stdin.close()

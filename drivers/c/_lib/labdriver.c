@@ -189,11 +189,23 @@ static void refuse(lab_status st, const char *why)
                 why[0] ? why : "refused");
 }
 
+/* lab_job_parse(), saying "bad job: …" for a malformed one, as the other languages' helpers do */
+static lab_status parse_job(json_t *obj, const lab_driver *d, lab_job *job, char *why, size_t why_len)
+{
+    lab_status st = lab_job_parse(obj, d, job, why, why_len);
+    if (st == LAB_ERROR) {
+        char *text = strdup(why);
+        snprintf(why, why_len, "bad job: %s", text ? text : "");
+        free(text);
+    }
+    return st;
+}
+
 /* parse `obj` and build its client; 0, or -1 after answering the refusal (nothing left open) */
 static int open_job(const lab_driver *d, json_t *obj, lab_job *job, void **state)
 {
     char why[512] = "";
-    lab_status st = lab_job_parse(obj, d, job, why, sizeof why);
+    lab_status st = parse_job(obj, d, job, why, sizeof why);
 
     *state = NULL;
     if (st == LAB_READY && (st = d->prepare(job, state, why, sizeof why)) != LAB_READY && d->finish)
@@ -277,7 +289,7 @@ static int bare_job(const lab_driver *d, json_t *obj, bare_client *b, lab_job *j
 
     if (!b->job)
         return open_job(d, obj, job, &b->state);
-    if ((st = lab_job_parse(obj, d, job, why, sizeof why)) == LAB_READY && d->reuse)
+    if ((st = parse_job(obj, d, job, why, sizeof why)) == LAB_READY && d->reuse)
         st = d->reuse(job, b->state, why, sizeof why);
     if (st != LAB_READY) {
         refuse(st, why);

@@ -3,6 +3,15 @@
 
 #include <stdlib.h>
 
+/* A test driver may include this file under a name of its own with work added before each
+   request (tests/testdrivers/planted-c); built here, it is c-libcurl and adds nothing. */
+#ifndef LAB_DRIVER_NAME
+#define LAB_DRIVER_NAME "c-libcurl"
+#endif
+#ifndef LAB_BEFORE_REQUEST
+#define LAB_BEFORE_REQUEST() ((void)0)
+#endif
+
 typedef struct {
     CURL *easy;
     char errbuf[CURL_ERROR_SIZE];
@@ -41,6 +50,7 @@ static void one_request(client *c, const lab_job *job, const lab_request *q, lab
     if (e->upload)
         rewind(e->upload);
     c->errbuf[0] = 0;
+    LAB_BEFORE_REQUEST();
     if (c->h2c_fix)
         curl_easy_setopt(c->easy, CURLOPT_HTTP_VERSION, lab_curl_h2c_version(c->h2c_live));
     rc = curl_easy_perform(c->easy);
@@ -91,7 +101,7 @@ static void finish(const lab_job *job, void *state)
 int main(void)
 {
     static const lab_driver d = {
-        .name = "c-libcurl",
+        .name = LAB_DRIVER_NAME,
         .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100,
         .versions = lab_curl_versions,
         .prepare = prepare,

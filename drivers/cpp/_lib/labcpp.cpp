@@ -114,4 +114,10 @@ const char *http_label(int major, int minor)
     return "?";
 }
 
+bool same_origin(const lab_job *job, const url &origin)
+{
+    url next;
+    return job->n_requests && split_url(job->requests[0].url, next) && next.origin() == origin.origin();
+}
+
 } // namespace lab

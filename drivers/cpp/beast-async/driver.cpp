@@ -163,12 +163,9 @@ class session : public std::enable_shared_from_this<session> {
 
 lab_status prepare(const lab_job *job, void **state, char *why, size_t why_len)
 {
-    client *c = new (std::nothrow) client;
-    *state = c;
-    if (!c) {
-        snprintf(why, why_len, "out of memory");
+    client *c = new_state<client>(state, why, why_len);
+    if (!c)
         return LAB_ERROR;
-    }
     lab_status st = beast_job(job, NAME, c->origin, c->ctx, why, why_len);
     for (size_t i = 0; st == LAB_READY && i < job->n_requests; i++)
         if (job->requests[i].sink_file) {
@@ -213,8 +210,7 @@ void close(client &c)
 lab_status reuse(const lab_job *job, void *state, char *why, size_t why_len)
 {
     client &c = *static_cast<client *>(state);
-    url next;
-    if (job->n_requests && split_url(job->requests[0].url, next) && next.origin() == c.origin.origin())
+    if (same_origin(job, c.origin))
         return LAB_READY;
     close(c);
     return job_origin(job, NAME, c.origin, why, why_len);

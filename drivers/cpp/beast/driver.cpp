@@ -26,12 +26,9 @@ struct client {
 
 lab_status prepare(const lab_job *job, void **state, char *why, size_t why_len)
 {
-    client *c = new (std::nothrow) client;
-    *state = c;
-    if (!c) {
-        snprintf(why, why_len, "out of memory");
+    client *c = new_state<client>(state, why, why_len);
+    if (!c)
         return LAB_ERROR;
-    }
     lab_status st = beast_job(job, NAME, c->origin, c->ctx, why, why_len);
     if (st == LAB_READY && job->concurrency > 1) {
         snprintf(why, why_len, "%s is Beast's synchronous client, one request at a time (cpp-beast-async "
@@ -110,19 +107,9 @@ void one_request(client &c, const lab_job *job, const lab_request *q, const std:
 void run(const lab_job *job, void *state, lab_report *rep)
 {
     client &c = *static_cast<client *>(state);
-    for (size_t i = 0; i < job->n_requests; i++) {
-        const lab_request *q = &job->requests[i];
-        url u;
-        split_url(q->url, u); /* job_origin read every URL already */
-        for (long k = 0; k < q->repeat; k++) {
-            try {
-                one_request(c, job, q, u.target, rep);
-            } catch (const std::exception &e) { /* nothing may unwind into the C protocol loop */
-                c.conn.close();
-                lab_add_error(rep, q->r, "%s", e.what());
-            }
-        }
-    }
+    lab::each_request(job, rep, [&](const lab_request *q, const std::string &target) {
+        one_request(c, job, q, target, rep);
+    }, [&] { c.conn.close(); });
 }
 
 /* the next calibration round: the same scenario, maybe on another port; the kept connection
@@ -130,8 +117,7 @@ void run(const lab_job *job, void *state, lab_report *rep)
 lab_status reuse(const lab_job *job, void *state, char *why, size_t why_len)
 {
     client &c = *static_cast<client *>(state);
-    url next;
-    if (job->n_requests && split_url(job->requests[0].url, next) && next.origin() == c.origin.origin())
+    if (same_origin(job, c.origin))
         return LAB_READY;
     c.conn.close();
     return job_origin(job, NAME, c.origin, why, why_len);

@@ -79,17 +79,6 @@ lab_status build(const lab_job *job, client &c, char *why, size_t why_len)
     return LAB_READY;
 }
 
-lab_status prepare(const lab_job *job, void **state, char *why, size_t why_len)
-{
-    client *c = new (std::nothrow) client;
-    *state = c;
-    if (!c) {
-        snprintf(why, why_len, "out of memory");
-        return LAB_ERROR;
-    }
-    return build(job, *c, why, why_len);
-}
-
 /* the fields as application/x-www-form-urlencoded, each part encoded by cpprestsdk's own
    uri::encode_data_string */
 std::string urlencoded(const lab_request *q)
@@ -130,36 +119,14 @@ void one_request(client &c, const lab_job *job, const lab_request *q, const std:
 void run(const lab_job *job, void *state, lab_report *rep)
 {
     client &c = *static_cast<client *>(state);
-    for (size_t i = 0; i < job->n_requests; i++) {
-        const lab_request *q = &job->requests[i];
-        lab::url u;
-        lab::split_url(q->url, u); /* job_origin read every URL already */
-        for (long k = 0; k < q->repeat; k++) {
-            try {
-                one_request(c, job, q, u.target, rep);
-            } catch (const std::exception &e) { /* nothing may unwind into the C protocol loop */
-                lab_add_error(rep, q->r, "%s", e.what());
-            }
-        }
-    }
+    lab::each_request(job, rep, [&](const lab_request *q, const std::string &target) {
+        one_request(c, job, q, target, rep);
+    }, [] {});
 }
 
-/* the next calibration round: the same scenario, maybe on another port, which an http_client is
-   built for; so a new one for a new origin */
-lab_status reuse(const lab_job *job, void *state, char *why, size_t why_len)
-{
-    client &c = *static_cast<client *>(state);
-    lab::url next;
-    if (job->n_requests && lab::split_url(job->requests[0].url, next) && next.origin() == c.origin.origin())
-        return LAB_READY;
-    c.http.reset();
-    return build(job, c, why, why_len);
-}
-
-void finish(const lab_job *, void *state)
-{
-    delete static_cast<client *>(state); /* the client and its pool go: the next job starts cold */
-}
+/* an http_client is built for one server: a calibration round on another port gets a new one,
+   and the job's end deletes it with its pool (the next job starts cold) */
+using frame = lab::one_origin<client, build>;
 
 void versions(json_t *v)
 {
@@ -176,14 +143,5 @@ void versions(json_t *v)
 
 int main()
 {
-    static const lab_driver d = {
-        NAME,
-        LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100,
-        versions,
-        prepare,
-        run,
-        finish,
-        reuse,
-    };
-    return lab_main(&d);
+    return frame::main(NAME, LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100, versions, run);
 }

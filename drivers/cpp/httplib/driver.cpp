@@ -73,17 +73,6 @@ lab_status build(const lab_job *job, client &c, char *why, size_t why_len)
     return LAB_READY;
 }
 
-lab_status prepare(const lab_job *job, void **state, char *why, size_t why_len)
-{
-    client *c = new (std::nothrow) client;
-    *state = c;
-    if (!c) {
-        snprintf(why, why_len, "out of memory");
-        return LAB_ERROR;
-    }
-    return build(job, *c, why, why_len);
-}
-
 const char *version_of(const httplib::Response &res)
 {
     return res.version == "HTTP/1.1" ? "1.1" : res.version == "HTTP/1.0" ? "1.0" : "?";
@@ -131,41 +120,24 @@ void one_request(client &c, const lab_job *job, const lab_request *q, const std:
 void run(const lab_job *job, void *state, lab_report *rep)
 {
     client &c = *static_cast<client *>(state);
-    for (size_t i = 0; i < job->n_requests; i++) {
-        const lab_request *q = &job->requests[i];
-        lab::url u;
-        lab::split_url(q->url, u); /* job_origin read every URL already */
-        httplib::Headers headers;
-        for (size_t k = 0; k < q->n_headers; k++)
-            headers.emplace(q->headers[k].name, q->headers[k].value);
-        if (q->follow_redirects >= 0) /* absent: the URL does not redirect, httplib's default stands */
-            c.http->set_follow_location(q->follow_redirects == 1);
-        for (long k = 0; k < q->repeat; k++) {
-            try {
-                one_request(c, job, q, u.target, headers, rep);
-            } catch (const std::exception &e) { /* nothing may unwind into the C protocol loop */
-                lab_add_error(rep, q->r, "%s", e.what());
-            }
+    const lab_request *entry = nullptr; /* the entry whose headers and redirect setting are set */
+    httplib::Headers headers;
+    lab::each_request(job, rep, [&](const lab_request *q, const std::string &target) {
+        if (q != entry) {
+            entry = q;
+            headers.clear();
+            for (size_t k = 0; k < q->n_headers; k++)
+                headers.emplace(q->headers[k].name, q->headers[k].value);
+            if (q->follow_redirects >= 0) /* absent: the URL does not redirect, httplib's default stands */
+                c.http->set_follow_location(q->follow_redirects == 1);
         }
-    }
+        one_request(c, job, q, target, headers, rep);
+    }, [] {});
 }
 
-/* the next calibration round: the same scenario, maybe on another port, which a Client is built
-   for; so a new Client for a new origin */
-lab_status reuse(const lab_job *job, void *state, char *why, size_t why_len)
-{
-    client &c = *static_cast<client *>(state);
-    lab::url next;
-    if (job->n_requests && lab::split_url(job->requests[0].url, next) && next.origin() == c.origin.origin())
-        return LAB_READY;
-    c.http.reset();
-    return build(job, c, why, why_len);
-}
-
-void finish(const lab_job *, void *state)
-{
-    delete static_cast<client *>(state); /* the Client closes its connection: the next job starts cold */
-}
+/* a Client is built for one server: a calibration round on another port gets a new one, and the
+   job's end deletes it, closing its connection (the next job starts cold) */
+using frame = lab::one_origin<client, build>;
 
 void versions(json_t *v)
 {
@@ -180,14 +152,5 @@ void versions(json_t *v)
 
 int main()
 {
-    static const lab_driver d = {
-        NAME,
-        LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100,
-        versions,
-        prepare,
-        run,
-        finish,
-        reuse,
-    };
-    return lab_main(&d);
+    return frame::main(NAME, LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100, versions, run);
 }

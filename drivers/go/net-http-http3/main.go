@@ -5,7 +5,6 @@ package main
 import (
 	"net/http"
 	"net/http/cookiejar"
-	"runtime"
 	"strings"
 
 	lab "clientlab/labdriver"
@@ -18,8 +17,8 @@ func main() {
 	lab.Main(lab.Driver{
 		Name: "go-net-http-http3",
 		// honoured on net/http's Transport only; an HTTP/3 job that sets one is refused (h3Client)
-		Options:  map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": nil},
-		Versions: func() map[string]string { return map[string]string{"net/http": runtime.Version()} },
+		Options:  labhttp.Options(),
+		Versions: labhttp.Versions,
 		Open: func(job *lab.Job) (lab.Client, error) {
 			var hc *http.Client
 			var err error

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"runtime"
 
 	lab "clientlab/labdriver"
 	"clientlab/labdriver/labhttp"
@@ -17,8 +16,8 @@ func main() {
 	lab.Main(lab.Driver{
 		Name: "go-resty",
 		// resty's Transport honours these exactly, as for go-net-http
-		Options:  map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": nil},
-		Versions: func() map[string]string { return map[string]string{"net/http": runtime.Version()} },
+		Options:  labhttp.Options(),
+		Versions: labhttp.Versions,
 		Open:     open,
 	})
 }

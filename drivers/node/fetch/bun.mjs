@@ -14,7 +14,8 @@ import { fetchRequests } from '../_lib/labfetch.mjs';
 
 class BunFetch extends fetchRequests(Driver) {
   // Bun's fetch sends no Expect: 100-continue; the other options name settings it does not have
-  options = { expect_100: [false] };
+  // recommended (AbortSignal.timeout, driver.toml's [behaviour.recommended]) is what it does in every job
+  options = { expect_100: [false], recommended: [true] };
 
   versions() {
     return { ...baseVersions(), bun_revision: Bun.revision };

@@ -13,7 +13,8 @@ import { fetchRequests } from '../_lib/labfetch.mjs';
 
 class DenoFetch extends fetchRequests(Driver) {
   // Deno's fetch sends no Expect: 100-continue; the other options name settings it does not have
-  options = { expect_100: [false] };
+  // recommended (AbortSignal.timeout, driver.toml's [behaviour.recommended]) is what it does in every job
+  options = { expect_100: [false], recommended: [true] };
 
   versions() {
     return { ...baseVersions(), v8: Deno.version.v8 };

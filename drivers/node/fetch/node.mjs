@@ -29,6 +29,10 @@ async function builtinAgent() {
 }
 
 class NodeFetch extends fetchRequests(UndiciDriver) {
+  // recommended: fetch's documented time limit, AbortSignal.timeout() (driver.toml's
+  // [behaviour.recommended]), instead of undici's waits for the headers and for each body read
+  options = { tcp_nodelay: [true], max_host_connections: null, expect_100: [false], recommended: [true] };
+
   constructor(Agent) {
     super();
     this.Agent = Agent;
@@ -41,11 +45,18 @@ class NodeFetch extends fetchRequests(UndiciDriver) {
   async open(job) {
     await super.open(job);
     this.openFetch(job);
-    this.dispatcher = new this.Agent(undiciOptions(job));
+    const options = undiciOptions(job);
+    this.deadlineMs = job.option('recommended') ? job.timeoutMs : null;
+    if (this.deadlineMs !== null) { // the signal is the time limit; undici keeps its own waits, as a fetch user's does
+      delete options.headersTimeout;
+      delete options.bodyTimeout;
+    }
+    this.dispatcher = new this.Agent(options);
   }
 
   client(init) {
     init.dispatcher = this.dispatcher;
+    if (this.deadlineMs !== null) init.signal = AbortSignal.timeout(this.deadlineMs); // from the request's start
     return init;
   }
 

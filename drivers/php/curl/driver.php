@@ -2,7 +2,7 @@
 // php-curl: the curl extension's easy interface, one handle reused for every request of a job
 // (its connections, DNS cache, TLS sessions and cookies carry over), sequential. No curl_reset:
 // the job's settings are set once, an entry's options before its first curl_exec (its repeats
-// set only their own files).
+// set only their own files, where they have any).
 
 declare(strict_types=1);
 
@@ -23,6 +23,9 @@ final class CurlClient
 final class CurlDriver extends Lab\Driver
 {
     public array $options = Lab\Curl\HONOURED;
+
+    /** work a test driver adds before each request (tests/testdrivers/planted-php); none here */
+    public ?Closure $beforeEach = null;
 
     public function versions(): array
     {
@@ -56,30 +59,43 @@ final class CurlDriver extends Lab\Driver
     public function run(array $job, mixed $state, Lab\Collector $report): void
     {
         $ch = $state->ch;
-        $configured = null; // the entry whose options the handle holds: its repeats set none again
-        foreach (Lab\work($job) as [$r, $req]) {
-            if ($configured !== $r) {
-                $configured = null;
-                if (($why = Lab\Curl\configure($ch, $job, $req)) !== null) {
+        // entry by entry: its options set once, then its repeats, each a curl_exec and its answer
+        // read back (a transfer with files of its own also opens and closes them), as a program
+        // repeating one request on one handle does
+        foreach ($job['requests'] as $r => $req) {
+            $n = (int)($req['repeat'] ?? 1);
+            if (($why = Lab\Curl\configure($ch, $job, $req)) !== null) {
+                for ($i = 0; $i < $n; $i++) {
                     $report->fail($r, $why);
-                    continue;
                 }
-                $configured = $r;
-            }
-            $t = Lab\Curl\attach($ch, $r, $req);
-            if (is_string($t)) {
-                $report->fail($r, $t);
                 continue;
             }
-            if ($state->h2cFix) {
-                curl_setopt($ch, CURLOPT_HTTP_VERSION,
-                    $state->h2cLive ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+            $files = Lab\Curl\files($req);
+            for ($i = 0; $i < $n; $i++) {
+                $t = $files ? Lab\Curl\attach($ch, $r, $req) : null;
+                if (is_string($t)) {
+                    $report->fail($r, $t);
+                    continue;
+                }
+                if ($state->h2cFix) {
+                    curl_setopt($ch, CURLOPT_HTTP_VERSION,
+                        $state->h2cLive ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+                }
+                if ($this->beforeEach !== null) {
+                    ($this->beforeEach)();
+                }
+                $body = curl_exec($ch);
+                $errno = $body === false ? curl_errno($ch) : 0; // false exactly when the transfer failed
+                if ($state->h2cFix) {
+                    $state->h2cLive = $errno === 0 && curl_getinfo($ch, CURLINFO_HTTP_VERSION) === CURL_HTTP_VERSION_2_0;
+                }
+                $body = is_string($body) ? $body : null;
+                if ($t === null) {
+                    Lab\Curl\respond($ch, $r, $errno, $body, $report);
+                } else {
+                    Lab\Curl\finish($ch, $t, $errno, $body, $report);
+                }
             }
-            $body = curl_exec($ch);
-            $errno = curl_errno($ch);
-            $state->h2cLive = $state->h2cFix && $errno === 0
-                && curl_getinfo($ch, CURLINFO_HTTP_VERSION) === CURL_HTTP_VERSION_2_0;
-            Lab\Curl\finish($ch, $t, $errno, is_string($body) ? $body : null, $report);
         }
     }
 
@@ -104,4 +120,6 @@ final class CurlDriver extends Lab\Driver
     }
 }
 
-Lab\main(new CurlDriver());
+if (get_included_files()[0] === __FILE__) { // run, not included by a test driver
+    Lab\main(new CurlDriver());
+}

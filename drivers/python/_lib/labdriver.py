@@ -165,6 +165,8 @@ class Job:
     @classmethod
     def parse(cls, data: dict) -> "Job":
         """Build from the `job` object of a job message."""
+        if not isinstance(data.get("requests"), list):  # the work itself: a job without it is malformed
+            raise ValueError("job must be an object with a requests list")
         return cls(
             scenario=data.get("scenario", ""),
             verify=bool(data.get("verify", False)),
@@ -176,7 +178,7 @@ class Job:
             accept_gzip=bool(data.get("accept_gzip", False)),
             timeout_s=None if data.get("timeout_s") is None else float(data["timeout_s"]),
             options=dict(data.get("options") or {}),
-            requests=[Request.parse(r, entry) for r, entry in enumerate(data.get("requests", []))],
+            requests=[Request.parse(r, entry) for r, entry in enumerate(data["requests"])],
         )
 
     def option(self, name: str) -> Any:

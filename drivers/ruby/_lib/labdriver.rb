@@ -145,8 +145,8 @@ module LabDriver
     def self.parse(data)
       raise ArgumentError, "job is not an object" unless data.is_a?(Hash)
 
-      requests = data.fetch("requests", [])
-      raise ArgumentError, "requests is not a list" unless requests.is_a?(Array)
+      requests = data["requests"] # the work itself: a job without it is malformed
+      raise ArgumentError, "job must be an object with a requests list" unless requests.is_a?(Array)
 
       options = data["options"] || {}
       raise ArgumentError, "options is not an object" unless options.is_a?(Hash)

@@ -53,6 +53,12 @@ type LedgerEntry struct {
 	Conn        int64    `json:"conn"`        // the connection it came on (a serial number)
 	Seq         int      `json:"seq"`         // its place on that connection: 1 is a fresh connection's first
 	BodyBytes   int64    `json:"body_bytes"`  // the request body's length as it arrived
+	// on the TLS fault origins (faults_tls.go), an entry of its own for each handshake (seq 0, no
+	// path): "ok", or what ended it
+	TLS            string  `json:"tls,omitempty"`
+	AcceptEncoding string  `json:"accept_encoding,omitempty"` // the request's Accept-Encoding, where it sent one
+	Refused        bool    `json:"refused,omitempty"`         // a stream refused unprocessed (REFUSED_STREAM)
+	AtMs           float64 `json:"at_ms"`                     // when it arrived: ms since the ledger was emptied (faults_pool.go)
 }
 
 type ledger struct {
@@ -61,6 +67,7 @@ type ledger struct {
 	counts  map[string]int // path -> requests
 	// path?n=<n> -> requests: how often each numbered request arrived (a retry shows as 2)
 	numbered map[string]int
+	since    time.Time // the arrival times' zero: when the ledger was last emptied (faults_pool.go)
 }
 
 func (l *ledger) record(e LedgerEntry) {
@@ -69,7 +76,10 @@ func (l *ledger) record(e LedgerEntry) {
 	if l.counts == nil {
 		l.counts = map[string]int{}
 	}
-	l.counts[e.Path]++
+	if e.Path != "" { // a handshake's entry is no request
+		l.counts[e.Path]++
+	}
+	l.stamp(&e)
 	if e.N != "" {
 		if l.numbered == nil {
 			l.numbered = map[string]int{}
@@ -96,6 +106,7 @@ func (l *ledger) Snapshot(reset bool) ([]LedgerEntry, map[string]int, map[string
 	}
 	if reset {
 		l.entries, l.counts, l.numbered = nil, nil, nil
+		l.since = time.Now()
 	}
 	return entries, counts, numbered
 }
@@ -108,10 +119,12 @@ type Server struct {
 	Active   atomic.Int64 // connections being served now: a stalled client that left must not stay
 	conns    atomic.Int64 // connections accepted so far: each ledger entry names its own
 	S        net.Listener // origin s: TLS, the https side of a redirect to plain http (faults_redirect.go)
-	sConfig  *tls.Config
+	SConfig  *tls.Config
 	H2       net.Listener // origin h2: TLS, HTTP/2 alone (faults_h2.go)
 	h2Config *tls.Config
 	Dark     *darkOrigin // a port whose accept queue is full: SYNs go unanswered (faults_connect.go)
+	// certificates to refuse, and a stalled handshake, by origin name (faults_tls.go)
+	TLSOrigins map[string]net.Listener
 }
 
 func Start(addr netip.Addr, base *tls.Config) (*Server, error) {
@@ -160,6 +173,23 @@ func (f *Server) Ports() map[string]int {
 }
 
 func (f *Server) accept(l net.Listener, origin string) {
+	f.acceptEach(l, func(c net.Conn) {
+		switch origin {
+		case "h2":
+			f.serveH2(c, sockets.Port(l))
+		case "s":
+			tc := tls.Server(c, f.SConfig)
+			defer tc.Close()
+			f.serve(tc, origin, sockets.Port(l))
+		default:
+			f.serve(c, origin, sockets.Port(l))
+		}
+	})
+}
+
+// acceptEach serves each connection l accepts (from a peer the server serves) in a goroutine of
+// its own, counted in active while serve runs, and closed after it.
+func (f *Server) acceptEach(l net.Listener, serve func(net.Conn)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -172,18 +202,11 @@ func (f *Server) accept(l net.Listener, origin string) {
 			c.Close()
 			continue
 		}
-		if origin == "s" {
-			c = tls.Server(c, f.sConfig)
-		}
 		f.Active.Add(1)
 		go func() {
 			defer f.Active.Add(-1)
 			defer c.Close()
-			if origin == "h2" {
-				f.serveH2(c, sockets.Port(l))
-				return
-			}
-			f.serve(c, origin, sockets.Port(l))
+			serve(c)
 		}()
 	}
 }
@@ -223,7 +246,12 @@ func readFaultRequest(r *bufio.Reader) (*faultRequest, error) {
 // answers it. Only the keep-alive race keeps a connection for a next request; every other answer
 // closes it.
 func (f *Server) serve(c net.Conn, origin string, port int) {
-	conn := f.conns.Add(1)
+	f.serveOn(c, origin, port, f.conns.Add(1))
+}
+
+// serveOn is serve on a connection whose serial number is already taken (a TLS fault origin's,
+// whose handshake has its ledger entry).
+func (f *Server) serveOn(c net.Conn, origin string, port int, conn int64) {
 	src := &io.LimitedReader{R: c}
 	r := bufio.NewReader(src)
 	var race *raceConn
@@ -244,7 +272,8 @@ func (f *Server) serve(c net.Conn, origin string, port int) {
 		}
 		c.SetReadDeadline(time.Time{})
 		entry := LedgerEntry{Origin: origin, Port: port, Method: handlers.Cut(req.method), Path: handlers.Cut(req.path),
-			Credentials: []string{}, N: handlers.Cut(req.query.Get("n")), Conn: conn, Seq: seq, BodyBytes: bodyBytes}
+			Credentials: []string{}, N: handlers.Cut(req.query.Get("n")), Conn: conn, Seq: seq, BodyBytes: bodyBytes,
+			AcceptEncoding: handlers.Cut(req.header.Get("Accept-Encoding"))}
 		for _, name := range credentialHeaders {
 			if len(req.header.Values(name)) > 0 {
 				entry.Credentials = append(entry.Credentials, name)
@@ -314,6 +343,8 @@ func statusText(status int) string {
 		return "Bad Request"
 	case 404:
 		return "Not Found"
+	case 406:
+		return "Not Acceptable"
 	}
 	return "Status"
 }

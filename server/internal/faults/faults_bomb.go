@@ -101,7 +101,7 @@ func zeroDeflate(k int64) []byte {
 }
 
 // gzipOfZeros wraps the deflate stream of n = 1 + 258 k zero bytes in gzip's header and trailer.
-func gzipOfZeros(n int64) []byte {
+func GzipOfZeros(n int64) []byte {
 	var out bytes.Buffer
 	out.Write([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
 	out.Write(zeroDeflate((n - 1) / 258))
@@ -130,7 +130,7 @@ func bomb(mib, layers int) []byte {
 	if b, ok := bombs.made[key]; ok {
 		return b
 	}
-	b := gzipOfZeros(BombBytes(mib))
+	b := GzipOfZeros(BombBytes(mib))
 	if layers == 2 { // the gzip stream gzipped again: Content-Encoding: gzip, gzip
 		var outer bytes.Buffer
 		z, _ := gzip.NewWriterLevel(&outer, gzip.BestCompression)

@@ -83,6 +83,10 @@ func (f *Server) serveH2(c net.Conn, port int) {
 				break
 			}
 			n := target.Query().Get("n")
+			if target.Path == "/fault/h2-max-streams" && seq == 1 { // the connection is the lowered limit's (faults_h2_limit.go)
+				f.serveLoweredLimit(tc, fr, w, answer, conn, port, fm.StreamID, fm.PseudoValue("method"), n)
+				return
+			}
 			entry := LedgerEntry{Origin: "h2", Port: port, Method: handlers.Cut(fm.PseudoValue("method")), Path: handlers.Cut(target.Path),
 				Credentials: []string{}, N: handlers.Cut(n), Conn: conn, Seq: seq}
 			f.Ledger.record(entry)

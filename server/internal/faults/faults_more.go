@@ -26,7 +26,7 @@ func (f *Server) startMore(addr netip.Addr, base *tls.Config) error {
 		}
 		cfg := base.Clone()
 		cfg.NextProtos = []string{"http/1.1"} // the fault origins speak HTTP/1.1 alone
-		f.S, f.sConfig = s, cfg
+		f.S, f.SConfig = s, cfg
 		go f.accept(s, "s")
 		h2, err := sockets.Listen(addr)
 		if err != nil {
@@ -42,7 +42,7 @@ func (f *Server) startMore(addr netip.Addr, base *tls.Config) error {
 		return err
 	}
 	f.Dark = dark
-	return nil
+	return f.startTLS(addr, base)
 }
 
 func (f *Server) closeMore() {
@@ -55,6 +55,7 @@ func (f *Server) closeMore() {
 	if f.Dark != nil {
 		f.Dark.close()
 	}
+	f.closeTLS()
 }
 
 func (f *Server) morePorts(ports map[string]int) {
@@ -67,6 +68,7 @@ func (f *Server) morePorts(ports map[string]int) {
 	if f.Dark != nil {
 		ports["dark"] = f.Dark.Port()
 	}
+	f.tlsPorts(ports)
 }
 
 // answerMore serves the resources of faults_*.go; false: not one of theirs.
@@ -78,6 +80,10 @@ func (f *Server) answerMore(c net.Conn, req *faultRequest, gone <-chan struct{})
 		answerBomb(c, req)
 	case "/fault/big-header", "/fault/many-headers":
 		answerHeaders(c, req)
+	case "/fault/br-bomb":
+		answerBrBomb(c, req)
+	case "/fault/gzip-truncated":
+		answerGzipTruncated(c, req)
 	default:
 		return false
 	}

@@ -1,10 +1,9 @@
-// Test driver go-net-http-planted: go-net-http with a deliberate busy function on every request,
-// which the CPU profile's differential must find and name (plantedSlowPath).
+// Test driver go-net-http-planted: go-net-http's own client (labhttp.Open) with a deliberate busy
+// function on every request, which the CPU profile's differential must find and name
+// (plantedSlowPath).
 package main
 
 import (
-	"runtime"
-
 	lab "clientlab/labdriver"
 	"clientlab/labdriver/labhttp"
 )
@@ -12,19 +11,19 @@ import (
 func main() {
 	lab.Main(lab.Driver{
 		Name:     "go-net-http-planted",
-		Options:  map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": nil},
-		Versions: func() map[string]string { return map[string]string{"net/http": runtime.Version()} },
+		Options:  labhttp.Options(),
+		Versions: labhttp.Versions,
 		Open: func(job *lab.Job) (lab.Client, error) {
-			hc, err := labhttp.Client(job)
+			c, err := labhttp.Open(job)
 			if err != nil {
 				return nil, err
 			}
-			return &client{labhttp.Caller{Job: job, HC: hc}}, nil
+			return planted{c}, nil
 		},
 	})
 }
 
-type client struct{ labhttp.Caller }
+type planted struct{ lab.Client }
 
 var sink uint64
 
@@ -41,9 +40,7 @@ func plantedSlowPath() {
 	sink = x
 }
 
-func (c *client) Do(req *lab.Request) (lab.Response, error) {
+func (p planted) Do(req *lab.Request) (lab.Response, error) {
 	plantedSlowPath()
-	return c.Caller.Do(req)
+	return p.Client.Do(req)
 }
-
-func (c *client) Close() { c.HC.CloseIdleConnections() }

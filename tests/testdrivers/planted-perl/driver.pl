@@ -10,9 +10,11 @@ use lib "$FindBin::Bin/../../../drivers/perl/_lib";
 
 use LabDriver ();
 
-my $LOOPS = $ENV{PLANTED_LOOPS} // 20000;
+my $LOOPS = $ENV{PLANTED_LOOPS} // 60000;
 
-# a plain loop, no sub call: every moment in it is this sub's own
+# a plain loop, no sub call: every moment in it is this sub's own. It costs several times LWP's own
+# work a request, so that neither a slow reference cell on a busy host nor NYTProf's wall-clock
+# times (a sub the process was descheduled in gets the wait) come near it.
 sub planted_slow_path {
     my $x = 0;
     for my $i (1 .. $LOOPS) {

@@ -9,9 +9,20 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
+	"runtime"
 
 	lab "clientlab/labdriver"
 )
+
+// Options are the job options net/http's Transport honours exactly: tcp_nodelay (set on every
+// dialled connection), max_host_connections (MaxConnsPerHost) and expect_100 (the Expect header
+// with ExpectContinueTimeout: net/http never sends it itself).
+func Options() map[string][]any {
+	return map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": nil}
+}
+
+// Versions names net/http's version: the Go release's own.
+func Versions() map[string]string { return map[string]string{"net/http": runtime.Version()} }
 
 // Client is the job's http.Client: a clone of net/http's DefaultTransport (what a program on
 // the default client gets) with what the job names set on it (Configure), the job's timeout (0, none, when it names none), a

@@ -71,6 +71,21 @@ func NewRequest(job *lab.Job, req *lab.Request) (*http.Request, error) {
 	return hreq, nil
 }
 
+// Open is go-net-http's client for a job: net/http's own client on the job's Transport (Client),
+// its requests sent by a Caller, its idle connections closed when the job ends. A test driver
+// wraps it to add work to each request (tests/testdrivers/planted-go).
+func Open(job *lab.Job) (lab.Client, error) {
+	hc, err := Client(job)
+	if err != nil {
+		return nil, err
+	}
+	return &pooled{Caller{Job: job, HC: hc}}, nil
+}
+
+type pooled struct{ Caller }
+
+func (c *pooled) Close() { c.HC.CloseIdleConnections() }
+
 // Caller sends a job's requests on one http.Client as a net/http program does: each built by
 // NewRequest, each answer read through lab.Read. Drivers embed it and add their Close.
 type Caller struct {

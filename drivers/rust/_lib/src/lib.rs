@@ -20,6 +20,8 @@ pub mod parallel;
 mod reqwest;
 pub use reqwest::{REQWEST_OPTIONS, reqwest_refusal, reqwest_versions};
 mod report;
+#[cfg(test)]
+mod transcript;
 
 pub use job::{Http, Job, Opt, Options, Refusal, Request, refusal};
 #[cfg(feature = "tokio")]

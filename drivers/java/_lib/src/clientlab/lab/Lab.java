@@ -43,7 +43,7 @@ public final class Lab {
     /** the first bare round's job: its client is built and kept for the next bare rounds */
     private Job bare;
 
-    private Lab(Driver driver, Writer out) {
+    Lab(Driver driver, Writer out) { // package-private: the transcript test drives the loop
         this.driver = driver;
         this.out = out;
     }
@@ -133,7 +133,8 @@ public final class Lab {
         send(m);
     }
 
-    private void run() throws IOException {
+    /** Answer System.in's messages until end of input. */
+    void run() throws IOException {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line = in.readLine(); line != null; line = in.readLine()) {
             if (line.isBlank()) {

@@ -35,7 +35,7 @@ import java.util.zip.GZIPInputStream;
  * The JDK has no form, multipart or gzip helpers: bodies are built and gzip is decoded the way
  * its users do it (URLEncoder, a hand-written multipart body, GZIPInputStream).
  */
-public final class JdkHttpClientDriver extends AsyncDriver {
+public class JdkHttpClientDriver extends AsyncDriver {
     private Job job;
     private HttpClient client;
     private Thread selector;
@@ -49,10 +49,15 @@ public final class JdkHttpClientDriver extends AsyncDriver {
     }
 
     public static void main(String[] args) {
+        run(new JdkHttpClientDriver(), args);
+    }
+
+    /** The driver's process on `driver`: this class, or a test driver built on it (planted-java). */
+    protected static void run(JdkHttpClientDriver driver, String[] args) {
         // Connection: close for jobs without keep-alive: the JDK's documented switch for that
         // restricted header (read once, before the first HttpClient is built)
         System.setProperty("jdk.httpclient.allowRestrictedHeaders", "connection");
-        Lab.main(new JdkHttpClientDriver(), args);
+        Lab.main(driver, args);
     }
 
     @Override
