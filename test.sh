@@ -12,7 +12,7 @@ export PATH="$PATH:/usr/local/go/bin:$HOME/.cargo/bin"  # where the machine imag
 echo "== every driver and runtime line built (set-up builds only the default run's)"
 .venv/bin/clientlab build --all --experiments
 echo "== go test (bench server, network lab, the Go drivers' helper)"
-(cd server && go test ./...)
+(cd server && go test -p 1 ./...)  # one package's server at a time: its timing-sensitive tests share the cores with no other
 (cd netlab && go test ./...)
 (cd drivers/go/_lib && go test ./...)
 echo "== cargo test (the Rust drivers' helper, the golden transcript among its tests)"
