@@ -1,5 +1,5 @@
 """Profiles end to end, with the real profilers and the real bench server: a planted slow path in
-test drivers of five languages is found and named by the diagnosis; profiled trials leave the
+test drivers of seven languages is found and named by the diagnosis; profiled trials leave the
 timed figures as they were; the flame graphs render in Chromium from a file:// URL."""
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ PAIRS = {  # language: (its fastest client here, the same with a planted busy fu
     "c": ("c-libcurl", "c-libcurl-planted", "planted_slow_path"),
     "go": ("go-net-http", "go-net-http-planted", "main.plantedSlowPath"),
     "ruby": ("ruby-net-http", "ruby-net-http-planted", "planted_slow_path"),   # rbspy beside perf
+    "perl": ("perl-lwp", "perl-lwp-planted", "planted_slow_path"),             # NYTProf beside perf
     "php": ("php-curl", "php-curl-planted", "planted_slow_path"),              # excimer beside perf
+    "java": ("java-httpclient", "java-httpclient-planted", "plantedSlowPath"),  # JFR beside perf
 }
 
 
