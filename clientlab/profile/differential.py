@@ -8,6 +8,7 @@ a frame the faster cell does not have counts whole."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -59,18 +60,23 @@ def weighted(profiles: dict[str, Folded], cpu_us_per_request: float, kernel_shar
 
 
 SCALE = 1000   # a combined profile counts thousandths of a µs a request
+# a tracer's own code in the process it profiles (NYTProf.so): what it costs is the profile's, and
+# grows with the client's sub calls, so it is no path of the client's
+PROFILER_OWN = re.compile(r"\(NYTProf\.so\)")
 
 
 def combined(w: Weighted, perf_part: Folded, perf_us_per_sample: float) -> Weighted:
     """`w`, a language profiler's own side, with the stacks of perf's samples it does not stand
     for (layers.perf_side), each in µs a request: a path that only perf saw (a JIT-compiled
     method the language profiler could not walk, libcurl, the kernel) then takes part in the
-    differential. Counted in thousandths of a µs a request."""
+    differential (a tracer's own code left out: PROFILER_OWN). Counted in thousandths of a µs a
+    request."""
     out: Counter[str] = Counter()
     for stack, n in w.folded.items():
         out[stack] += round(n * w.us_per_sample * SCALE)
     for stack, n in perf_part.items():
-        out[stack] += round(n * perf_us_per_sample * SCALE)
+        if not PROFILER_OWN.search(stack):
+            out[stack] += round(n * perf_us_per_sample * SCALE)
     return Weighted({stack: n for stack, n in out.items() if n}, 1 / SCALE)
 
 

@@ -255,3 +255,14 @@ def test_a_path_only_perf_saw_is_named_beside_a_profiler_of_the_languages_frames
     assert found[0].frames[-1] == "clientlab.planted.PlantedDriver.plantedSlowPath (jit)"
     assert found[0].us == pytest.approx(300.0, rel=0.01)
     assert cause_of(found[0]).id == "planted-slow-path"
+
+
+def test_a_tracers_own_code_is_no_path_of_the_client():
+    # NYTProf's C code costs more the more subs a client calls: the profile's cost, not the client's
+    rules = Rules.load("perl", "drivers/perl/lwp")
+    own = Weighted({"LabDriver::main (perlsub);LWP::UserAgent::request (perlsub)": 10}, 1.0)
+    perf = {"perl (process);Perl_runops_standard (perl);? (NYTProf.so)": 200,
+            "perl (process);tcp_sendmsg (kernel)": 10}
+    got = combined(own, perf_side("nytprof", perf, rules), 1.0)
+    assert sum(n for stack, n in got.folded.items() if "NYTProf.so" in stack) == 0
+    assert got.us_per_request == pytest.approx(20.0)
