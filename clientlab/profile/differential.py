@@ -60,9 +60,9 @@ def weighted(profiles: dict[str, Folded], cpu_us_per_request: float, kernel_shar
 
 
 SCALE = 1000   # a combined profile counts thousandths of a µs a request
-# a tracer's own code in the process it profiles (NYTProf.so): what it costs is the profile's, and
-# grows with the client's sub calls, so it is no path of the client's
-PROFILER_OWN = re.compile(r"\(NYTProf\.so\)")
+# a profiler's own code in the process it profiles (NYTProf.so, excimer.so): what it costs is the
+# profile's, and grows with the client's calls, so it is no path of the client's
+PROFILER_OWN = re.compile(r"\((NYTProf|excimer)\.so\)")
 
 
 def combined(w: Weighted, perf_part: Folded, perf_us_per_sample: float) -> Weighted:
