@@ -435,12 +435,14 @@ class Cell(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class FleetJob(Record):
-    """Which fleet run, job and host measured a run (`clientlab run --on`)."""
+class FleetBatch(Record):
+    """Which fleet run, batch and host measured a run (`clientlab run --on`). A batch is the fleet's
+    unit of work, a job what a driver is given; stores made before they had two words keep the
+    batch's numbers as `job` and `jobs`."""
 
     uid: str | None = key()
-    job: int | None = key()
-    jobs: int | None = key()
+    batch: int | None = key(old=("job",))
+    batches: int | None = key(old=("jobs",))
     host: str | None = key()
     baseline: str | None = key()
     errors: tuple[str, ...] | None = key(load=tuple, omit_default=True)
@@ -450,10 +452,10 @@ class FleetJob(Record):
 class RunConfig(Record):
     """What a run stores about itself. Written by `clientlab run` (cli/run.py), experiments
     (experiment/execute.py), crosscheck and calibration (runner/session.py loopback_config),
-    selfbench and the fleet's failed jobs (fleet/launch.py, fleet/experiments.py), each with its
+    selfbench and the fleet's failed batches (fleet/launch.py, fleet/experiments.py), each with its
     own keys, all of them here; stored_run adds the placement, and Store.update_config what is
     known once the run is under way (the measured network, the server host, an experiment's
-    networks, nginx's version and its writes, the calibration loops, the fleet job that ran it).
+    networks, nginx's version and its writes, the calibration loops, the fleet batch that ran it).
     Every key is optional; a record built here writes only what was given."""
 
     kind: str | None = key(omit_default=True)          # crosscheck / calibration / selfbench / …; None: a run
@@ -485,7 +487,7 @@ class RunConfig(Record):
     nginx: str | None = key(omit_default=True)         # crosscheck: the nginx version it ran against
     writes: tuple[Mapping[str, Any], ...] | None = key(load=tuple, omit_default=True)  # crosscheck: how each server wrote
     calibration: tuple[Mapping[str, Any], ...] | None = key(load=tuple, omit_default=True)  # crosscheck --bare/--plain
-    fleet: FleetJob | None = key(load=FleetJob.from_json, omit_default=True)
+    fleet: FleetBatch | None = key(load=FleetBatch.from_json, omit_default=True)
 
     @property
     def net_profile(self) -> str | None:

@@ -10,7 +10,7 @@ from clientlab.record import (
     BehaviourOutcome,
     Cell,
     CellFigures,
-    FleetJob,
+    FleetBatch,
     Finding,
     Layers,
     LayerShare,
@@ -56,7 +56,7 @@ RUN_CONFIG = {  # clientlab run's, with what update_config adds while it runs
     "stop": {"min_trials": 3, "max_trials": 10}, "net": {"profile": "loopback", "asked": "loopback"},
     "lab_version": "abc", "placement": "split", "trial_seconds": 0.3, "retries": 3, "interleave": "run",
     "time_budget_s": None, "forks": 3, "runtimes": [], "server_host": "bench1",
-    "fleet": {"uid": "f", "job": 1, "jobs": 2, "host": "lab1", "baseline": "c-libcurl"},
+    "fleet": {"uid": "f", "batch": 1, "batches": 2, "host": "lab1", "baseline": "c-libcurl"},
 }
 
 
@@ -90,7 +90,7 @@ def test_every_record_built_here_reads_back_equal():
         behaviours=(BehaviourOutcome("redirect-cross-host", "ok"),))
     records = [figures, Cell(id=1, run_id=2, driver="d", scenario="s", params={"count": 5}, status="ok",
                              metric="bytes", figures=figures, departures=("why",)),
-               RunConfig(drivers=("a",), fleet=FleetJob(uid="u", job=1, jobs=2, host="h", baseline="a"))]
+               RunConfig(drivers=("a",), fleet=FleetBatch(uid="u", batch=1, batches=2, host="h", baseline="a"))]
     for record in records:
         again = type(record).from_json(json.loads(json.dumps(record.to_json())))
         assert again == record
@@ -186,3 +186,11 @@ def test_every_key_the_config_writers_store_is_a_typed_field(test_drivers):
     for config in written:
         record = RunConfig.from_json(json.loads(json.dumps(config)))
         assert record.extra == {} and _text(record.to_json()) == _text(json.loads(json.dumps(config)))
+
+
+def test_a_fleet_record_stored_with_the_old_job_numbers_reads_as_its_batch_and_writes_the_new_names():
+    old = {"uid": "f", "job": 2, "jobs": 3, "host": "lab1", "baseline": "c-libcurl"}
+    config = RunConfig.from_json({"drivers": ["c-libcurl"], "fleet": old})
+    assert config.fleet is not None and (config.fleet.batch, config.fleet.batches, config.fleet_host) == (2, 3, "lab1")
+    assert _text(config.to_json()["fleet"]) == _text({"uid": "f", "batch": 2, "batches": 3, "host": "lab1",
+                                                      "baseline": "c-libcurl"})

@@ -34,7 +34,7 @@ NOT_WITH_ON = {"json_path": "--json", "server_host_name": "--server-host", "runt
 def _refuse_what_a_fleet_run_cannot_do(ctx: click.Context) -> None:
     for name, option in NOT_WITH_ON.items():
         if ctx.params.get(name):
-            raise LabInputError(f"{option} cannot go with --on yet: a fleet run's jobs run on the lab hosts")
+            raise LabInputError(f"{option} cannot go with --on yet: a fleet run's batches run on the lab hosts")
 
 
 def _matrix(ctx: click.Context, baseline: str) -> tuple[list[str], list[str]]:
@@ -47,9 +47,9 @@ def _matrix(ctx: click.Context, baseline: str) -> tuple[list[str], list[str]]:
     return drivers, [s.label for s in scenarios]
 
 
-def run_on_hosts(ctx: click.Context, on_hosts: str, hosts_path: Path | None, job_size: int | None,
+def run_on_hosts(ctx: click.Context, on_hosts: str, hosts_path: Path | None, batch_size: int | None,
                  baseline: str) -> None:
-    """The coordinator: the jobs measured on the hosts, stored here, and the combined table printed."""
+    """The coordinator: the batches measured on the hosts, stored here, and the combined table printed."""
     from clientlab.fleet.launch import run_on_hosts as launch
     from clientlab.output.fleet import comparable_note, fleet_table
 
@@ -66,9 +66,9 @@ def run_on_hosts(ctx: click.Context, on_hosts: str, hosts_path: Path | None, job
 
     try:
         with stop_on_sigterm():   # SIGTERM as Ctrl-C: the broker and the hosts' workers are stopped
-            run_ids = launch(ctx, store, names, hosts_path, drivers, scenarios, baseline, job_size, say)
+            run_ids = launch(ctx, store, names, hosts_path, drivers, scenarios, baseline, batch_size, say)
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted: the jobs stored so far are kept; the workers were stopped[/]")
+        err.print("[yellow]interrupted: the batches stored so far are kept; the workers were stopped[/]")
         raise SystemExit(130) from None
     runs = [{**store.run(r), "cells": store.cell_records(r)} for r in run_ids]
     out.print(fleet_table(runs, f"fleet run over {', '.join(names)}: each cell beside its own host's baseline"))
@@ -130,7 +130,7 @@ def experiments_on_hosts(ctx: click.Context, on_hosts: str, chosen: list[Experim
 
 @main.command("worker")
 def worker_cmd() -> None:
-    """Take the fleet's jobs on this lab host, one at a time, until the SSH session ends.
+    """Take the fleet's batches on this lab host, one at a time, until the SSH session ends.
 
     Started by the coordinator (`clientlab run --on HOSTS`) in this host's SSH session, which
     lends it the coordinator's broker; it reads its settings as one JSON line on stdin."""

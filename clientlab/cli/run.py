@@ -60,6 +60,15 @@ if TYPE_CHECKING:
     from clientlab.servers.side import ServerSide
 
 
+def _job_size_renamed(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    """--job-size still works, saying it is --batch-size now: a fleet run's unit of work is a batch,
+    and a job is what a driver is given (docs/driver-protocol.md)."""
+    if value is not None:
+        err.print("[yellow]--job-size is deprecated: it is --batch-size now (a fleet run shares its drivers out in "
+                  "batches; a job is what a driver is given)[/]", highlight=False)
+    return value
+
+
 @main.command("run", epilog=EXIT_CODES)
 @driver_path_option
 @scenario_path_option
@@ -132,12 +141,14 @@ if TYPE_CHECKING:
 @runtimes_option
 @store_option
 @click.option("--on", "on_hosts", metavar="HOST[,HOST…]",
-              help="Share the matrix out over these lab hosts of the hosts file (--hosts): jobs of drivers × every "
-                   "scenario, each with the baseline driver, one at a time a host (docs/many-machines.md).")
-@click.option("--job-size", type=click.IntRange(1), metavar="DRIVERS",
-              help="With --on: drivers a job (besides the baseline). Default: one job a host.")
+              help="Share the matrix out over these lab hosts of the hosts file (--hosts): batches of drivers × "
+                   "every scenario, each with the baseline driver, one at a time a host (docs/many-machines.md).")
+@click.option("--batch-size", type=click.IntRange(1), metavar="DRIVERS",
+              help="With --on: drivers a batch (besides the baseline). Default: one batch a host.")
+@click.option("--job-size", type=click.IntRange(1), hidden=True, callback=_job_size_renamed,
+              help="The old name of --batch-size.")
 @click.option("--baseline", default="c-libcurl", show_default=True, metavar="DRIVER",
-              help="With --on: the driver every job measures too; each cell is read as a ratio to it.")
+              help="With --on: the driver every batch measures too; each cell is read as a ratio to it.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the run as JSON here (rewritten after every cell).")
 @click.option("--allocator-modes/--no-allocator-modes", default=True, show_default=True,
@@ -150,7 +161,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
             keep_alive, client_options, server_headers,
             trials, min_trials, max_trials, precision, max_cell_seconds, warmup, fresh_process,
             trial_seconds, trial_timeout, placement, retries, interleave, time_budget, forks, fmt, net_name,
-            server_host_name, hosts_path, runtime_specs, json_path, on_hosts, job_size, baseline,
+            server_host_name, hosts_path, runtime_specs, json_path, on_hosts, batch_size, job_size, baseline,
             allocator_modes=True, profile_cells=False) -> None:
     """Verify, then time every selected driver on every selected scenario.
 
@@ -164,7 +175,7 @@ def run_cmd(driver_paths, scenario_paths, no_wait, driver_names, scenario_names,
     use_scenario_paths(scenario_paths)
     if on_hosts:  # this machine coordinates the lab hosts: it measures nothing and takes no lab lock
         from clientlab.cli.fleet import run_on_hosts
-        run_on_hosts(click.get_current_context(), on_hosts, hosts_path, job_size, baseline)
+        run_on_hosts(click.get_current_context(), on_hosts, hosts_path, batch_size or job_size, baseline)
         return
     readiness = builder.Readiness()   # the run's: each driver's build inputs read once
     chosen = _on_runtimes(chosen_drivers(driver_paths, driver_names, readiness), runtime_specs, readiness)
@@ -328,7 +339,8 @@ def _profile(**kwargs) -> None:
 
     ctx = click.get_current_context()
     try:
-        ctx.invoke(run_cmd, **kwargs, profile_cells=True, on_hosts=None, job_size=None, baseline="c-libcurl")
+        ctx.invoke(run_cmd, **kwargs, profile_cells=True, on_hosts=None, batch_size=None, job_size=None,
+                   baseline="c-libcurl")
     finally:
         # the profiles of the run just made, however it ended (none when it never started)
         store = chosen_store()
@@ -341,5 +353,6 @@ def _profile(**kwargs) -> None:
 
 profile_cmd = click.Command(
     "profile", callback=_profile, help=_profile.__doc__, epilog=EXIT_CODES,
-    params=[p for p in run_cmd.params if p.name not in ("profile_cells", "on_hosts", "job_size", "baseline")])
+    params=[p for p in run_cmd.params
+            if p.name not in ("profile_cells", "on_hosts", "batch_size", "job_size", "baseline")])
 main.add_command(profile_cmd)

@@ -1,6 +1,6 @@
-"""The coordinator's loop: each idle lab host is sent the next job it has not tried, on its own
-queue; each answer's run is stored once (by the job's uid); a host whose session ended gives its
-job back to the others; a job that failed on every host still alive ends as failed cells with
+"""The coordinator's loop: each idle lab host is sent the next batch it has not tried, on its own
+queue; each answer's run is stored once (by the batch's uid); a host whose session ended gives its
+batch back to the others; a batch that failed on every host still alive ends as failed cells with
 the reasons, keeping whatever its last attempt measured."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from celery import Celery
 
-from clientlab.fleet.jobs import Job
-from clientlab.fleet.queue import RUN_JOB
+from clientlab.fleet.batches import Batch
+from clientlab.fleet.queue import RUN_BATCH
 from clientlab.fleet.sessions import HostWorker
 from clientlab.store import Store
 from clientlab.store.transfer import import_run
@@ -21,10 +21,10 @@ POLL_S = 0.25   # the coordinator's own pace: it runs beside no measurement of i
 
 
 @dataclass
-class JobState:
-    """Where one job stands: queued, sent (to a host's queue), running, done or failed."""
+class BatchState:
+    """Where one batch stands: queued, sent (to a host's queue), running, done or failed."""
 
-    job: Job
+    batch: Batch
     payload: dict
     status: str = "queued"
     host: str | None = None
@@ -41,17 +41,17 @@ class Coordinator:
     store: Store
     app: Celery
     workers: list[HostWorker]
-    states: list[JobState]
+    states: list[BatchState]
     say: Callable[[str], None]
-    record_failed: Callable[[JobState], int]
-    on_stored: Callable[[JobState], None] | None = None   # told of each job's run once stored, done or failed
+    record_failed: Callable[[BatchState], int]
+    on_stored: Callable[[BatchState], None] | None = None   # told of each batch's run once stored, done or failed
     live: dict[str, HostWorker] = field(init=False)
 
     def __post_init__(self) -> None:
         self.live = {w.host.name: w for w in self.workers}
 
-    def run(self) -> list[JobState]:
-        """Until every job is done or failed."""
+    def run(self) -> list[BatchState]:
+        """Until every batch is done or failed."""
         while any(s.status not in ("done", "failed") for s in self.states):
             changed = self._collect() | self._watch_hosts() | self._give_up() | self._dispatch()
             if changed:
@@ -59,10 +59,10 @@ class Coordinator:
             time.sleep(POLL_S)
         return self.states
 
-    def _label(self, state: JobState) -> str:
-        return state.job.label(len(self.states))
+    def _label(self, state: BatchState) -> str:
+        return state.batch.label(len(self.states))
 
-    def _busy(self) -> dict[str, JobState]:
+    def _busy(self) -> dict[str, BatchState]:
         return {s.host: s for s in self.states if s.status in ("sent", "running") and s.host}
 
     def _dispatch(self) -> bool:
@@ -74,8 +74,8 @@ class Coordinator:
             if state is None:
                 continue
             state.status, state.host, state.sent_at = "sent", name, time.monotonic()
-            state.task_id = f"{state.job.uid}.{len(state.tried) + 1}"
-            self.app.send_task(RUN_JOB, args=[state.payload], queue=worker.queue, task_id=state.task_id)
+            state.task_id = f"{state.batch.uid}.{len(state.tried) + 1}"
+            self.app.send_task(RUN_BATCH, args=[state.payload], queue=worker.queue, task_id=state.task_id)
             self.say(f"{self._label(state)} → {name}" + (f" (attempt {len(state.tried) + 1})" if state.tried else ""))
             busy[name], changed = state, True
         return changed
@@ -92,11 +92,11 @@ class Coordinator:
                 self._answered(state, result)
                 changed = True
             elif status == "FAILURE":
-                self._attempt_failed(state, f"{state.host}: the job raised {result!r}", None)
+                self._attempt_failed(state, f"{state.host}: the batch raised {result!r}", None)
                 changed = True
         return changed
 
-    def _answered(self, state: JobState, answer: dict) -> None:
+    def _answered(self, state: BatchState, answer: dict) -> None:
         if not answer.get("ok"):
             self._attempt_failed(state, answer.get("error") or f"{state.host}: failed", answer.get("doc"))
             return
@@ -111,7 +111,7 @@ class Coordinator:
         if self.on_stored:
             self.on_stored(state)
 
-    def _attempt_failed(self, state: JobState, error: str, doc: dict | None) -> None:
+    def _attempt_failed(self, state: BatchState, error: str, doc: dict | None) -> None:
         self.say(f"{self._label(state)} failed on {state.host}: {error}")
         state.tried.append(state.host or "?")
         state.errors.append(error)
@@ -119,7 +119,7 @@ class Coordinator:
         state.status, state.host, state.task_id = "queued", None, None
 
     def _watch_hosts(self) -> bool:
-        """Hosts whose session ended: out of the fleet run, their job back in the queue."""
+        """Hosts whose session ended: out of the fleet run, their batch back in the queue."""
         changed = False
         for name, worker in list(self.live.items()):
             if worker.alive():
@@ -130,11 +130,11 @@ class Coordinator:
             self.say(f"{name}: its session ended ({why}); {len(self.live)} host(s) left")
             lost = self._busy().get(name)
             if lost is not None:
-                self._attempt_failed(lost, f"{name}: lost mid-job ({why})", None)
+                self._attempt_failed(lost, f"{name}: lost mid-batch ({why})", None)
         return changed
 
     def _give_up(self) -> bool:
-        """Queued jobs no live host can still try: failed, with every reason."""
+        """Queued batches no live host can still try: failed, with every reason."""
         changed = False
         for state in self.states:
             if state.status == "queued" and all(name in state.tried for name in self.live):
@@ -148,6 +148,6 @@ class Coordinator:
 
     def progress(self) -> str:
         counts = {k: sum(s.status == k for s in self.states) for k in ("queued", "sent", "running", "done", "failed")}
-        where = ", ".join(f"{s.host}: job {s.job.index}" for s in self.states if s.status in ("sent", "running"))
-        return (f"jobs: {counts['queued']} queued, {counts['sent'] + counts['running']} on hosts"
+        where = ", ".join(f"{s.host}: batch {s.batch.index}" for s in self.states if s.status in ("sent", "running"))
+        return (f"batches: {counts['queued']} queued, {counts['sent'] + counts['running']} on hosts"
                 + (f" ({where})" if where else "") + f", {counts['done']} done, {counts['failed']} failed")

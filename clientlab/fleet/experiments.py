@@ -1,10 +1,10 @@
-"""`clientlab experiment NAME… --on HOSTS`: each experiment is one job, measured whole by one lab
-host (an ordinary `clientlab experiment NAME` there, into the job's own store) and stored here once.
+"""`clientlab experiment NAME… --on HOSTS`: each experiment is one batch, measured whole by one lab
+host (an ordinary `clientlab experiment NAME` there, into the batch's own store) and stored here once.
 
 An experiment's claims compare its own cells with each other, so every figure a claim is judged
 on comes from one host, in one interleaved run: unlike `run --on`, no baseline driver is added to
-bridge hosts. The experiment's file travels with the job, so the host measures exactly the
-experiment that is judged here; the job's own findings document stays in its folder on the host."""
+bridge hosts. The experiment's file travels with the batch, so the host measures exactly the
+experiment that is judged here; the batch's own findings document stays in its folder on the host."""
 
 from __future__ import annotations
 
@@ -18,47 +18,47 @@ import click
 from clientlab.experiment import findings
 from clientlab.experiment.plan import PlannedCell, plan
 from clientlab.experiment.spec import Experiment
-from clientlab.fleet.coordinator import JobState
-from clientlab.fleet.jobrun import JOB_DIR
-from clientlab.fleet.jobs import Job, experiment_jobs
-from clientlab.fleet.launch import FAILED_JOB_MACHINE, lab_hosts, measure
+from clientlab.fleet.batches import Batch, experiment_batches
+from clientlab.fleet.batchrun import BATCH_DIR
+from clientlab.fleet.coordinator import BatchState
+from clientlab.fleet.launch import FAILED_BATCH_MACHINE, lab_hosts, measure
 from clientlab.fleet.options import COORDINATOR_ONLY, passed_on
 from clientlab.store import Store
 from clientlab.store.transfer import import_run
 
-# `clientlab experiment`'s own options that the coordinator answers (the job gets its own)
+# `clientlab experiment`'s own options that the coordinator answers (the batch gets its own)
 EXPERIMENT_COORDINATOR_ONLY = COORDINATOR_ONLY | {"findings_path", "experiment_path", "list_only"}
 
 
 @dataclass(frozen=True)
 class Chosen:
-    """An experiment to share out: what it is, and the file it was read from (sent with its job)."""
+    """An experiment to share out: what it is, and the file it was read from (sent with its batch)."""
 
     experiment: Experiment
     source: Path
 
 
-def payload(job: Job, chosen: Chosen, fleet_uid: str, total: int, common: list[str]) -> dict:
-    """The job as the worker reads it: `clientlab experiment NAME` with the options given here, the
-    experiment's file and findings document in the job's folder on the host."""
+def payload(batch: Batch, chosen: Chosen, fleet_uid: str, total: int, common: list[str]) -> dict:
+    """The batch as the worker reads it: `clientlab experiment NAME` with the options given here, the
+    experiment's file and findings document in the batch's folder on the host."""
     name = chosen.experiment.name
-    args = [name, *common, "--experiment-path", f"{JOB_DIR}/{name}.toml", "--findings", f"{JOB_DIR}/findings.md"]
-    return {"uid": job.uid, "fleet": fleet_uid, "index": job.index, "jobs": total, "baseline": None,
-            "command": job.command, "args": args, "files": {f"{name}.toml": chosen.source.read_text()}}
+    args = [name, *common, "--experiment-path", f"{BATCH_DIR}/{name}.toml", "--findings", f"{BATCH_DIR}/findings.md"]
+    return {"uid": batch.uid, "fleet": fleet_uid, "index": batch.index, "batches": total, "baseline": None,
+            "command": batch.command, "args": args, "files": {f"{name}.toml": chosen.source.read_text()}}
 
 
 def failed_recorder(store: Store, by_name: dict[str, Chosen], plans: dict[str, list[PlannedCell]], quick: bool,
-                    fleet_uid: str, total: int) -> Callable[[JobState], int]:
+                    fleet_uid: str, total: int) -> Callable[[BatchState], int]:
     """An experiment no host could measure: its last attempt's run where there is one, else its
     planned cells stored as failed, each with every host's reason."""
-    def record(state: JobState) -> int:
+    def record(state: BatchState) -> int:
         if state.partial is not None:
             return import_run(store, state.partial)[0]
-        e = by_name[state.job.experiment or ""].experiment
+        e = by_name[state.batch.experiment or ""].experiment
         reason = "failed on every host: " + ("; ".join(state.errors) or "no host was left to run it")
-        fleet = {"uid": fleet_uid, "job": state.job.index, "jobs": total, "host": None, "errors": state.errors}
+        fleet = {"uid": fleet_uid, "batch": state.batch.index, "batches": total, "host": None, "errors": state.errors}
         config = {"experiment": e.name, "quick": quick, "seed": e.seed, "fleet": fleet}
-        run_id = store.start_run(FAILED_JOB_MACHINE, config, uid=state.job.uid)
+        run_id = store.start_run(FAILED_BATCH_MACHINE, config, uid=state.batch.uid)
         for c in plans[e.name]:
             params = {**c.scenario.params, "client": c.scenario.client.model_dump()}
             cell_id = store.start_cell(run_id, c.driver, c.scenario.label, params, c.scenario.metric)
@@ -73,7 +73,7 @@ def opening_line(fleet_uid: str, names: list[str], hosts: list[str], store_where
     idle = len(hosts) - len(names)
     spread = ("one host measures it" if len(names) == 1 else "each measured whole by one host, one at a time a host")
     return (f"experiments over lab hosts {fleet_uid[:12]}: {len(names)} experiment(s) ({', '.join(names)}) on "
-            f"{', '.join(hosts)}: {spread}" + (f"; {idle} host(s) stand by, to take over a lost host's job"
+            f"{', '.join(hosts)}: {spread}" + (f"; {idle} host(s) stand by, to take over a lost host's batch"
                                                   if idle > 0 else "") + f"; results in {store_where}")
 
 
@@ -87,13 +87,13 @@ def experiments_on_hosts(ctx: click.Context, store: Store, host_names: list[str]
     fleet_uid = uuid.uuid4().hex
     by_name = {c.experiment.name: c for c in chosen}
     plans = {name: plan(c.experiment, quick) for name, c in by_name.items()}   # one that cannot plan stops here
-    jobs = experiment_jobs(list(by_name))
+    batches = experiment_batches(list(by_name))
     common = passed_on(ctx, EXPERIMENT_COORDINATOR_ONLY)
     say(opening_line(fleet_uid, list(by_name), [h.name for h in hosts], store.where))
-    states = [JobState(j, payload(j, by_name[j.experiment or ""], fleet_uid, len(jobs), common)) for j in jobs]
+    states = [BatchState(b, payload(b, by_name[b.experiment or ""], fleet_uid, len(batches), common)) for b in batches]
 
-    def stored(state: JobState) -> None:
-        e, run_id = by_name[state.job.experiment or ""].experiment, state.run_id
+    def stored(state: BatchState) -> None:
+        e, run_id = by_name[state.batch.experiment or ""].experiment, state.run_id
         if run_id is None:
             return
         host = store.run_config(run_id).fleet_host
@@ -103,5 +103,5 @@ def experiments_on_hosts(ctx: click.Context, store: Store, host_names: list[str]
             + f", run {run_id}: findings written to {findings_path}")
 
     measure(store, hosts, known_hosts, fleet_uid, states, say,
-            failed_recorder(store, by_name, plans, quick, fleet_uid, len(jobs)), stored)
+            failed_recorder(store, by_name, plans, quick, fleet_uid, len(batches)), stored)
     return [s.run_id for s in states if s.run_id is not None]

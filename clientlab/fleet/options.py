@@ -1,4 +1,4 @@
-"""What a job passes on to `clientlab run` on its lab host: the options the user gave the fleet
+"""What a batch passes on to `clientlab run` on its lab host: the options the user gave the fleet
 run (those left at their defaults stay defaults there too), its own drivers, and folders named
 relative to the checkout so that they resolve in the host's own checkout."""
 
@@ -11,9 +11,9 @@ from click.core import ParameterSource
 
 from clientlab import paths
 
-# options the coordinator itself answers: never passed on to a job
-COORDINATOR_ONLY = frozenset({"on_hosts", "hosts_path", "job_size", "baseline", "driver_names", "json_path",
-                              "fmt", "no_wait", "server_host_name", "store_url"})
+# options the coordinator itself answers: never passed on to a batch
+COORDINATOR_ONLY = frozenset({"on_hosts", "hosts_path", "batch_size", "job_size", "baseline", "driver_names",
+                              "json_path", "fmt", "no_wait", "server_host_name", "store_url"})
 
 
 def _value(value: object) -> str:
@@ -50,6 +50,6 @@ def passed_on(ctx: click.Context, skip: frozenset[str] = COORDINATOR_ONLY) -> li
     return argv
 
 
-def job_args(common: list[str], driver_ids: list[str]) -> list[str]:
-    """A job's `clientlab run` arguments: the fleet run's options and the job's drivers."""
+def batch_args(common: list[str], driver_ids: list[str]) -> list[str]:
+    """A batch's `clientlab run` arguments: the fleet run's options and the batch's drivers."""
     return [*common, "--drivers", ",".join(driver_ids), "--format", "long"]

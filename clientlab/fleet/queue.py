@@ -1,4 +1,4 @@
-"""The fleet's Celery application, the same on the coordinator and on every lab host: one job at a
+"""The fleet's Celery application, the same on the coordinator and on every lab host: one batch at a
 time, taken one at a time and acknowledged only once its run is done; no heartbeats, gossip,
 mingle, events or remote control, so that an idle worker waits on its broker connection and
 does nothing else."""
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from celery import Celery
 
-RUN_JOB = "clientlab.fleet.run_job"
-# never redeliver by timeout: a job may measure for hours; the coordinator sends a lost job again
+RUN_BATCH = "clientlab.fleet.run_batch"
+# never redeliver by timeout: a batch may measure for hours; the coordinator sends a lost batch again
 VISIBILITY_TIMEOUT_S = 7 * 24 * 3600
 
 
 def host_queue(fleet_uid: str, host: str) -> str:
-    """The queue of one lab host in one fleet run: the coordinator sends a job to a host when it is idle."""
+    """The queue of one lab host in one fleet run: the coordinator sends a batch to a host when it is idle."""
     return f"clientlab.{fleet_uid}.{host}"
 
 

@@ -28,7 +28,7 @@ def worker_command(host: Host, socket_path: str) -> str:
 
 
 class HostWorker:
-    """One lab host's worker, started at once; `wait_ready()` before sending it jobs."""
+    """One lab host's worker, started at once; `wait_ready()` before sending it batches."""
 
     def __init__(self, host: Host, known_hosts: Path, broker: Broker, fleet_uid: str):
         self.host, self.queue = host, host_queue(fleet_uid, host.name)
@@ -41,7 +41,7 @@ class HostWorker:
         self.session.send(json.dumps(settings).encode() + b"\n")
 
     def wait_ready(self, deadline: float) -> None:
-        """Until the worker says it takes jobs; a HostError saying why it did not."""
+        """Until the worker says it takes batches; a HostError saying why it did not."""
         line = self.session.read_line(deadline)
         try:
             said = json.loads(line)
@@ -58,7 +58,7 @@ class HostWorker:
         return str(self.session.ended())
 
     def stop(self) -> None:
-        """End the session: the worker sees its stdin close and leaves, stopping any job."""
+        """End the session: the worker sees its stdin close and leaves, stopping any batch."""
         self.session.close()
         self.session.__exit__()
 

@@ -1,7 +1,7 @@
 """`clientlab worker`: a lab host's Celery worker, started by the coordinator in the host's SSH
 session. It reads its broker (password included, never on a command line) from the session's
-first line, takes one job at a time from its host's queue, and ends with the session: when the
-coordinator goes, so does the worker, and the job it was measuring is stopped."""
+first line, takes one batch at a time from its host's queue, and ends with the session: when the
+coordinator goes, so does the worker, and the batch it was measuring is stopped."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import BinaryIO, TextIO
 from celery.signals import worker_ready
 
 from clientlab.errors import LabInputError
-from clientlab.fleet import jobrun
-from clientlab.fleet.queue import RUN_JOB, make_app
+from clientlab.fleet import batchrun
+from clientlab.fleet.queue import RUN_BATCH, make_app
 
 SETTINGS = ("broker", "queue", "host", "fleet")
 
@@ -33,23 +33,23 @@ def read_settings(stdin: BinaryIO) -> dict:
 
 
 def _end_with_session(stdin: BinaryIO) -> None:
-    """Wait for the session's end (stdin closed), then stop the job and leave at once."""
+    """Wait for the session's end (stdin closed), then stop the batch and leave at once."""
     while stdin.read(65536):
         pass
-    jobrun.stop_current()
+    batchrun.stop_current()
     os._exit(0)
 
 
 def serve(stdin: BinaryIO = sys.stdin.buffer, stdout: TextIO = sys.stdout) -> None:
     """Run the worker until the session ends."""
     settings = read_settings(stdin)
-    jobrun.remove_stale_job_dirs()
+    batchrun.remove_stale_batch_dirs()
     app = make_app(settings["broker"])
     host = settings["host"]
 
-    @app.task(name=RUN_JOB)
-    def run_job(job: dict) -> dict:
-        return jobrun.run(job, host)
+    @app.task(name=RUN_BATCH)
+    def run_batch(batch: dict) -> dict:
+        return batchrun.run(batch, host)
 
     def ready(**_: object) -> None:
         stdout.write(json.dumps({"ready": True, "host": host, "pid": os.getpid()}) + "\n")

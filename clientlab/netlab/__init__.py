@@ -1,4 +1,4 @@
-"""The network lab: client and server on namespaced hosts, lab DNS, shaped links, latency.
+"""The network lab: client and server in network namespaces, lab DNS, shaped links, latency.
 
 - profile:    named network profiles (networks/*.toml), validated on load
 - hosts:      the namespaces, veth pairs and tc shaping (needs root)

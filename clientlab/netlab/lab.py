@@ -1,4 +1,4 @@
-"""NetLab: the network lab for one run — hosts, services, the bench server inside — and its teardown.
+"""NetLab: the network lab for one run — namespaces, services, the bench server inside — and its teardown.
 
 It stands where a BenchServer stands for the runner (same control methods), and adds
 `driver_prefix` (drivers run in the client namespace) and the lab DNS's counters to every
@@ -74,7 +74,7 @@ class NetLab:
                            f"{RTT_TOLERANCE:.0%} of the asked {p.rtt_ms:g} ms")
 
     def _link(self) -> bool:
-        """The hosts and the link between them; whether the link itself gives the round-trip delay
+        """The namespaces and the link between them; whether the link itself gives the round-trip delay
         (else the latency proxy adds it)."""
         p = self.profile
         if p.link == "relay":

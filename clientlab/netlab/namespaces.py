@@ -123,7 +123,7 @@ def create(data_veth: bool = True) -> None:
     # A client that opens a connection per request leaves one TIME_WAIT socket per request; after
     # ~10,000 within a minute (a few cells' worth), connect() spends milliseconds of system CPU
     # searching for a free port, and a later cell would measure the earlier ones. Debian reuses
-    # TIME_WAIT ports on loopback (tcp_tw_reuse = 2); the lab's client host does it on its link.
+    # TIME_WAIT ports on loopback (tcp_tw_reuse = 2); the lab's client namespace does it on its link.
     sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", "net.ipv4.tcp_tw_reuse=1")
 
 

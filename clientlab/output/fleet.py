@@ -1,5 +1,5 @@
 """A fleet run's combined table: every cell with the host that measured it, its figure and
-spread, and its ratio to the baseline measured in the same job (same host, same minutes). Cells
+spread, and its ratio to the baseline measured in the same batch (same host, same minutes). Cells
 are ranked by that ratio; absolute figures are set side by side only where the hosts' fingerprints
 agree, and the table says so when they do not."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from clientlab.output.cellfigures import precision, throughput
-from clientlab.record import FleetJob, RunConfig
+from clientlab.record import FleetBatch, RunConfig
 
 LIKE_FOR_LIKE = ("cpu_model", "cores", "memory_gib", "kernel")   # what must agree for absolute figures
 
@@ -22,13 +22,13 @@ def describe_machine(machine: dict) -> str:
             f"{machine.get('memory_gib', '?')} GiB, kernel {machine.get('kernel', '?')}")
 
 
-def _fleet(run: dict) -> FleetJob:
-    return RunConfig.from_json(run["config"]).fleet or FleetJob()
+def _fleet(run: dict) -> FleetBatch:
+    return RunConfig.from_json(run["config"]).fleet or FleetBatch()
 
 
 def rows(runs: list[dict]) -> list[dict]:
-    """One row a cell: {driver, scenario, host, cell, ratio}; `runs` are job runs with their cells
-    (run['cells'], typed). The ratio is the cell's throughput over its job's baseline on that scenario."""
+    """One row a cell: {driver, scenario, host, cell, ratio}; `runs` are batch runs with their cells
+    (run['cells'], typed). The ratio is the cell's throughput over its batch's baseline on that scenario."""
     out = []
     for run in runs:
         fleet = _fleet(run)
@@ -39,7 +39,7 @@ def rows(runs: list[dict]) -> list[dict]:
             if cell.measured and ref and ref.figures:
                 ratio = cell.figures.throughput / ref.figures.throughput
             out.append({"driver": cell.driver, "scenario": cell.scenario, "host": fleet.host or "—",
-                        "job": fleet.job, "run_id": run["id"], "cell": cell, "ratio": ratio,
+                        "batch": fleet.batch, "run_id": run["id"], "cell": cell, "ratio": ratio,
                         "baseline": cell.driver == fleet.baseline})
     return out
 
@@ -57,7 +57,8 @@ def comparable_note(runs: list[dict]) -> list[str]:
         lines.append("these hosts' fingerprints DIFFER: absolute figures are not comparable across them; "
                      "cells are ranked by their ratio to their own host's baseline only")
     elif machines:
-        lines.append("every host has the same fingerprint; cells are ranked by their ratio to their own job's baseline")
+        lines.append("every host has the same fingerprint; cells are ranked by their ratio to their own batch's "
+                     "baseline")
     return lines
 
 
@@ -77,6 +78,6 @@ def fleet_table(runs: list[dict], title: str) -> Table:
         else:
             figure, spread = cell.status.upper() if cell.status == "failed" else cell.status, ""
         ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}" + (" (baseline)" if row["baseline"] else "")
-        table.add_row(row["scenario"], row["driver"], f"{row['host']} (job {row['job']})", ratio, figure, spread,
+        table.add_row(row["scenario"], row["driver"], f"{row['host']} (batch {row['batch']})", ratio, figure, spread,
                       str(row["run_id"]))
     return table

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab.profile import folded as fold
 from clientlab.profile.differential import Path as CodePath
-from clientlab.profile.differential import Weighted, paths, weighted
-from clientlab.profile.layers import HARNESS_SHOWN, own_covers
+from clientlab.profile.differential import Weighted, combined, paths, weighted
+from clientlab.profile.layers import HARNESS_SHOWN, own_covers, perf_side
 from clientlab.profile.rules import Rules
 
 if TYPE_CHECKING:
@@ -78,8 +78,11 @@ def cpu_us(cell: dict) -> float | None:
     return ((f.get("cpu_user_s") or 0.0) + (f.get("cpu_sys_s") or 0.0)) / requests * 1e6
 
 
-def profile_of(store: Store, cell: dict, rules: Rules) -> tuple[Weighted | None, dict[str, fold.Folded]]:
-    """The cell's primary profile weighted to µs a request, and every profiler's stacks."""
+def profile_of(store: Store, cell: dict, rules: Rules,
+               with_perf: bool = False) -> tuple[Weighted | None, dict[str, fold.Folded]]:
+    """The cell's primary profile weighted to µs a request, and every profiler's stacks. With
+    `with_perf`, a language profiler's stacks come with perf's of what it does not stand for
+    (differential.combined): the differential's view, the whole CPU."""
     from clientlab.store.profiles import cell_profiles
 
     rows = cell_profiles(store, cell["id"])
@@ -97,6 +100,12 @@ def profile_of(store: Store, cell: dict, rules: Rules) -> tuple[Weighted | None,
         # language's frames alone the native layers): the language profiler has none of it
         own = next(name for name in profiles if name != "perf")
         kernel = 1 - own_covers(own, profiles, rules)
+        perf = profiles["perf"]
+        w = weighted(profiles, per_request, kernel, rules)
+        # (a language profile that had nothing to give is perf's alone already)
+        if with_perf and w is not None and w.folded is not perf and fold.total(perf):
+            return combined(w, perf_side(own, perf, rules), per_request / fold.total(perf)), profiles
+        return w, profiles
     return weighted(profiles, per_request, kernel, rules), profiles
 
 
@@ -140,8 +149,8 @@ def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:
     title = (f"CPU a request {s_us / f_us:.1f}× the fastest {language_of(slow['driver'])} client's: "
              f"{s_us:.0f} µs against {fast['driver']}'s {f_us:.0f} µs")
     rules = Rules.load(language_of(slow["driver"]), _folder(store, slow))
-    ws, profiles = profile_of(store, slow, rules)
-    wf, _ = profile_of(store, fast, Rules.load(language_of(fast["driver"]), _folder(store, fast)))
+    ws, profiles = profile_of(store, slow, rules, with_perf=True)
+    wf, _ = profile_of(store, fast, Rules.load(language_of(fast["driver"]), _folder(store, fast)), with_perf=True)
     layers = layers_line(slow)
     if ws is None or wf is None:
         missing = " and ".join(d for d, w in ((slow["driver"], ws), (fast["driver"], wf)) if w is None)

@@ -8,6 +8,7 @@ a frame the faster cell does not have counts whole."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -56,6 +57,27 @@ def weighted(profiles: dict[str, Folded], cpu_us_per_request: float, kernel_shar
     if perf and total(perf):
         return Weighted(perf, cpu_us_per_request / total(perf))
     return None
+
+
+SCALE = 1000   # a combined profile counts thousandths of a µs a request
+# a profiler's own code in the process it profiles (NYTProf.so, excimer.so): what it costs is the
+# profile's, and grows with the client's calls, so it is no path of the client's
+PROFILER_OWN = re.compile(r"\((NYTProf|excimer)\.so\)")
+
+
+def combined(w: Weighted, perf_part: Folded, perf_us_per_sample: float) -> Weighted:
+    """`w`, a language profiler's own side, with the stacks of perf's samples it does not stand
+    for (layers.perf_side), each in µs a request: a path that only perf saw (a JIT-compiled
+    method the language profiler could not walk, libcurl, the kernel) then takes part in the
+    differential (a tracer's own code left out: PROFILER_OWN). Counted in thousandths of a µs a
+    request."""
+    out: Counter[str] = Counter()
+    for stack, n in w.folded.items():
+        out[stack] += round(n * w.us_per_sample * SCALE)
+    for stack, n in perf_part.items():
+        if not PROFILER_OWN.search(stack):
+            out[stack] += round(n * perf_us_per_sample * SCALE)
+    return Weighted({stack: n for stack, n in out.items() if n}, 1 / SCALE)
 
 
 def inclusive_us(w: Weighted) -> Counter[str]:

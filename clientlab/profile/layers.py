@@ -92,14 +92,27 @@ def own_side(name: str, folded: Folded, rules: Rules) -> Folded:
 
 def own_covers(name: str, profiles: dict[str, Folded], rules: Rules) -> float:
     """The share of the CPU the language profiler's own_side stands for (perf's samples alone
-    give the rest): 1 less the kernel's share (py-spy, which sees native frames), or less all
-    that perf places firmly (a profiler of the language's frames alone)."""
+    give the rest, perf_side): 1 less the kernel's share (py-spy, which sees native frames), or
+    less all that perf places firmly (a profiler of the language's frames alone)."""
     perf = profiles.get("perf")
     if not perf or not total(perf):
         return 1.0
+    return 1 - total(perf_side(name, perf, rules)) / total(perf)
+
+
+def perf_side(name: str, perf: Folded, rules: Rules) -> Folded:
+    """perf's samples of the CPU that the language profiler's own_side does not stand for: those
+    in the kernel (beside py-spy), or all that a rule places firmly (beside a profiler of the
+    language's frames alone: the kernel, libcurl, TLS, the allocator, the collector, a method of
+    a JIT's perf map)."""
     if name in NATIVE_AWARE:
-        return 1 - sum(n for stack, n in perf.items() if _kernel_mode(stack)) / total(perf)
-    return 1 - sum(_perf_named(perf, rules).values())
+        return {stack: n for stack, n in perf.items() if _kernel_mode(stack)}
+    out: Folded = {}
+    for stack, n in perf.items():
+        layer, firm = rules.placed(stack)
+        if firm and layer != "unattributed":
+            out[stack] = n
+    return out
 
 
 def user_side(folded: Folded, rules: Rules) -> Folded:

@@ -34,7 +34,7 @@ TRIAL_S = 0.5          # a profiled trial's count is raised so that it lasts abo
 OWN_WARM_S = 10.0      # a JIT runtime's own profiling process warms up this long first
 
 
-ATTEMPTS = 2   # a profiler that failed to start is tried once more
+ATTEMPTS = 2   # a profiler (or a profiling process) that failed to start is tried once more
 
 
 class CellProfiler:
@@ -54,14 +54,12 @@ class CellProfiler:
                     self._own_process(cell, trials, env)
                 added = self._profiled(cell, trials)
                 break
-            except ProfilerFailed as exc:
-                # a sampler that did not start or wrote nothing (a busy moment of the host) is tried
-                # once more; the cell keeps its figures either way
+            except (ProfilerFailed, DriverFault) as exc:
+                # a sampler that did not start or wrote nothing, or a profiling process that did not
+                # answer in time (a JVM starting its recording on a busy host missed its minute for
+                # hello), is tried once more; the cell keeps its figures either way
                 if attempt + 1 < ATTEMPTS:
                     continue
-                result.figures = _with_note(result.figures, f"no profile: {str(exc).splitlines()[0]}")
-                return
-            except DriverFault as exc:
                 result.figures = _with_note(result.figures, f"no profile: {str(exc).splitlines()[0]}")
                 return
             finally:

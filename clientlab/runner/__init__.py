@@ -6,6 +6,7 @@
     cellrunner.py  CellRunner: the cells of a run taking turns, trial by trial
     deadline.py    when the time given to a group of cells ends
     cell.py        a cell as data: what it is, its process, what its trials gave, its figures
+    prepare.py     a cell's set-up, each step once: readiness, verification's job, capabilities
     pool.py        the driver processes: started, kept warm, shared, forked, paused, stopped
     trial.py       one trial: job, go, done, measured and checked against the server's record
     warming.py     warm-up until a process is warm, and the count fitted to the trial budget

@@ -17,7 +17,7 @@ from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault
 from clientlab.measuring import hostprobe, limits
 from clientlab.measuring.clock import SYSTEM, Clock
-from clientlab.measuring.noise import HostProbe
+from clientlab.measuring.noise import HostProbe, NoiseMeter
 from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
 from clientlab.runner.deadline import NONE, Deadline
 from clientlab.runner.options import RunOptions
@@ -47,12 +47,14 @@ class CellRunner:
     Its seams, each with the real thing by default: `readiness` reads whether each driver can
     run, once a driver (the run's own, where a command has read its drivers already); `planner`
     makes each trial's job; `clock` times the lab's own steps (measuring/clock.py); `probe_for`
-    gives the host probe of the driver's core (None: unpinned, or no probe)."""
+    gives the host probe of the driver's core (None: unpinned, or no probe); `noise_meter` reads
+    steal and other processes' CPU around each trial."""
 
     def __init__(self, server: ServerSide, store: Store, run_id: int, options: RunOptions,
                  events: Events | None = None, driver_cpu: int | None = None, *,
                  readiness: Readiness | None = None, planner: Planner = plan, clock: Clock = SYSTEM,
-                 probe_for: Callable[[int | None], HostProbe | None] = hostprobe.for_core):
+                 probe_for: Callable[[int | None], HostProbe | None] = hostprobe.for_core,
+                 noise_meter: Callable[[], NoiseMeter] = NoiseMeter):
         self.server, self.store, self.run_id, self.options = server, store, run_id, options
         self.events = events or SilentEvents()
         self.readiness, self.clock = readiness or Readiness(), clock
@@ -60,7 +62,7 @@ class CellRunner:
         # the host's slow phases on the driver's core (none when the driver is not pinned)
         probe = probe_for(driver_cpu) if options.host_probe else None
         self.pool = ProcessPool(driver_cpu, clock)
-        self.trials = Trials(store, self.events, self.pool, probe, self.scratch, planner)
+        self.trials = Trials(store, self.events, self.pool, probe, self.scratch, planner, noise_meter)
         self.warming = Warming(self.trials, self.pool, clock)
         self.turns = TimedTurns(self.trials, self.warming, self.pool, clock)
         self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)

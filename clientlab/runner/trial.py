@@ -12,7 +12,7 @@ What makes trials comparable (docs/measurement.md):
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -64,9 +64,9 @@ class Trials:
     """Runs and stores the trials of cells, on the processes the pool gives them."""
 
     def __init__(self, store: Store, events: Events, pool: ProcessPool, probe: HostProbe | None,
-                 scratch: Path, planner: Planner = plan):
+                 scratch: Path, planner: Planner = plan, noise_meter: Callable[[], NoiseMeter] = NoiseMeter):
         self.store, self.events, self.pool, self.probe, self.scratch = store, events, pool, probe, scratch
-        self.planner = planner
+        self.planner, self.noise_meter = planner, noise_meter
 
     def plan(self, cell: Cell, scenario: Scenario, verify: bool) -> PlannedJob:
         """The job of the cell's next trial, on a fresh server port where the server moves its
@@ -92,7 +92,8 @@ class Trials:
             else timed_limit(cell, scenario)
         phase = timed_phase(cell.running.proc, server, planned.job, timeout, group=cell.running.group,
                             watch=server if verify else None,
-                            server_cpu=True, stall_s=cell.options.stall_s, samplers=samplers)
+                            server_cpu=True, stall_s=cell.options.stall_s, samplers=samplers,
+                            noise_meter=self.noise_meter)
         problems = (check_verification if verify else check_trial)(planned, phase.report, phase.snapshot)
         summary = figures.server_summary(phase.snapshot, sequential=planned.job["concurrency"] == 1)
         if phase.server_cpu_s is not None:
@@ -197,10 +198,12 @@ def _wait_done(proc: DriverProcess, timeout_s: float, watch: ServerSide | None, 
 
 def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: float,
                 group: cgroup.Group | None = None, watch: ServerSide | None = None,
-                server_cpu: bool = False, stall_s: float = STALL_S, samplers: Sequence[Sampler] = ()) -> Phase:
+                server_cpu: bool = False, stall_s: float = STALL_S, samplers: Sequence[Sampler] = (),
+                noise_meter: Callable[[], NoiseMeter] = NoiseMeter) -> Phase:
     """job → ready → (start samplers, reset counters, start meters) go → done (stop meters, stop
     samplers, read counters) → report. Samplers start on the idle driver's process tree before
-    the meters, and stop after them: their own start and stop are not in the trial's figures."""
+    the meters, and stop after them: their own start and stop are not in the trial's figures.
+    `noise_meter` makes what reads steal and other processes' CPU around the trial."""
     t_job = time.perf_counter()
     proc.send({"type": "job", "job": job})
     answer = proc.receive({"ready"}, HELLO_TIMEOUT_S)
@@ -215,7 +218,7 @@ def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: f
         sampler.start(process_tree(proc.pid))
     server.reset()
     server_cpu0 = server.cpu_ns() if server_cpu else None
-    noise = NoiseMeter()
+    noise = noise_meter()
     noise.start()
     meter = TreeMeter(proc.pid, group=group)
     meter.start()

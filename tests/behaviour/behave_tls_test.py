@@ -13,6 +13,7 @@ import pytest
 
 from clientlab.behaviour import behave, cases as behaviour
 from clientlab.behaviour.cases import Observed, judge
+from clientlab.drivers import build
 from clientlab.errors import LabInputError
 from clientlab.output.behave import code
 
@@ -162,3 +163,17 @@ def test_a_client_that_does_not_ask_for_br_gets_no_bomb_and_its_cell_says_so(ben
         if cell.status == "unsupported" and cell.outcome.outcome == "no-cap":
             pytest.skip(cell.outcome.detail)
         assert cell.outcome.outcome == "not-asked", cell.outcome
+
+
+def test_a_brotli_bomb_tells_a_client_that_keeps_a_limit_from_one_that_decodes_it_all(bench_server, test_drivers):
+    # http.client cannot decode br: these two are Go's net/http with andybalholm/brotli, asking for br
+    for name in ("go-fake-br-careful", "go-fake-br-lenient"):
+        if not build.is_built(test_drivers[name]):
+            ok, log = build.build(test_drivers[name])
+            assert ok, f"{name} did not build: {log[-500:]}"
+    careful = behave.run_cell(test_drivers["go-fake-br-careful"], CASES["br-bomb"], bench_server)
+    if careful.outcome.outcome == "no-cap":
+        pytest.skip(careful.outcome.detail)
+    assert careful.outcome.outcome == "ok" and "careful's limit" in careful.outcome.detail, careful.outcome
+    lenient = behave.run_cell(test_drivers["go-fake-br-lenient"], CASES["br-bomb"], bench_server)
+    assert lenient.outcome.outcome == "held-all", lenient.outcome

@@ -17,7 +17,7 @@ import pytest
 
 from clientlab import paths
 from clientlab.fleet.experiments import opening_line
-from clientlab.fleet.jobrun import JOB_DIR, job_argv
+from clientlab.fleet.batchrun import BATCH_DIR, batch_argv
 from tests.fleet.fleet_test import _processes
 from tests.hosts.nshost import trust, write_hosts_file
 from tests.support import TESTDRIVERS
@@ -70,7 +70,7 @@ def test_experiments_over_two_lab_hosts_are_stored_once_with_findings_here_namin
     assert {r["status"] for r in runs} == {"complete"} and {r["cells"] for r in runs} == {2}
     host_of = {r["config"]["experiment"]: r["config"]["fleet"]["host"] for r in runs}
     assert set(host_of) == {"tiny-a", "tiny-b"} and set(host_of.values()) == {"lab1", "lab2"}, host_of
-    assert all(r["config"]["quick"] for r in runs), "the options given here were passed on to the job"
+    assert all(r["config"]["quick"] for r in runs), "the options given here were passed on to the batch"
     text = findings.read_text()
     for name, host in host_of.items():
         section = text.split(f"<!-- experiment:{name} start -->")[1].split(f"<!-- experiment:{name} end -->")[0]
@@ -78,7 +78,7 @@ def test_experiments_over_two_lab_hosts_are_stored_once_with_findings_here_namin
         assert f"{name}: the article's claims (run" in done.stdout and f"measured on lab host {host})" in done.stdout
         assert f"{name}: measured on {host}, run" in done.stderr
     assert "each measured whole by one host" in done.stderr
-    # the jobs wrote their own findings in their folders, never into the checkout (which the namespace hosts share)
+    # the batches wrote their own findings in their folders, never into the checkout (which the namespace hosts share)
     assert "experiment:tiny-a" not in (checkout_findings.read_text() if checkout_findings.exists() else "")
 
 
@@ -100,7 +100,7 @@ def test_an_experiment_whose_only_host_is_lost_is_stored_as_failed_cells_with_it
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.02)
     (worker,) = _processes(made, b"clientlab", b"worker")
-    assert _processes(made, b"clientlab", b"experiment"), "the job never started on lab1"
+    assert _processes(made, b"clientlab", b"experiment"), "the batch never started on lab1"
     os.kill(worker, signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stdout + stderr
@@ -110,7 +110,7 @@ def test_an_experiment_whose_only_host_is_lost_is_stored_as_failed_cells_with_it
     assert run["status"] == "failed" and run["cells"] == 2 and run["config"]["fleet"]["host"] is None
     text = findings.read_text()
     assert "<!-- experiment:tiny start -->" in text and "The run did not finish (failed)" in text
-    assert "failed on every host: lab1: lost mid-job" in text
+    assert "failed on every host: lab1: lost mid-batch" in text
 
 
 @pytest.mark.parametrize("args, says", [
@@ -132,12 +132,12 @@ def test_one_experiment_over_several_hosts_says_one_host_measures_it():
     assert "each measured whole by one host, one at a time a host" in two and "stand by" not in two
 
 
-def test_a_job_writes_its_files_into_its_folder_and_runs_only_a_clientlab_measuring_command(tmp_path):
-    job = {"command": "experiment", "args": ["tiny", "--experiment-path", f"{JOB_DIR}/tiny.toml"],
-           "files": {"../../escape/tiny.toml": "title = 't'\n"}}
-    argv = job_argv(job, tmp_path)
+def test_a_batch_writes_its_files_into_its_folder_and_runs_only_a_clientlab_measuring_command(tmp_path):
+    batch = {"command": "experiment", "args": ["tiny", "--experiment-path", f"{BATCH_DIR}/tiny.toml"],
+             "files": {"../../escape/tiny.toml": "title = 't'\n"}}
+    argv = batch_argv(batch, tmp_path)
     assert argv[-4:] == ["experiment", "tiny", "--experiment-path", f"{tmp_path}/tiny.toml"]
     assert (tmp_path / "tiny.toml").read_text() == "title = 't'\n", "written by its bare name, inside the folder"
-    assert job_argv({"args": ["-d", "x"]}, tmp_path)[-3:] == ["run", "-d", "x"], "a job of `run --on` as before"
+    assert batch_argv({"args": ["-d", "x"]}, tmp_path)[-3:] == ["run", "-d", "x"], "a batch of `run --on` as before"
     with pytest.raises(ValueError, match="not 'worker'"):
-        job_argv({"command": "worker", "args": []}, tmp_path)
+        batch_argv({"command": "worker", "args": []}, tmp_path)

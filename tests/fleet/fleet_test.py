@@ -1,5 +1,5 @@
 """`clientlab run --on`: the matrix over namespace lab hosts running Debian's sshd, with Debian's
-redis-server as the broker; the test drivers and tiny trial budgets keep each job to seconds."""
+redis-server as the broker; the test drivers and tiny trial budgets keep each batch to seconds."""
 
 from __future__ import annotations
 
@@ -58,13 +58,13 @@ def test_a_matrix_over_two_lab_hosts_is_stored_once_with_each_cell_tagged_with_i
     runs = _runs(lab_home)
     assert len(runs) == 2 and len({r["uid"] for r in runs}) == 2 and {r["status"] for r in runs} == {"complete"}
     cells = _cells(lab_home)
-    # each job: its driver and the baseline, on both scenarios; every cell once
+    # each batch: its driver and the baseline, on both scenarios; every cell once
     assert sorted((d, s) for _u, d, s, _st, _h in cells) == sorted(
         [(d, s) for d in ("python-fake-no-reuse", "python-fake-idle-conn") for s in ("get-small", "post-form")]
         + [(BASELINE, s) for s in ("get-small", "post-form")] * 2)
     assert {st for *_x, st, _h in cells} == {"ok"}
-    assert {h for *_x, h in cells} == {"lab1", "lab2"}, "one job a host by default"
-    assert "lab1 (job" in stdout and "lab2 (job" in stdout and "(baseline)" in stdout
+    assert {h for *_x, h in cells} == {"lab1", "lab2"}, "one batch a host by default"
+    assert "lab1 (batch" in stdout and "lab2 (batch" in stdout and "(baseline)" in stdout
     assert "same fingerprint" in stdout
 
 
@@ -81,32 +81,32 @@ def _processes(host, *words: bytes) -> list[int]:
     return found
 
 
-def test_a_worker_killed_mid_job_has_its_job_run_again_on_the_other_host(ns_hosts, lab_home, tmp_path):
+def test_a_worker_killed_mid_batch_has_its_batch_run_again_on_the_other_host(ns_hosts, lab_home, tmp_path):
     made, hosts_file = _hosts(ns_hosts, tmp_path, 2)
     proc = _fleet(lab_home, hosts_file, "--on", "lab1,lab2", "-d", "python-fake-no-reuse,python-fake-idle-conn",
-                  "--job-size", "1", "-s", "get-small", *TINY, "--trials", "10")
+                  "--batch-size", "1", "-s", "get-small", *TINY, "--trials", "10")
     lines: list[str] = []
     while not any("→ lab1" in line for line in lines):
         lines.append(proc.stderr.readline())
         assert lines[-1] or proc.poll() is None, "".join(lines)
-    # the job's `clientlab run` under way on lab1 (it lasts seconds): kill lab1's worker under it
+    # the batch's `clientlab run` under way on lab1 (it lasts seconds): kill lab1's worker under it
     deadline = time.monotonic() + 60
     while not _processes(made[0], b"clientlab", b"run") and time.monotonic() < deadline:
         time.sleep(0.02)
     (worker,) = _processes(made[0], b"clientlab", b"worker")
-    assert _processes(made[0], b"clientlab", b"run"), "the job never started on lab1"
+    assert _processes(made[0], b"clientlab", b"run"), "the batch never started on lab1"
     os.kill(worker, signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=240)
     stderr = "".join(lines) + stderr
     assert proc.returncode == 0, stdout + stderr
     assert "lab1: its session ended" in stderr and "(attempt 2)" in stderr
-    assert not _processes(made[0], b"clientlab", b"run"), "the killed worker's job stopped with it"
+    assert not _processes(made[0], b"clientlab", b"run"), "the killed worker's batch stopped with it"
     runs = _runs(lab_home)
     assert len(runs) == 2 and len({r["uid"] for r in runs}) == 2, runs
     cells = _cells(lab_home)
     assert sorted((d, s) for _u, d, s, _st, _h in cells) == sorted(
         [("python-fake-no-reuse", "get-small"), ("python-fake-idle-conn", "get-small")] + [(BASELINE, "get-small")] * 2)
-    assert {h for *_x, h in cells} == {"lab2"}, "lab1 died: lab2 measured both jobs"
+    assert {h for *_x, h in cells} == {"lab2"}, "lab1 died: lab2 measured both batches"
     assert {st for *_x, st, _h in cells} == {"ok"}
 
 

@@ -1,4 +1,4 @@
-"""The fleet's combined table: ratios to each job's own baseline, and what it says of the hosts."""
+"""The fleet's combined table: ratios to each batch's own baseline, and what it says of the hosts."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ def _cell(driver: str, throughput: float | None, status: str = "ok") -> Cell:
 
 def _run(run_id: int, host: str, machine: dict, cells: list[Cell]) -> dict:
     return {"id": run_id, "machine": machine, "cells": cells,
-            "config": {"fleet": {"host": host, "job": run_id, "baseline": "base"}}}
+            "config": {"fleet": {"host": host, "batch": run_id, "baseline": "base"}}}
 
 
-def test_each_cell_is_a_ratio_to_the_baseline_of_its_own_job():
+def test_each_cell_is_a_ratio_to_the_baseline_of_its_own_batch():
     runs = [_run(1, "lab1", MACHINE, [_cell("base", 1000), _cell("a", 500)]),
             _run(2, "lab2", MACHINE, [_cell("base", 4000), _cell("b", 2000), _cell("c", None, "failed")])]
     by_driver = {r["driver"] + r["host"]: r for r in rows(runs)}

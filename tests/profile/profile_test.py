@@ -6,8 +6,8 @@ import pytest
 
 from clientlab.profile import folded as fold
 from clientlab.profile.causes import cause_of
-from clientlab.profile.differential import Path, Weighted, paths
-from clientlab.profile.layers import layers
+from clientlab.profile.differential import Path, Weighted, combined, paths
+from clientlab.profile.layers import layers, perf_side
 from clientlab.profile.model import LAYERS
 from clientlab.profile.rules import RULES_DIR, Rules, _raw
 
@@ -237,3 +237,32 @@ def test_beside_a_profiler_of_the_languages_frames_perf_names_what_it_places_fir
     # the interpreter's 40 % split as rbspy saw the Ruby code: 3 to the library, 1 to the harness
     assert got.share_of("library").share == pytest.approx(0.3)
     assert got.share_of("harness").share == pytest.approx(0.1)
+
+
+def test_a_path_only_perf_saw_is_named_beside_a_profiler_of_the_languages_frames():
+    # JFR's samples miss a busy JIT-compiled method; perf names it from the JVM's perf map
+    rules = Rules.load("java", "tests/testdrivers/planted-java")
+    jfr = {"clientlab.lab.Main.main (java);jdk.internal.net.http.HttpClientImpl.send (java)": 50}
+    fast_perf = {"java (process);? (libjvm.so)": 50, "java (process);tcp_sendmsg (kernel)": 50}
+    slow_perf = {**fast_perf, "java (process);clientlab.planted.PlantedDriver.plantedSlowPath (jit)": 300}
+
+    def whole(perf: dict[str, int], cpu_us: float) -> Weighted:
+        side = perf_side("jfr", perf, rules)
+        own = Weighted(jfr, cpu_us * (1 - fold.total(side) / fold.total(perf)) / fold.total(jfr))
+        return combined(own, side, cpu_us / fold.total(perf))
+
+    found = paths(whole(slow_perf, 400.0), whole(fast_perf, 100.0), rules)
+    assert found[0].frames[-1] == "clientlab.planted.PlantedDriver.plantedSlowPath (jit)"
+    assert found[0].us == pytest.approx(300.0, rel=0.01)
+    assert cause_of(found[0]).id == "planted-slow-path"
+
+
+def test_a_tracers_own_code_is_no_path_of_the_client():
+    # NYTProf's C code costs more the more subs a client calls: the profile's cost, not the client's
+    rules = Rules.load("perl", "drivers/perl/lwp")
+    own = Weighted({"LabDriver::main (perlsub);LWP::UserAgent::request (perlsub)": 10}, 1.0)
+    perf = {"perl (process);Perl_runops_standard (perl);? (NYTProf.so)": 200,
+            "perl (process);tcp_sendmsg (kernel)": 10}
+    got = combined(own, perf_side("nytprof", perf, rules), 1.0)
+    assert sum(n for stack, n in got.folded.items() if "NYTProf.so" in stack) == 0
+    assert got.us_per_request == pytest.approx(20.0)

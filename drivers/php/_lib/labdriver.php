@@ -99,7 +99,11 @@ final class Report extends Collector
 
     public function add(int $r, int $status, string $http, string $body): void
     {
-        $this->item($r, $status, $http, strlen($body));
+        // item()'s four appends written out: a method call less on every response
+        $this->r[] = $r;
+        $this->status[] = $status;
+        $this->http[] = $http;
+        $this->bytes[] = strlen($body);
         if ($this->verify) {
             $this->sha256[] = hash('sha256', $body);
         }

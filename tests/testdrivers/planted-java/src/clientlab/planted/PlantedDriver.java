@@ -9,10 +9,14 @@ import clientlab.lab.Response;
  * on every request, which the CPU profile's differential must find and name (plantedSlowPath).
  */
 public final class PlantedDriver extends JdkHttpClientDriver {
-    private static final int LOOPS = Integer.parseInt(System.getenv().getOrDefault("PLANTED_LOOPS", "500000"));
+    private static final int LOOPS = Integer.parseInt(System.getenv().getOrDefault("PLANTED_LOOPS", "1500000"));
     private static volatile long sink;
 
-    /** A plain loop the JIT cannot drop (its result is kept): every sample in it is this method's own. */
+    /**
+     * A plain loop the JIT cannot drop (its result is kept): every sample in it is this method's own.
+     * It costs several times java.net.http's own work a request, so that the cell stays past the
+     * CPU-gap rule's threshold when the reference cell's JVM runs slow on a busy host.
+     */
     static void plantedSlowPath() {
         long x = sink;
         for (int i = 0; i < LOOPS; i++) {
