@@ -41,7 +41,6 @@ from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, driver_env
 from clientlab.measuring import affinity, hostprobe
 from clientlab.measuring.noise import HostProbe, Noise, watched
-from clientlab.selfcheck.calibrate import BareRound, Calibration, Pair
 from clientlab.runner import JIT_WARM_S, CellGroup, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
 from clientlab.selfcheck.calibrate import BareRound, Calibration, Pair
