@@ -18,5 +18,6 @@ function planted_slow_path(): int
 }
 
 $driver = new CurlDriver();
-$driver->beforeEach = planted_slow_path(...);
+// called from a closure: a first-class callable (planted_slow_path(...)) is sampled as {closure}
+$driver->beforeEach = static fn () => planted_slow_path();
 Lab\main($driver);
