@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from typing import Any
 
 from rich import box
 from rich.table import Table
@@ -190,6 +191,14 @@ def compare_runs(store: Store, run_a: int, run_b: int) -> list[CellComparison]:
     return [compare_cells(store, a[key], b[key]) for key in a if key in b]
 
 
+def named(value: Any) -> Any:
+    """A cell's parameters as far as they name something: a key stored as null says what an
+    absent one says (a run stored before the key existed left it out)."""
+    if isinstance(value, dict):
+        return {k: named(v) for k, v in value.items() if v is not None}
+    return value
+
+
 def unlike(store: Store, run_a: int, run_b: int) -> list[str]:
     """What keeps the two runs' figures from being like for like, from what their fingerprints
     cover: another kind of host, another network, and per cell other driver versions or scenario
@@ -207,7 +216,8 @@ def unlike(store: Store, run_a: int, run_b: int) -> list[str]:
     a, b = keyed_cells(store.cell_records(run_a)), keyed_cells(store.cell_records(run_b))
     for key in (k for k in a if k in b):
         what = [name for name, field in (("driver versions", "versions"), ("scenario parameters", "params"))
-                if getattr(a[key], field) and getattr(b[key], field) and getattr(a[key], field) != getattr(b[key], field)]
+                if getattr(a[key], field) and getattr(b[key], field)
+                and named(getattr(a[key], field)) != named(getattr(b[key], field))]
         if what:
             notes.append(f"{key[0]} × {key[1]}: other {' and '.join(what)}")
     return notes
