@@ -27,6 +27,9 @@ import (
 	"clientlab/server/internal/sockets"
 )
 
+// goAwayLinger is how long a connection that was sent a GOAWAY stays open without a frame.
+const goAwayLinger = 2 * time.Second
+
 func (f *Server) serveH2(c net.Conn, port int) {
 	conn := f.conns.Add(1)
 	tc := tls.Server(c, f.h2Config)
@@ -59,7 +62,14 @@ func (f *Server) serveH2(c net.Conn, port int) {
 	var goneAway uint32          // the GOAWAY's last stream id, once sent
 	refused := map[string]bool{} // the numbers refused once on this connection
 	for {
-		tc.SetReadDeadline(time.Now().Add(sockets.HeaderTimeout))
+		wait := sockets.HeaderTimeout
+		if goneAway != 0 {
+			// After its GOAWAY a server lets the client finish, then closes, as Go's and
+			// nginx's do: a client that keeps the gone connection open must not hold it (and
+			// the fault origin's count of connections served) for the minute of an idle one.
+			wait = goAwayLinger
+		}
+		tc.SetReadDeadline(time.Now().Add(wait))
 		frame, err := fr.ReadFrame()
 		if err != nil {
 			return
