@@ -19,6 +19,7 @@ from clientlab.drivers import build as builder
 from clientlab.drivers import manifest
 from clientlab.drivers.protocol import DriverFault, DriverProcess, DriverTimeout
 from clientlab.measuring import cgroup
+from clientlab.netlab import darkfirst, namespaces
 from clientlab.errors import LabError
 from clientlab.record import BehaviourOutcome, CellFigures
 from clientlab.servers.bench import BenchServer
@@ -93,6 +94,15 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, se
     claimed = set(driver.manifest.capabilities) | ({"http1"} if driver.manifest.http1 else set())
     if lacking := [c for c in bc.capabilities() if c not in claimed]:
         return cell("unsupported", "unsupported", f"the manifest does not claim {', '.join(lacking)}")
+    if bc.case.check == "next-address":
+        if reason := namespaces.why_unavailable():
+            return cell("unsupported", "no-namespace", f"the case needs a network namespace: {reason}")
+        with darkfirst.DarkFirstHost() as dark:
+            assert dark.server is not None
+            _, port = fault_origin(dark.server)
+            judged = _run_cell(driver, bc, dark.server, dark.host, port, [*dark.prefix, *driver.argv], None, cell,
+                               recommended=rec is not None and rec.by == "option", dark=dark.dark_packets)
+        return dataclasses.replace(judged, setting=setting, recommended=recommendation(driver) if rec else None)
     host, port = fault_origin(server)
     group, argv = None, driver.argv
     if bc.case.memory_cap_mib:
@@ -114,10 +124,12 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, se
 
 def _run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, host: str, port: int,
               argv: list[str], group: cgroup.Group | None, cell: Callable[..., BehaveCell],
-              recommended: bool) -> BehaveCell:
+              recommended: bool, dark: Callable[[], int] | None = None) -> BehaveCell:
     def memory() -> dict:
-        """The driver's peak and whether the cap ended it, where it ran under one."""
-        return {} if group is None else {"peak_bytes": group.peak_bytes(), "capped": group.oom_kills() > 0}
+        """The driver's peak and whether the cap ended it, where it ran under one; the SYNs it
+        sent to a dark address, where the lab counts them."""
+        seen = {} if group is None else {"peak_bytes": group.peak_bytes(), "capped": group.oom_kills() > 0}
+        return seen if dark is None else {**seen, "dark_syns": dark()}
 
     proc = DriverProcess(argv, driver.folder, env=driver.env())
     versions: dict = {}

@@ -27,11 +27,16 @@ from clientlab.record import BehaviourOutcome
 Fault = Literal["stall-headers", "trickle", "short-body", "chunked-no-end", "redirect-other", "redirect-other-host",
                 "keepalive-race", "connect-dark", "see-other", "redirect-to-plain", "gzip-bomb", "big-header",
                 "many-headers", "h2-goaway", "h2-refused", "h2-max-streams", "gzip-truncated", "br-bomb",
-                "tls-expired", "tls-wrong-name", "tls-untrusted", "tls-self-signed", "tls-stall"]
+                "tls-expired", "tls-wrong-name", "tls-untrusted", "tls-self-signed", "tls-stall",
+                # the lab's, not the server's: origin a reached by a host name whose first address
+                # never answers (clientlab/netlab/darkfirst.py)
+                "dark-first"]
 REDIRECTS = ("redirect-other", "redirect-other-host", "redirect-to-plain")
-Check = Literal["deadline", "truncation", "credentials", "retry", "see-other", "bomb", "headers", "streams", "certificate", "pool"]
+Check = Literal["deadline", "truncation", "credentials", "retry", "see-other", "bomb", "headers", "streams", "certificate", "pool",
+                "next-address"]
 # where a fault is served, when not on origin a: (scheme, the listening line's key, the path)
 ORIGINS = {"connect-dark": ("http", "fault_dark", "/fault/landing"),
+           "dark-first": ("http", "fault_a", "/fault/landing"),
            "redirect-to-plain": ("https", "fault_s", "/fault/redirect-to-plain"),
            "h2-goaway": ("https", "fault_h2", "/fault/h2-goaway"),
            "h2-refused": ("https", "fault_h2", "/fault/h2-refused")}
@@ -47,7 +52,7 @@ BOMBS = ("gzip-bomb", "br-bomb")
 ENCODED = ("gzip-bomb", "br-bomb", "gzip-truncated")  # the job asks for a decoded body (accept_gzip)
 # each check's fault, where it has one of its own
 CHECK_FAULT = {"retry": ("keepalive-race",), "see-other": ("see-other",), "bomb": BOMBS,
-               "certificate": tuple(CERTIFICATE_FAULTS)}
+               "certificate": tuple(CERTIFICATE_FAULTS), "next-address": ("dark-first",)}
 HEADER_FAULTS = ("big-header", "many-headers")
 MIB = 1 << 20
 
@@ -60,6 +65,9 @@ def bomb_bytes(mib: int) -> int:
 
 CREDENTIALS = ("Authorization", "Cookie", "Proxy-Authorization")
 DEADLINE_SLACK = 0.10  # a deadline kept: the error within timeout_s plus 10 %
+# the next address reached in time: RFC 8305 §5 bounds the wait before the next connection
+# attempt (its Connection Attempt Delay) at 2 s, 250 ms by default
+NEXT_ADDRESS_S = 2.0
 
 
 class Case(BaseModel):
@@ -235,7 +243,8 @@ def load_case(path: Path) -> BehaviourCase:
     return BehaviourCase(path.stem, case, path)
 
 
-CHECK_ORDER = ("deadline", "truncation", "credentials", "certificate", "see-other", "retry", "streams", "pool", "bomb", "headers")
+CHECK_ORDER = ("deadline", "truncation", "credentials", "certificate", "see-other", "retry", "streams", "pool", "bomb", "headers",
+               "next-address")
 
 
 def discover(folder: Path | None = None) -> Found[BehaviourCase]:
@@ -270,6 +279,7 @@ class Observed:
     ledger: list[dict]               # the fault origins' entries for this driver's job
     peak_bytes: int | None = None    # the driver's peak memory (its control group), where capped
     capped: bool = False             # the cap's OOM killer ended a process of the driver
+    dark_syns: int | None = None     # packets (SYNs) the driver sent to a dark address, where the lab counts them
 
 
 def judge(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
@@ -306,6 +316,8 @@ def judge(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
         return _judge_certificate(bc, seen)
     if c.check == "pool":
         return _judge_pool(bc, seen)
+    if c.check == "next-address":
+        return _judge_next_address(bc, seen)
     # credentials: judged on the headers the client sent to the first origin
     at_a = [e for e in seen.ledger if e.get("origin") == bc.first_origin]
     elsewhere = [e for e in seen.ledger if e.get("origin") != bc.first_origin]
@@ -574,3 +586,29 @@ def _judge_pool(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
         return BehaviourOutcome(bc.name, "starved", f"{len(behind)} of {c.fast} fast request(s) arrived only after a "
                                 f"slow answer, held behind the slow ones ({where})")
     return BehaviourOutcome(bc.name, "ok", f"every fast request arrived before any slow answer ({where})")
+
+
+def _judge_next_address(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
+    """A host name whose first address never answers, from the dark address's SYN count, the
+    bench server's ledger and the lab's clock: correct is the 200 from the second address within
+    NEXT_ADDRESS_S (the client gave up on the first one, or raced it, as RFC 8305 asks)."""
+    arrived = [e for e in seen.ledger if e.get("path")]
+    syns = "not counted" if seen.dark_syns is None else str(seen.dark_syns)
+    where = f"SYNs to the dark address: {syns}; requests at the bench server: {len(arrived)}"
+    if seen.elapsed_s is None:
+        return BehaviourOutcome(bc.name, "no-fallback", f"nothing within {bc.limit_s:g} s ({where}): the lab killed it")
+    ms = round(seen.elapsed_s * 1000)
+    answered = [r for r in seen.responses if r.get("status") == 200]
+    if not answered:
+        error = "; ".join(str(e.get("message", ""))[:160] for e in seen.errors) or \
+            ", ".join(f"reported {r.get('status')}" for r in seen.responses) or "no report"
+        return BehaviourOutcome(bc.name, "no-fallback", f"no answer: an error after {ms} ms ({where}): {error}")
+    if seen.dark_syns == 0:
+        return BehaviourOutcome(bc.name, "dark-untried", f"200 after {ms} ms without a SYN to the dark address "
+                                f"({where}): the second address came first, the case shows nothing")
+    if not arrived:
+        return BehaviourOutcome(bc.name, "phantom", f"reported 200, yet no request reached the server ({where})")
+    if seen.elapsed_s <= NEXT_ADDRESS_S:
+        return BehaviourOutcome(bc.name, "ok", f"200 after {ms} ms ({where})")
+    return BehaviourOutcome(bc.name, "slow-fallback", f"200 after {ms} ms, past RFC 8305's longest wait of "
+                            f"{NEXT_ADDRESS_S:g} s before the next address ({where})")

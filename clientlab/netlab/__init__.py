@@ -7,4 +7,5 @@
 - udpprobe:   UDP echo (server namespace) and paced probes: round trip, loss, reordering
 - relay:      the user-space link relay (clientlab-link) for link = "relay" profiles
 - lab:        NetLab, which puts it all up for a run and takes it all down again
+- darkfirst:  a host name whose first address never answers, for one behaviour cell (happy eyeballs)
 """

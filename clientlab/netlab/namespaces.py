@@ -10,6 +10,7 @@ with "clab-", so leftovers of a killed run are found and removed by name.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -73,28 +74,40 @@ def remove_all() -> list[str]:
     for ns in namespaces():
         if not ns.startswith(PREFIX):
             continue
-        pids = [int(p) for p in sh("ip", "netns", "pids", ns, check=False).stdout.split()]
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-            deadline = time.monotonic() + 3
-            while pids and time.monotonic() < deadline:
-                pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
-                time.sleep(0.05)
-            if not pids:
-                break
+        kill_inside(ns)
         sh("ip", "netns", "delete", ns, check=False)
+        shutil.rmtree(NETNS_ETC / ns, ignore_errors=True)
         removed.append(ns)
     # a root-side veth goes with its peer's namespace; remove one left without it
-    if sh("ip", "link", "show", LAB_DEV, check=False).returncode == 0:
-        sh("ip", "link", "delete", LAB_DEV, check=False)
-        removed.append(LAB_DEV)
+    for dev in root_links():
+        sh("ip", "link", "delete", dev, check=False)
+        removed.append(dev)
     for ns in (CLIENT_NS, SERVER_NS):
         shutil.rmtree(NETNS_ETC / ns, ignore_errors=True)
     return removed
+
+
+def root_links() -> list[str]:
+    """The lab's links left in the machine's own namespace."""
+    links = json.loads(sh("ip", "-j", "link", "show").stdout or "[]")
+    return [link["ifname"] for link in links if str(link.get("ifname", "")).startswith(PREFIX)]
+
+
+def kill_inside(ns: str) -> None:
+    """End every process inside the namespace: TERM, then KILL what is left after 3 s."""
+    pids = [int(p) for p in sh("ip", "netns", "pids", ns, check=False).stdout.split()]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 3
+        while pids and time.monotonic() < deadline:
+            pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+            time.sleep(0.05)
+        if not pids:
+            break
 
 
 def _zombie(pid: int) -> bool:

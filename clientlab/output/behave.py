@@ -26,7 +26,8 @@ CORRECT = {"deadline": "an error within the timeout + 10 %", "truncation": "an e
            "headers": "an error, not a hang or a crash",
            "certificate": "refused: an error, and no request at the server after the handshake",
            "streams": "every request answered: an unprocessed stream sent again",
-           "pool": "every fast request answered, arriving before any slow answer"}
+           "pool": "every fast request answered, arriving before any slow answer",
+           "next-address": "the first address given up (or raced), the 200 from the second within 2 s"}
 
 LEGEND = (
     ("ok+N", "an error N ms after the timeout, within its 10 %: a deadline kept"),
@@ -56,6 +57,11 @@ LEGEND = (
     ("ACCEPTED", "a certificate to refuse taken: a request reached the server after it"),
     ("EXCEEDED", "streams opened past a lowered stream limit (refused, then sent again)"),
     ("NOTASKED", "the request did not ask for br: no brotli bomb was sent"),
+    ("ok:Nms", "a host name's dark first address: the second one answered, N ms after go"),
+    ("SLOW:Ns", "the second address answered only N s after go (past RFC 8305's 2 s)"),
+    ("NONEXT", "the dark first address only: an error, or nothing (killed)"),
+    ("NODARK", "the dark address never tried: the second one came first"),
+    ("nons", "the lab cannot make the network namespace the case needs (not root)"),
     ("HUNG", "no answer after the server closed (killed)"),
     ("unsup", "the driver cannot do the job (the reason below)"),
     ("FAIL", "the driver broke (the reason below)"),
@@ -88,6 +94,8 @@ def code(cell: BehaveCell, bc: BehaviourCase) -> str:
     peak = cell.outcome.peak_bytes
     if o in PEAK_CODES and peak is not None:
         return f"{PEAK_CODES[o]}:{peak >> 20}M"
+    if o in ("ok", "slow-fallback") and bc.case.check == "next-address" and cell.elapsed_s is not None:
+        return f"ok:{round(cell.elapsed_s * 1000)}ms" if o == "ok" else f"SLOW:{cell.elapsed_s:.{0 if cell.elapsed_s >= 10 else 1}f}s"
     if o == "ok" and bc.case.check == "retry":
         return "ok:retry" if bc.case.method == "GET" else "ok:err"
     if o == "late":
@@ -103,7 +111,7 @@ def code(cell: BehaveCell, bc: BehaviourCase) -> str:
             "not-reused": "NOREUSE", "phantom": "PHANTOM", "first-failed": "FIRSTERR", "kept-post": "POST",
             "kept-body": "BODY", "held-all": "HELDALL", "inflated": "INFLATED", "accepted": "TOOK",
             "no-cap": "nocap", "not-multiplexed": "NOMUX", "starved": "STARVED", "fast-failed": "FASTERR",
-            "no-recommendation": "—",
+            "no-recommendation": "—", "no-fallback": "NONEXT", "dark-untried": "NODARK", "no-namespace": "nons",
             "cert-accepted": "ACCEPTED", "exceeded": "EXCEEDED", "not-asked": "NOTASKED",
             "not-installed": "n/i"}.get(o, o[:COLUMN - 1])
 

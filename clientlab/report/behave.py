@@ -14,7 +14,7 @@ from clientlab.output.behave import CORRECT, LEGEND, code, recommendations, rows
 # what a cell's outcome says of the client: kept its promise, did not, or the cell shows nothing
 KEPT = {"ok", "undecoded"}
 SHOWS_NOTHING = {"unsupported", "not-installed", "not-sent", "not-reused", "no-cap", "not-followed", "not-multiplexed", "not-asked",
-                 "no-recommendation"}
+                 "no-recommendation", "dark-untried", "no-namespace"}
 
 
 def e(value: object) -> str:
