@@ -47,9 +47,16 @@ CERTIFICATE_FAULTS = {"tls-expired": "expired", "tls-wrong-name": "wrong-name", 
                       "tls-self-signed": "self-signed"}
 ORIGINS.update({fault: ("https", f"fault_{origin}", "/fault/landing") for fault, origin in CERTIFICATE_FAULTS.items()})
 ORIGINS.update({"tls-stall": ("https", "fault_tls-stall", "/fault/landing"),
-                "h2-max-streams": ("https", "fault_h2", "/fault/h2-max-streams")})
+                "h2-max-streams": ("https", "fault_h2", "/fault/h2-max-streams"),
+                # over https: fetch (the Fetch standard, undici) and browsers offer br only on a
+                # secure connection, so a bomb on plain http would never reach them
+                "br-bomb": ("https", "fault_s", "/fault/br-bomb")})
 BOMBS = ("gzip-bomb", "br-bomb")
-ENCODED = ("gzip-bomb", "br-bomb", "gzip-truncated")  # the job asks for a decoded body (accept_gzip)
+ENCODED = ("gzip-bomb", "br-bomb", "gzip-truncated")  # the answer is content-coded: the case says who asks (accept_encoding)
+# who chooses the request's Accept-Encoding on an ENCODED fault: "gzip", the job (accept_gzip,
+# "Accept-Encoding: gzip", the body decoded); "library", the library as it ships (the job's option
+# accept_encoding = "library": the driver sets no Accept-Encoding and leaves decoding as it is)
+Encoding = Literal["gzip", "library"]
 # each check's fault, where it has one of its own
 CHECK_FAULT = {"retry": ("keepalive-race",), "see-other": ("see-other",), "bomb": BOMBS,
                "certificate": tuple(CERTIFICATE_FAULTS), "next-address": ("dark-first",)}
@@ -100,12 +107,16 @@ class Case(BaseModel):
     # once through one client
     slow: int = Field(0, ge=0, le=32)
     fast: int = Field(0, ge=0, le=32)
+    # an ENCODED fault's Accept-Encoding: "gzip" (the default) or "library" (Encoding, above)
+    accept_encoding: Encoding | None = None
     references: list[str] = []
 
     @model_validator(mode="after")
     def _fits_its_check(self) -> "Case":
         if self.form and self.method != "POST":
             raise ValueError("form needs method = \"POST\"")
+        if self.accept_encoding is not None and self.fault not in ENCODED:
+            raise ValueError(f"accept_encoding goes with a content-coded fault ({', '.join(ENCODED)}), and only with it")
         for check, faults in CHECK_FAULT.items():
             if (self.check == check) != (self.fault in faults):
                 named = " or ".join(f'"{f}"' for f in faults)
@@ -162,6 +173,14 @@ class BehaviourCase:
         return max(4 * self.case.timeout_s, self.case.timeout_s + 4)
 
     @property
+    def encoding(self) -> Encoding | None:
+        """Who chooses the request's Accept-Encoding: "gzip" (the job), "library" (the library as
+        it ships), None (a fault that is not content-coded: the job asks for no coding)."""
+        if self.case.fault not in ENCODED:
+            return None
+        return self.case.accept_encoding or "gzip"
+
+    @property
     def first_origin(self) -> str:
         """The fault origin the job's request goes to first (the ledger's name for it)."""
         return "s" if self.case.fault == "redirect-to-plain" else "a"
@@ -203,9 +222,11 @@ class BehaviourCase:
         return {"scenario": f"behave:{self.name}", "verify": False, "http": "2" if c.streams else "1.1",
                 "tls_ca": tls_ca if scheme == "https" else None,
                 "concurrency": c.concurrency or max(1, c.streams, c.slow + c.fast), "keep_alive": True, "cookies": False,
-                "accept_gzip": c.fault in ENCODED,
+                "accept_gzip": self.encoding == "gzip",
                 "timeout_s": c.timeout_s, "options": {"tcp_nodelay": None, "max_host_connections": None,
-                                                      **({"recommended": True} if recommended else {})},
+                                                      **({"recommended": True} if recommended else {}),
+                                                      **({"accept_encoding": "library"}
+                                                         if self.encoding == "library" else {})},
                 "requests": requests}
 
     def params(self) -> dict[str, Any]:
@@ -215,7 +236,7 @@ class BehaviourCase:
     def capabilities(self) -> list[str]:
         c = self.case
         wanted = {"redirects": bool(c.follow_redirects), "keepalive": c.reuse, "form": bool(c.form),
-                  "tls": ORIGINS.get(c.fault, ("http",))[0] == "https", "gzip": c.fault in ENCODED,
+                  "tls": ORIGINS.get(c.fault, ("http",))[0] == "https", "gzip": self.encoding == "gzip",
                   "http2": bool(c.streams), "parallel": bool(c.streams or c.slow)}
         return (["http1"] if not c.streams else []) + [name for name, needed in wanted.items() if needed]
 
@@ -406,7 +427,17 @@ OUT_OF_MEMORY = ("memoryerror", "outofmemory", "out of memory", "cannot allocate
 
 
 def _judge_memory(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
-    return dataclasses.replace(_judge_memory_outcome(bc, seen), peak_bytes=seen.peak_bytes)
+    outcome = dataclasses.replace(_judge_memory_outcome(bc, seen), peak_bytes=seen.peak_bytes)
+    if bc.case.check != "bomb" or outcome.outcome == "not-asked":  # not-asked names it already
+        return outcome
+    # the evidence of who asked for the coding: the request's Accept-Encoding as the server saw it
+    return dataclasses.replace(outcome, detail=f"{outcome.detail}; Accept-Encoding as sent: {sent_encodings(seen)}")
+
+
+def sent_encodings(seen: Observed) -> str:
+    """The Accept-Encoding values of the requests that reached the fault, as the server saw them."""
+    return "; ".join(sorted({e.get("accept_encoding") or "none" for e in seen.ledger if e.get("path")})) \
+        or "no request arrived"
 
 
 def _judge_memory_outcome(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
@@ -418,9 +449,8 @@ def _judge_memory_outcome(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome
     peak = f"peak {seen.peak_bytes / MIB:.0f} MiB" if seen.peak_bytes is not None else "peak not measured"
     error = "; ".join(str(e.get("message", ""))[:160] for e in seen.errors)
     if c.fault == "br-bomb" and not any(asks_for(e.get("accept_encoding", ""), "br") for e in seen.ledger):
-        asked = "; ".join(sorted({e.get("accept_encoding") or "none" for e in seen.ledger})) or "no request arrived"
-        return BehaviourOutcome(bc.name, "not-asked", f"the request's Accept-Encoding ({asked}) did not ask for br: "
-                                "the server sent 406, no bomb")
+        return BehaviourOutcome(bc.name, "not-asked", f"the request's Accept-Encoding ({sent_encodings(seen)}) did not "
+                                "ask for br: the server sent 406, no bomb")
     if seen.capped:
         return BehaviourOutcome(bc.name, "held-all", f"ended by the cell's {cap} MiB memory cap ({peak}): "
                                 "it held what it decoded in memory")

@@ -37,8 +37,26 @@ def test_the_lowered_limit_asks_for_eight_streams_four_at_a_time_and_the_codings
     job = CASES["h2-max-streams"].job("127.0.0.1", 4321, PORTS, "/lab/ca.pem")
     assert job["http"] == "2" and job["concurrency"] == 4 and len(job["requests"]) == 8
     assert job["requests"][7]["url"] == "https://127.0.0.1:4600/fault/h2-max-streams?n=8"
-    for name in ("br-bomb", "gzip-truncated"):
-        assert CASES[name].job("127.0.0.1", 4321)["accept_gzip"] is True and "gzip" in CASES[name].capabilities()
+    truncated = CASES["gzip-truncated"].job("127.0.0.1", 4321)
+    assert truncated["accept_gzip"] is True and "accept_encoding" not in truncated["options"]
+    assert "gzip" in CASES["gzip-truncated"].capabilities()
+
+
+def test_the_brotli_bomb_leaves_accept_encoding_to_the_library_over_https():
+    job = CASES["br-bomb"].job("127.0.0.1", 4321, {**PORTS, "fault_s": 4800}, "/lab/ca.pem")
+    assert job["accept_gzip"] is False and job["options"]["accept_encoding"] == "library"
+    assert [r["url"] for r in job["requests"]] == ["https://127.0.0.1:4800/fault/br-bomb?mib=1024"]
+    assert job["tls_ca"] == "/lab/ca.pem" and "gzip" not in CASES["br-bomb"].capabilities()
+    for name in ("gzip-bomb", "gzip-bomb-nested", "gzip-truncated"):  # the job asks for gzip there
+        assert CASES[name].encoding == "gzip" and "accept_encoding" not in CASES[name].job("127.0.0.1", 4321)["options"]
+
+
+def test_accept_encoding_is_refused_on_a_case_whose_answer_is_not_content_coded(tmp_path):
+    path = tmp_path / "coded.toml"
+    path.write_text('description = "x"\nfault = "short-body"\ntimeout_s = 1\ncheck = "truncation"\n'
+                    'accept_encoding = "library"\n')
+    with pytest.raises(LabInputError, match="accept_encoding goes with a content-coded fault"):
+        behaviour.load_case(path)
 
 
 @pytest.mark.parametrize("text, complaint", [
@@ -109,7 +127,8 @@ def test_a_brotli_bomb_not_asked_for_shows_nothing_and_never_passes():
     assert not_asked.outcome == "not-asked" and "(gzip)" in not_asked.detail
     assert code(behave.BehaveCell("d", br.name, "ok", not_asked), br) == "NOTASKED"
     asked = {**gzip_only, "accept_encoding": "gzip, deflate, br"}
-    assert judge(br, Observed(None, [], [], [asked], 512 << 20, capped=True)).outcome == "held-all"
+    held = judge(br, Observed(None, [], [], [asked], 512 << 20, capped=True))
+    assert held.outcome == "held-all" and held.detail.endswith("Accept-Encoding as sent: gzip, deflate, br")
     assert judge(br, Observed(1.0, [{"r": 0, "status": 200, "bytes": 1 << 30}], [], [asked], 300 << 20)).outcome == "inflated"
     assert judge(br, Observed(1.0, [], [{"r": 0, "message": "decoded body too large"}], [asked], 30 << 20)).outcome == "ok"
 
@@ -158,7 +177,8 @@ def test_each_tls_and_coding_fault_tells_a_client_that_handles_it_from_one_that_
 
 
 def test_a_client_that_does_not_ask_for_br_gets_no_bomb_and_its_cell_says_so(bench_server, test_drivers):
-    for driver in ("python-fake-careful", "python-fake-lenient"):  # http.client asks for gzip alone
+    # left to the library (accept_encoding = "library"), http.client asks for identity alone
+    for driver in ("python-fake-careful", "python-fake-lenient"):
         cell = behave.run_cell(test_drivers[driver], CASES["br-bomb"], bench_server)
         if cell.status == "unsupported" and cell.outcome.outcome == "no-cap":
             pytest.skip(cell.outcome.detail)

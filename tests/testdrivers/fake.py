@@ -63,7 +63,9 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "reference"
 RECOMMENDS = sys.argv[2] if len(sys.argv) > 2 else None
-KNOWN_OPTIONS: set[str] = {"recommended"} if RECOMMENDS else set()
+# accept_encoding = "library": http.client's own Accept-Encoding (identity), which every job
+# without accept_gzip sends already
+KNOWN_OPTIONS: set[str] = {"accept_encoding"} | ({"recommended"} if RECOMMENDS else set())
 PARALLEL_MODES = {"careful", "pool-one"}
 
 

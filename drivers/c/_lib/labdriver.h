@@ -16,6 +16,9 @@
 enum {
     LAB_OPT_TCP_NODELAY = 1 << 0, LAB_OPT_MAX_HOST_CONNECTIONS = 1 << 1, LAB_OPT_SHARE = 1 << 2,
     LAB_OPT_EXPECT_100 = 1 << 3, LAB_OPT_MULTI_API = 1 << 4,
+    /* accept_encoding "library": the job leaves Accept-Encoding and decoding to the library as it
+       ships (opt.library_encoding); a driver honours it where it sets neither unless told */
+    LAB_OPT_ACCEPT_ENCODING = 1 << 5,
 };
 enum { LAB_SHARE_DNS = 1 << 0, LAB_SHARE_TLS = 1 << 1, LAB_SHARE_CONNECTIONS = 1 << 2 };
 typedef enum { LAB_MULTI_UNSET = 0, LAB_MULTI_MULTI, LAB_MULTI_SOCKET } lab_multi_api;
@@ -49,6 +52,7 @@ typedef struct {
         long max_host_connections;
         int share;              /* LAB_SHARE_* bits, -1 when null */
         lab_multi_api multi_api;
+        int library_encoding;   /* 1: accept_encoding "library", 0: null */
     } opt;
     lab_request *requests; size_t n_requests;
     long total;                 /* sum of repeats */

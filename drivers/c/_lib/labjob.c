@@ -84,12 +84,14 @@ static lab_status parse_options(json_t *opts, lab_job *job, unsigned honoured, c
     static const struct { const char *name; unsigned bit; } known[] = {
         {"tcp_nodelay", LAB_OPT_TCP_NODELAY}, {"max_host_connections", LAB_OPT_MAX_HOST_CONNECTIONS},
         {"share", LAB_OPT_SHARE}, {"expect_100", LAB_OPT_EXPECT_100}, {"multi_api", LAB_OPT_MULTI_API},
+        {"accept_encoding", LAB_OPT_ACCEPT_ENCODING},
     };
     const char *key;
     json_t *v;
     job->opt.tcp_nodelay = job->opt.expect_100 = job->opt.share = -1;
     job->opt.max_host_connections = -1;
     job->opt.multi_api = LAB_MULTI_UNSET;
+    job->opt.library_encoding = 0;
     if (opts && !json_is_object(opts) && !json_is_null(opts))
         FAIL(LAB_ERROR, "options must be an object");
     json_object_foreach(opts, key, v) {
@@ -124,6 +126,11 @@ static lab_status parse_options(json_t *opts, lab_job *job, unsigned honoured, c
                 else if (s && !strcmp(s, "connections")) job->opt.share |= LAB_SHARE_CONNECTIONS;
                 else FAIL(LAB_UNSUPPORTED, "option 'share': unknown item");
             }
+        } else if (bit == LAB_OPT_ACCEPT_ENCODING) {
+            const char *s = json_string_value(v);
+            if (!s || strcmp(s, "library"))
+                FAIL(LAB_UNSUPPORTED, "option 'accept_encoding' must be \"library\"");
+            job->opt.library_encoding = 1;
         } else {
             const char *s = json_string_value(v);
             if (s && !strcmp(s, "multi")) job->opt.multi_api = LAB_MULTI_MULTI;

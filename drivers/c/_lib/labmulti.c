@@ -243,8 +243,9 @@ int lab_multi_main(const lab_multi_loop *loop)
 {
     lab_driver d = {
         .name = loop->name,
+        /* accept_encoding "library": as the easy driver (libcurl sends no Accept-Encoding unless told) */
         .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100 | LAB_OPT_MAX_HOST_CONNECTIONS | LAB_OPT_SHARE |
-                   LAB_OPT_MULTI_API,
+                   LAB_OPT_MULTI_API | LAB_OPT_ACCEPT_ENCODING,
         .versions = lab_curl_versions,
         .prepare = prepare,
         .run = run,

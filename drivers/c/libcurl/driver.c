@@ -102,7 +102,9 @@ int main(void)
 {
     static const lab_driver d = {
         .name = LAB_DRIVER_NAME,
-        .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100,
+        /* accept_encoding "library": libcurl sends no Accept-Encoding and decodes nothing unless
+           CURLOPT_ACCEPT_ENCODING is set, as a job without accept_gzip does already */
+        .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100 | LAB_OPT_ACCEPT_ENCODING,
         .versions = lab_curl_versions,
         .prepare = prepare,
         .run = run,

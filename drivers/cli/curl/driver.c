@@ -369,7 +369,9 @@ int main(void)
 {
     static const lab_driver d = {
         .name = "cli-curl",
-        .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100,
+        /* accept_encoding "library": curl sends no Accept-Encoding and decodes nothing without
+           --compressed, as a job without accept_gzip does already */
+        .options = LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100 | LAB_OPT_ACCEPT_ENCODING,
         .versions = versions,
         .prepare = prepare,
         .run = run,

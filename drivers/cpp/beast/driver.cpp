@@ -137,7 +137,8 @@ int main()
 {
     static const lab_driver d = {
         NAME,
-        LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100,
+        // accept_encoding "library": Beast sends no Accept-Encoding and decodes nothing, as every job does already
+        LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100 | LAB_OPT_ACCEPT_ENCODING,
         beast_versions,
         prepare,
         run,

@@ -143,5 +143,7 @@ void versions(json_t *v)
 
 int main()
 {
-    return frame::main(NAME, LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100, versions, run);
+    // accept_encoding "library": cpprestsdk asks for no coding unless told to
+    // (request_compressed_response), as every job does already
+    return frame::main(NAME, LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100 | LAB_OPT_ACCEPT_ENCODING, versions, run);
 }

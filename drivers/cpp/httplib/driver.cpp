@@ -152,5 +152,7 @@ void versions(json_t *v)
 
 int main()
 {
-    return frame::main(NAME, LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100, versions, run);
+    // accept_encoding "library": httplib built without CPPHTTPLIB_ZLIB_SUPPORT asks for no coding
+    // and decodes nothing, as every job does already
+    return frame::main(NAME, LAB_OPT_TCP_NODELAY | LAB_OPT_EXPECT_100 | LAB_OPT_ACCEPT_ENCODING, versions, run);
 }

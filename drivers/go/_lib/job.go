@@ -112,7 +112,10 @@ type Options struct {
 	Expect100          *bool
 	Share              []string
 	MultiAPI           string
-	set                map[string]any // every non-null option as sent, for refusals
+	// "library": the job leaves Accept-Encoding and decoding to the library as it ships (the
+	// driver sets no Accept-Encoding and decodes as the library does by itself); "": as the job says (accept_gzip)
+	AcceptEncoding string
+	set            map[string]any // every non-null option as sent, for refusals
 }
 
 // Job is a job (docs/driver-protocol.md §3) as typed fields.
@@ -238,7 +241,7 @@ func oneOf(field *string, name string, values ...string) error {
 // optionKinds: every option known in protocol version 1 and its JSON kind.
 var optionKinds = map[string]string{
 	"tcp_nodelay": "bool", "max_host_connections": "positive integer", "share": "list",
-	"expect_100": "bool", "multi_api": "string",
+	"expect_100": "bool", "multi_api": "string", "accept_encoding": "string",
 }
 
 func parseOptions(raw map[string]json.RawMessage) (Options, error) {
@@ -297,10 +300,20 @@ func parseOptions(raw map[string]json.RawMessage) (Options, error) {
 				return opts, Unsupported(`option multi_api must be "multi" or "multi_socket", got %s`, data)
 			}
 			opts.MultiAPI = s
+		case "accept_encoding":
+			s, _ := value.(string)
+			if s != "library" {
+				return opts, Unsupported(`option accept_encoding must be "library", got %s`, data)
+			}
+			opts.AcceptEncoding = s
 		}
 	}
 	return opts, nil
 }
+
+// LibraryEncoding: the job leaves Accept-Encoding and decoding to the library as it ships (the
+// option accept_encoding = "library"), rather than naming gzip or no coding (accept_gzip).
+func (j *Job) LibraryEncoding() bool { return j.Options.AcceptEncoding == "library" }
 
 // refusal says why a job cannot be done exactly (an option not honoured), or "". Capabilities
 // are the lab's to check (clientlab/drivers/job.py): it sends no job that needs one the manifest does

@@ -23,7 +23,10 @@ func main() {
 		// tcp_nodelay: set on every dialled connection; max_host_connections: MaxConnsPerHost
 		// (requests wait for a free connection); fasthttp's client never sends
 		// Expect: 100-continue, so only expect_100=false is what it does
-		Options: map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": {false}},
+		// accept_encoding "library": fasthttp asks for no coding and decodes nothing by itself,
+		// as a job without accept_gzip does already
+		Options: map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": {false},
+			"accept_encoding": {"library"}},
 		Open:    open,
 	})
 }

@@ -46,7 +46,7 @@ func h3Client(job *lab.Job) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	transport := &http3.Transport{TLSClientConfig: tlsConfig, DisableCompression: !job.AcceptGzip}
+	transport := &http3.Transport{TLSClientConfig: tlsConfig, DisableCompression: !job.AcceptGzip && !job.LibraryEncoding()}
 	client := &http.Client{Transport: transport, CheckRedirect: labhttp.RedirectPolicy(job), Timeout: job.Timeout}
 	if job.Cookies {
 		if client.Jar, err = cookiejar.New(nil); err != nil {

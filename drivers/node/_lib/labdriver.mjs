@@ -31,7 +31,11 @@ const OPTION_TYPES = {
   share: 'list',
   expect_100: 'boolean',
   multi_api: 'string',
+  accept_encoding: 'string',
 };
+/** accept_encoding = "library": the job leaves Accept-Encoding and decoding to the library as it
+ * ships (docs/driver-protocol.md §3); a driver that honours it lists it with these values. */
+export const LIBRARY_ENCODING = ['library'];
 const HTTP_VERSIONS = ['1.1', '2', 'h2c'];
 
 /* ---------------------------------------------------------------- stdout moved aside */
@@ -200,6 +204,17 @@ export class Job {
    * library's own default stays). */
   timeoutOptions(...names) {
     return this.timeoutMs === null ? {} : Object.fromEntries(names.map((name) => [name, this.timeoutMs]));
+  }
+
+  /** The job leaves Accept-Encoding and decoding to the library as it ships (the option
+   * accept_encoding = "library"): the driver sets no Accept-Encoding of its own. */
+  get libraryEncoding() {
+    return this.option('accept_encoding') === 'library';
+  }
+
+  /** `{ [name]: gzipHeader }`, or {} where the job leaves Accept-Encoding to the library. */
+  encodingHeader(name = 'accept-encoding') {
+    return this.libraryEncoding ? {} : { [name]: this.gzipHeader };
   }
 
   /** Accept-Encoding value: gzip when asked, else identity (for clients whose default asks for

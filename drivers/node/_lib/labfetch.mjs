@@ -23,8 +23,9 @@ export function runtime() {
 export const fetchRequests = (Base) => class extends Base {
   openFetch(job) {
     this.job = job;
-    // fetch asks for gzip, deflate, br (and more) by default: say exactly what the job wants
-    this.encoding = { 'accept-encoding': job.gzipHeader };
+    // fetch asks for gzip, deflate, br (and more) by default: say exactly what the job wants,
+    // unless it leaves that to fetch (accept_encoding "library")
+    this.encoding = job.encodingHeader();
   }
 
   async request(req) {

@@ -16,7 +16,7 @@ import diagnostics from 'node:diagnostics_channel';
 import http from 'node:http';
 import https from 'node:https';
 
-import { Driver, baseVersions, httpLabel } from './labdriver.mjs';
+import { Driver, LIBRARY_ENCODING, baseVersions, httpLabel } from './labdriver.mjs';
 
 /* ---------------------------------------------------------------- node:http agents */
 
@@ -54,7 +54,8 @@ export function nodeAgents(job) {
  * says otherwise. A subclass's `open` calls `super.open(job)` first.
  */
 export class AgentDriver extends Driver {
-  options = { tcp_nodelay: null, max_host_connections: null, expect_100: [false] };
+  // accept_encoding "library": a subclass sets Accept-Encoding from job.encodingHeader()
+  options = { tcp_nodelay: null, max_host_connections: null, expect_100: [false], accept_encoding: LIBRARY_ENCODING };
 
   versions() {
     return { ...baseVersions(), llhttp: process.versions.llhttp };
@@ -151,7 +152,9 @@ export class ConnectionVersions {
  * responses (see ConnectionVersions). A subclass's `open` calls `super.open(job)` first.
  */
 export class UndiciDriver extends Driver {
-  options = { tcp_nodelay: [true], max_host_connections: null, expect_100: [false] };
+  // accept_encoding "library": undici's Pool sends no Accept-Encoding and decodes nothing by
+  // itself, as a job without accept_gzip does already (fetch sets its own: labfetch.mjs)
+  options = { tcp_nodelay: [true], max_host_connections: null, expect_100: [false], accept_encoding: LIBRARY_ENCODING };
   connections = new ConnectionVersions();
 
   refuse(job) {

@@ -20,8 +20,9 @@ class AxiosDriver extends AgentDriver {
     this.client = axios.create({
       httpAgent: this.agents.http,
       httpsAgent: this.agents.https,
-      // axios asks for gzip, compress, deflate, br by default: say exactly what the job wants
-      headers: { 'Accept-Encoding': job.gzipHeader, ...connectionHeaders(job) },
+      // axios asks for gzip, compress, deflate, br by default: say exactly what the job wants,
+      // unless it leaves that to axios (accept_encoding "library")
+      headers: { ...job.encodingHeader('Accept-Encoding'), ...connectionHeaders(job) },
       ...job.timeoutOptions('timeout'),
       validateStatus: null, // every status is a response, not an error
     });

@@ -9,13 +9,13 @@
  * sends from the file (sendfile over plain http); a body to a file is Bun.write(path, response).
  */
 
-import { Driver, Response, baseVersions, fileDigest } from '../_lib/labdriver.mjs';
+import { Driver, LIBRARY_ENCODING, Response, baseVersions, fileDigest } from '../_lib/labdriver.mjs';
 import { fetchRequests } from '../_lib/labfetch.mjs';
 
 class BunFetch extends fetchRequests(Driver) {
   // Bun's fetch sends no Expect: 100-continue; the other options name settings it does not have
   // recommended (AbortSignal.timeout, driver.toml's [behaviour.recommended]) is what it does in every job
-  options = { expect_100: [false], recommended: [true] };
+  options = { expect_100: [false], recommended: [true], accept_encoding: LIBRARY_ENCODING };
 
   versions() {
     return { ...baseVersions(), bun_revision: Bun.revision };

@@ -8,13 +8,13 @@
  * send one; a body to a file is `pipeTo` the opened file's `writable`.
  */
 
-import { Driver, Response, baseVersions, fileDigest } from '../_lib/labdriver.mjs';
+import { Driver, LIBRARY_ENCODING, Response, baseVersions, fileDigest } from '../_lib/labdriver.mjs';
 import { fetchRequests } from '../_lib/labfetch.mjs';
 
 class DenoFetch extends fetchRequests(Driver) {
   // Deno's fetch sends no Expect: 100-continue; the other options name settings it does not have
   // recommended (AbortSignal.timeout, driver.toml's [behaviour.recommended]) is what it does in every job
-  options = { expect_100: [false], recommended: [true] };
+  options = { expect_100: [false], recommended: [true], accept_encoding: LIBRARY_ENCODING };
 
   versions() {
     return { ...baseVersions(), v8: Deno.version.v8 };

@@ -13,7 +13,7 @@
  * the process starts, while the lab hands the CA over in each job.)
  */
 
-import { baseVersions, fileResponse } from '../_lib/labdriver.mjs';
+import { LIBRARY_ENCODING, baseVersions, fileResponse } from '../_lib/labdriver.mjs';
 import { fetchRequests } from '../_lib/labfetch.mjs';
 import { UndiciDriver, undiciOptions } from '../_lib/labhttp.mjs';
 
@@ -31,7 +31,10 @@ async function builtinAgent() {
 class NodeFetch extends fetchRequests(UndiciDriver) {
   // recommended: fetch's documented time limit, AbortSignal.timeout() (driver.toml's
   // [behaviour.recommended]), instead of undici's waits for the headers and for each body read
-  options = { tcp_nodelay: [true], max_host_connections: null, expect_100: [false], recommended: [true] };
+  options = {
+    tcp_nodelay: [true], max_host_connections: null, expect_100: [false], recommended: [true],
+    accept_encoding: LIBRARY_ENCODING, // fetch's own Accept-Encoding (labfetch.mjs)
+  };
 
   constructor(Agent) {
     super();

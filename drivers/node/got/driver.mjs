@@ -44,8 +44,9 @@ class GotDriver extends AgentDriver {
       agent: this.agents,
       http2: h2,
       https,
-      // got asks for gzip, deflate, br by default: say exactly what the job wants
-      headers: { 'accept-encoding': job.gzipHeader, ...connectionHeaders(job) },
+      // got asks for gzip, deflate, br by default: say exactly what the job wants, unless it
+      // leaves that to got (accept_encoding "library")
+      headers: { ...job.encodingHeader(), ...connectionHeaders(job) },
       cookieJar: job.cookies ? new CookieJar() : undefined, // tough-cookie, got's documented jar
       // the job's time limit, when it names one, after which a request is given up and reported
       // as failed, as are a refused or reset one (protocol §3, §4): so no retry (got retries GETs

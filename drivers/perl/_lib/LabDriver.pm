@@ -24,7 +24,7 @@ use constant PROTOCOL => 1;
 
 # options known in protocol version 1 and the JSON type each value must have
 my %OPTION_TYPES = (tcp_nodelay => 'boolean', max_host_connections => 'integer', share => 'array',
-    expect_100 => 'boolean', multi_api => 'string');
+    expect_100 => 'boolean', multi_api => 'string', accept_encoding => 'string');
 
 my $JSON = JSON::PP->new->utf8->canonical;
 my $OUT;    # the protocol channel: the real stdout, kept apart from STDOUT

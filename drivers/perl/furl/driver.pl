@@ -79,7 +79,9 @@ LabDriver::main(
          'io-socket-ssl' => $IO::Socket::SSL::VERSION, 'net-ssleay' => $Net::SSLeay::VERSION}
     },
     # Furl sets TCP_NODELAY on every socket and never sends Expect: 100-continue
-    options => {tcp_nodelay => [JSON::PP::true], expect_100 => [JSON::PP::false]},
+    # accept_encoding "library": Furl sends no Accept-Encoding of its own, as a job without accept_gzip does already
+    options => {tcp_nodelay => [JSON::PP::true], expect_100 => [JSON::PP::false],
+                accept_encoding => ['library']},
     prepare => \&prepare,
     run => \&run,
     finish => \&finish,

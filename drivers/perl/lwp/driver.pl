@@ -96,7 +96,9 @@ LabDriver::main(
          'io-socket-ssl' => $IO::Socket::SSL::VERSION, 'net-ssleay' => $Net::SSLeay::VERSION}
     },
     # LWP never sets TCP_NODELAY (Nagle stays on) and never sends Expect: 100-continue
-    options => {tcp_nodelay => [JSON::PP::false], expect_100 => [JSON::PP::false]},
+    # accept_encoding "library": LWP::UserAgent sends no Accept-Encoding and hands over the body as it came, as a job without accept_gzip does already
+    options => {tcp_nodelay => [JSON::PP::false], expect_100 => [JSON::PP::false],
+                accept_encoding => ['library']},
     prepare => \&prepare,
     run => \&run,
     finish => \&finish,

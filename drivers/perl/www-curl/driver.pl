@@ -147,7 +147,9 @@ LabDriver::main(
         my ($ssl) = WWW::Curl::Easy::version() =~ m{^libcurl/\S+ (\S+)};
         {'www-curl' => $WWW::Curl::Easy::VERSION, libcurl => $libcurl, ssl => $ssl}
     },
-    options => {tcp_nodelay => undef, expect_100 => undef},
+    # accept_encoding "library": libcurl sends no Accept-Encoding unless CURLOPT_ACCEPT_ENCODING is set, as a job without accept_gzip does already
+    options => {tcp_nodelay => undef, expect_100 => undef,
+                accept_encoding => ['library']},
     prepare => \&prepare,
     run => \&run,
     finish => \&finish,

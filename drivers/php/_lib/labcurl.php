@@ -12,8 +12,12 @@ namespace Lab\Curl;
 
 use Lab;
 
-/** the job options both curl drivers honour (any valid value) */
-const HONOURED = ['tcp_nodelay' => null, 'expect_100' => null];
+/**
+ * the job options both curl drivers honour (any valid value); accept_encoding "library": libcurl
+ * sends no Accept-Encoding and decodes nothing unless CURLOPT_ENCODING is set, as a job without
+ * accept_gzip does already
+ */
+const HONOURED = ['tcp_nodelay' => null, 'expect_100' => null, 'accept_encoding' => \Lab\LIBRARY_ENCODING];
 
 function versions(): array
 {

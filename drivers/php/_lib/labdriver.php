@@ -16,7 +16,10 @@ namespace Lab;
 const PROTOCOL = 1;
 // options known in protocol version 1, with the type each value must have (gettype names)
 const OPTION_TYPES = ['tcp_nodelay' => 'boolean', 'max_host_connections' => 'integer', 'share' => 'array',
-    'expect_100' => 'boolean', 'multi_api' => 'string'];
+    'expect_100' => 'boolean', 'multi_api' => 'string', 'accept_encoding' => 'string'];
+// accept_encoding = "library": the job leaves Accept-Encoding and decoding to the library as it
+// ships (docs/driver-protocol.md §3); a driver that honours it lists it with these values
+const LIBRARY_ENCODING = ['library'];
 
 /** prepare()'s answer for a job the client cannot do exactly as asked */
 final class Unsupported
@@ -211,6 +214,12 @@ function refusal(array $job, array $honoured): ?string
 function option(array $job, string $name): mixed
 {
     return $job['options'][$name] ?? null;
+}
+
+/** the job leaves Accept-Encoding and decoding to the library as it ships (accept_encoding "library") */
+function library_encoding(array $job): bool
+{
+    return option($job, 'accept_encoding') === 'library';
 }
 
 /**

@@ -14,7 +14,9 @@ use Psr\Http\Message\ResponseInterface;
 
 final class GuzzleDriver extends Lab\Driver
 {
-    public array $options = ['tcp_nodelay' => null, 'expect_100' => null];
+    // accept_encoding "library": Guzzle names no Accept-Encoding of its own (decode_content keeps
+    // curl from sending one), as a job without accept_gzip does already
+    public array $options = ['tcp_nodelay' => null, 'expect_100' => null, 'accept_encoding' => Lab\LIBRARY_ENCODING];
 
     public function versions(): array
     {

@@ -8,7 +8,9 @@ require __DIR__ . '/../_lib/labdriver.php';
 
 final class PeclHttpDriver extends Lab\Driver
 {
-    public array $options = ['tcp_nodelay' => null];
+    // accept_encoding "library": without its compress option it asks for no coding and decodes
+    // nothing, as a job without accept_gzip does already
+    public array $options = ['tcp_nodelay' => null, 'accept_encoding' => Lab\LIBRARY_ENCODING];
 
     public function versions(): array
     {

@@ -11,7 +11,9 @@ require __DIR__ . '/../_lib/labdriver.php';
 final class StreamsDriver extends Lab\Driver
 {
     // the wrapper sends a body at once, never with Expect: 100-continue
-    public array $options = ['expect_100' => [false]];
+    // accept_encoding "library": the http stream wrapper asks for no coding and decodes nothing,
+    // as every job does already
+    public array $options = ['expect_100' => [false], 'accept_encoding' => Lab\LIBRARY_ENCODING];
 
     public function versions(): array
     {

@@ -26,7 +26,8 @@ final class Open
 final class SymfonyDriver extends Lab\Driver
 {
     // expect_100: it removes libcurl's Expect header unless the request has one
-    public array $options = ['max_host_connections' => null, 'expect_100' => null];
+    // accept_encoding "library": Symfony's own Accept-Encoding, decoded by it (with curl, libcurl's list)
+    public array $options = ['max_host_connections' => null, 'expect_100' => null, 'accept_encoding' => Lab\LIBRARY_ENCODING];
 
     public function versions(): array
     {
@@ -66,7 +67,7 @@ final class SymfonyDriver extends Lab\Driver
         if (!$job['keep_alive']) {
             $headers['Connection'] = 'close';
         }
-        if (empty($job['accept_gzip'])) {
+        if (empty($job['accept_gzip']) && !Lab\library_encoding($job)) {
             // by default it asks for gzip (and decodes it); a job without gzip does not ask
             $headers['Accept-Encoding'] = 'identity';
         }

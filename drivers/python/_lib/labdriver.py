@@ -38,7 +38,12 @@ OPTION_TYPES: dict[str, type] = {
     "share": list,
     "expect_100": bool,
     "multi_api": str,
+    "accept_encoding": str,
 }
+
+# accept_encoding = "library": the job leaves Accept-Encoding and decoding to the library as it
+# ships (docs/driver-protocol.md §3); a driver that honours it lists it as LIBRARY_ENCODING
+LIBRARY_ENCODING = ("library",)
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,12 @@ class Job:
         return self.options.get(name)
 
     @property
+    def library_encoding(self) -> bool:
+        """The job leaves Accept-Encoding and decoding to the library as it ships (the option
+        accept_encoding = "library"): the driver sets no Accept-Encoding of its own."""
+        return self.option("accept_encoding") == "library"
+
+    @property
     def gzip_header(self) -> str:
         """Accept-Encoding value: gzip when asked, else identity (clients' defaults may say gzip)."""
         return "gzip" if self.accept_gzip else "identity"
@@ -193,8 +204,9 @@ class Job:
     @property
     def client_headers(self) -> dict[str, str]:
         """Headers for every request of a client configured by default headers: Accept-Encoding
-        as asked, and `Connection: close` when keep-alive is off (HTTP/1.1's way to close)."""
-        headers = {"Accept-Encoding": self.gzip_header}
+        as asked (none where the job leaves it to the library), and `Connection: close` when
+        keep-alive is off (HTTP/1.1's way to close)."""
+        headers = {} if self.library_encoding else {"Accept-Encoding": self.gzip_header}
         if not self.keep_alive:
             headers["Connection"] = "close"
         return headers

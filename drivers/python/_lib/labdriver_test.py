@@ -98,6 +98,16 @@ def test_client_headers_and_close_refusal():
     assert closing.close_refusal("x") is None  # HTTP/1.1 closes with the header
     h2 = labdriver.Job.parse(job_dict(keep_alive=False, http="2"))
     assert "x cannot close HTTP/2" in h2.close_refusal("x")
+
+
+def test_a_job_leaving_the_coding_to_the_library_sets_no_accept_encoding():
+    left = labdriver.Job.parse(job_dict(options={"accept_encoding": "library"}))
+    assert left.library_encoding and left.client_headers == {}
+    assert not labdriver.Job.parse(job_dict()).library_encoding
+    assert labdriver.refusal(left, {"accept_encoding": labdriver.LIBRARY_ENCODING}) is None
+    assert labdriver.refusal(left, {}) == "option accept_encoding is not supported"
+    wrong = labdriver.Job.parse(job_dict(options={"accept_encoding": "gzip"}))
+    assert "only \"library\"" in labdriver.refusal(wrong, {"accept_encoding": labdriver.LIBRARY_ENCODING})
     h3 = labdriver.Job.parse(job_dict(keep_alive=False, http="3"))
     assert "x cannot close HTTP/3" in h3.close_refusal("x")
 

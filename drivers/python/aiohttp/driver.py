@@ -17,7 +17,10 @@ class AiohttpDriver(labdriver.AsyncDriver):
     """One aiohttp.ClientSession per job; the connector's limit is the job's concurrency."""
 
     # aiohttp always sets TCP_NODELAY: true is honoured as it is, false cannot be
-    options = {"tcp_nodelay": (True,), "max_host_connections": None, "expect_100": None}
+    # accept_encoding "library": aiohttp's own Accept-Encoding (gzip, deflate, and br where a
+    # brotli package is installed), decoded by aiohttp
+    options = {"tcp_nodelay": (True,), "max_host_connections": None, "expect_100": None,
+               "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         return {**labdriver.base_versions(), "aiohttp": aiohttp.__version__,
@@ -36,7 +39,8 @@ class AiohttpDriver(labdriver.AsyncDriver):
         self.session = aiohttp.ClientSession(
             connector=connector, cookie_jar=jar,
             **labdriver.timeout_kwargs(None if job.timeout_s is None else aiohttp.ClientTimeout(total=job.timeout_s)),
-            headers={"Accept-Encoding": job.gzip_header},  # aiohttp asks for gzip/deflate by default
+            # aiohttp asks for gzip/deflate by default: say what the job wants, unless it leaves it to aiohttp
+            headers={} if job.library_encoding else {"Accept-Encoding": job.gzip_header},
         )
 
     async def request(self, req: labdriver.Request) -> labdriver.Response:

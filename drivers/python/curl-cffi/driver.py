@@ -40,7 +40,8 @@ class CurlCffiDriver(labdriver.HybridDriver):
     (curl_cffi's way to run requests concurrently: easy handles on one curl multi handle)."""
 
     # curl_cffi always removes Expect: 100-continue, so expect_100=false is what it always does
-    options = {"tcp_nodelay": None, "expect_100": (False,)}
+    # accept_encoding "library": curl_cffi's own accept_encoding (the request's keyword left out)
+    options = {"tcp_nodelay": None, "expect_100": (False,), "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         return {**labdriver.base_versions(), "curl_cffi": curl_cffi.__version__, **_curl_versions()}
@@ -88,8 +89,9 @@ class CurlCffiDriver(labdriver.HybridDriver):
 
     def _kwargs(self, req: labdriver.Request, body, mime: CurlMime | None) -> dict:
         """The request's keyword arguments, the same for Session and AsyncSession."""
-        kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("allow_redirects"),
-                        "accept_encoding": self.accept_encoding}
+        kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("allow_redirects")}
+        if not self.job.library_encoding:  # left to the library: its default keyword stays
+            kwargs["accept_encoding"] = self.accept_encoding
         if mime is not None:
             for name, value in req.form.items():
                 mime.addpart(name=name, data=value.encode())

@@ -33,7 +33,8 @@ class HttpxAsyncDriver(labdriver.AsyncDriver):
     # httpcore always sets TCP_NODELAY and httpx never sends Expect: 100-continue:
     # those values are honoured as they are, the others cannot be. No max_host_connections:
     # httpx's pool limit counts every host together.
-    options = {"tcp_nodelay": (True,), "expect_100": (False,)}
+    # accept_encoding "library": httpx's own Accept-Encoding (client_headers then sets none)
+    options = {"tcp_nodelay": (True,), "expect_100": (False,), "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         versions = {**labdriver.base_versions(), "httpx": httpx.__version__, "httpcore": httpcore.__version__,

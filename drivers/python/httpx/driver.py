@@ -20,7 +20,9 @@ class HttpxDriver(labdriver.Driver):
 
     # httpcore always sets TCP_NODELAY and httpx never sends Expect: 100-continue:
     # those values are honoured as they are, the others cannot be
-    options = {"tcp_nodelay": (True,), "expect_100": (False,)}
+    # accept_encoding "library": httpx's own Accept-Encoding (gzip, deflate, and br or zstd where
+    # their packages are installed), decoded by httpx
+    options = {"tcp_nodelay": (True,), "expect_100": (False,), "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         return {**labdriver.base_versions(), "httpx": httpx.__version__, "httpcore": httpcore.__version__,
@@ -38,9 +40,7 @@ class HttpxDriver(labdriver.Driver):
             verify=labdriver.ssl_context(job) if job.tls_ca else True,
             http1=not h2only, http2=h2only,  # without http1 there is no fallback to HTTP/1.1
         )
-        headers = {"Accept-Encoding": job.gzip_header}  # httpx asks for gzip/deflate/br by default
-        if not job.keep_alive:
-            headers["Connection"] = "close"
+        headers = job.client_headers  # httpx asks for gzip/deflate/br by default: what the job wants
         jar = None if job.cookies else http.cookiejar.CookieJar(labdriver.refuse_cookies())
         # trust_env as shipped: the lab keeps proxies and SSL_CERT_FILE out of the environment
         self.client = httpx.Client(transport=transport, headers=headers, cookies=jar,

@@ -33,7 +33,9 @@ class NiquestsDriver(labdriver.HybridDriver):
     concurrently), multiplexed over HTTP/2."""
 
     # niquests never sends Expect: 100-continue, so expect_100=false is what it always does
-    options = {"tcp_nodelay": None, "max_host_connections": None, "expect_100": (False,)}
+    # accept_encoding "library": niquests' own Accept-Encoding (client_headers then sets none)
+    options = {"tcp_nodelay": None, "max_host_connections": None, "expect_100": (False,),
+               "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         versions = {**labdriver.base_versions(), "niquests": niquests.__version__}

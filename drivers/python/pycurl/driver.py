@@ -23,7 +23,9 @@ PER_REQUEST_DEFAULTS = {pycurl.FOLLOWLOCATION: 0, pycurl.HTTPHEADER: []}
 class PycurlDriver(labdriver.Driver):
     """One pycurl.Curl per job; the handle keeps its connection and cookies between requests."""
 
-    options = {"tcp_nodelay": None, "expect_100": None}
+    # accept_encoding "library": libcurl sends no Accept-Encoding and decodes nothing unless
+    # ACCEPT_ENCODING is set, as a job without accept_gzip does already
+    options = {"tcp_nodelay": None, "expect_100": None, "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         info = pycurl.version_info()

@@ -31,7 +31,10 @@ class RequestsDriver(labdriver.Driver):
     """One requests.Session per job."""
 
     # requests never sends Expect: 100-continue, so expect_100=false is what it always does
-    options = {"tcp_nodelay": None, "max_host_connections": None, "expect_100": (False,)}
+    # accept_encoding "library": requests' own Accept-Encoding (urllib3's: gzip, deflate, and br
+    # or zstd where their packages are installed), decoded by urllib3
+    options = {"tcp_nodelay": None, "max_host_connections": None, "expect_100": (False,),
+               "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         return {**labdriver.base_versions(), "requests": requests.__version__, "urllib3": urllib3.__version__}
@@ -51,8 +54,10 @@ class RequestsDriver(labdriver.Driver):
             session.verify = job.tls_ca
         if not job.cookies:
             session.cookies.set_policy(labdriver.refuse_cookies())
-        # requests asks for gzip/deflate by default: say exactly what the job wants
-        session.headers["Accept-Encoding"] = job.gzip_header
+        # requests asks for gzip/deflate by default: say exactly what the job wants, unless the job
+        # leaves it to the library
+        if not job.library_encoding:
+            session.headers["Accept-Encoding"] = job.gzip_header
         if not job.keep_alive:
             session.headers["Connection"] = "close"
         self.session = session

@@ -37,7 +37,10 @@ class UrllibDriver(labdriver.Driver):
     # http.client always sets TCP_NODELAY and never sends Expect: 100-continue. A new connection
     # per request, closed before the next one opens: never more than one at once, so any
     # max_host_connections limit holds as it is
-    options = {"tcp_nodelay": (True,), "max_host_connections": None, "expect_100": (False,)}
+    # accept_encoding "library": http.client's own "Accept-Encoding: identity", decoding nothing,
+    # as every job does already
+    options = {"tcp_nodelay": (True,), "max_host_connections": None, "expect_100": (False,),
+               "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         # urllib.request's own version is the interpreter's (it is what its User-Agent says)

@@ -16,7 +16,10 @@ class Urllib3Driver(labdriver.Driver):
     """One urllib3.PoolManager per job."""
 
     # urllib3 never sends Expect: 100-continue, so expect_100=false is what it always does
-    options = {"tcp_nodelay": None, "max_host_connections": None, "expect_100": (False,)}
+    # accept_encoding "library": a PoolManager sends no Accept-Encoding of its own, and decodes
+    # what comes content-coded (decode_content, on by default)
+    options = {"tcp_nodelay": None, "max_host_connections": None, "expect_100": (False,),
+               "accept_encoding": labdriver.LIBRARY_ENCODING}
 
     def versions(self) -> dict[str, str]:
         return {**labdriver.base_versions(), "urllib3": urllib3.__version__}
@@ -37,9 +40,7 @@ class Urllib3Driver(labdriver.Driver):
         limit = job.option("max_host_connections")
         if limit is not None:
             kwargs.update(maxsize=limit, block=True)  # block: never more than `limit` per host
-        headers = {"Accept-Encoding": job.gzip_header}
-        if not job.keep_alive:
-            headers["Connection"] = "close"
+        headers = job.client_headers
         self.pool = urllib3.PoolManager(headers=headers, **kwargs)
 
     def request(self, req: labdriver.Request) -> labdriver.Response:

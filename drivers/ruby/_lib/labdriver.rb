@@ -29,7 +29,12 @@ module LabDriver
     "share" => :array,
     "expect_100" => :boolean,
     "multi_api" => :string,
+    "accept_encoding" => :string,
   }.freeze
+
+  # accept_encoding = "library": the job leaves Accept-Encoding and decoding to the library as it
+  # ships (docs/driver-protocol.md §3); a driver that honours it lists it with these values.
+  LIBRARY_ENCODING = ["library"].freeze
 
   # One entry of `job.requests`, done `repeat` times; `r` is its index.
   # `parsed_uri` and `parsed_origin` are the URL's parts, taken once when the job is read (nil
@@ -175,6 +180,17 @@ module LabDriver
     # Accept-Encoding value: gzip when asked, else identity (clients' defaults may say gzip).
     def gzip_header
       accept_gzip ? "gzip" : "identity"
+    end
+
+    # The job leaves Accept-Encoding and decoding to the library as it ships (the option
+    # accept_encoding = "library"): the driver sets no Accept-Encoding of its own.
+    def library_encoding?
+      option("accept_encoding") == "library"
+    end
+
+    # { "Accept-Encoding" => gzip_header }, or {} where the job leaves it to the library.
+    def encoding_headers
+      library_encoding? ? {} : { "Accept-Encoding" => gzip_header }
     end
 
     # Every request to do, in order, repeats expanded.

@@ -10,7 +10,9 @@ require "zlib"
 class ExconDriver < LabDriver::Driver
   # Excon's own :tcp_nodelay (default false: the socket keeps the system's default, Nagle on);
   # it never sends Expect: 100-continue
-  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => [false] }.freeze
+  # accept_encoding "library": Excon sends no Accept-Encoding, and its default middlewares
+  # decode nothing
+  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => [false], "accept_encoding" => LabDriver::LIBRARY_ENCODING }.freeze
   OPTION_NOTES = {
     "expect_100" => "Excon does not wait for 100 Continue",
     "max_host_connections" => "Excon has no connection limit (one connection per host here)",
@@ -36,7 +38,7 @@ class ExconDriver < LabDriver::Driver
     @params = {
       persistent: job.keep_alive, # false: Excon closes the socket after every response
       ssl_verify_peer: true,
-      headers: { "Accept-Encoding" => job.gzip_header },
+      headers: job.encoding_headers,
     }
     if job.timeout_s # else Excon's own
       @params.merge!(connect_timeout: job.timeout_s, read_timeout: job.timeout_s, write_timeout: job.timeout_s)

@@ -19,7 +19,9 @@ class FaradayDriver < LabDriver::Driver
   # TCP_NODELAY through Net::HTTP::Persistent#socket_options (it sets 1 by default, Net::HTTP
   # itself sets 1 on connect: false is applied right after the connection opens, before any
   # request is written). Neither Faraday nor Net::HTTP sends Expect: 100-continue by itself.
-  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => [false] }.freeze
+  # accept_encoding "library": no header of Faraday's; Net::HTTP underneath asks for gzip,
+  # deflate and identity and decodes them, as a Faraday user on this adapter gets
+  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => [false], "accept_encoding" => LabDriver::LIBRARY_ENCODING }.freeze
   OPTION_NOTES = {
     "expect_100" => "this driver sends no Expect header",
     "max_host_connections" => "Faraday 1.1's net_http_persistent adapter sets no per-host limit",
@@ -95,7 +97,7 @@ class FaradayDriver < LabDriver::Driver
   def default_headers
     # exactly what the job asks for: Gzip would ask for "gzip,deflate" and Net::HTTP for its own
     # list (decoding behind Faraday's back); Gzip keeps a header it is given and decodes gzip
-    headers = { "Accept-Encoding" => @job.gzip_header }
+    headers = @job.encoding_headers
     headers["Connection"] = "close" unless @job.keep_alive # Net::HTTP::Persistent closes after it
     headers
   end

@@ -11,7 +11,8 @@ require "zlib"
 class HttpRbDriver < LabDriver::Driver
   # http.rb's nodelay (true sets TCP_NODELAY; without it the socket keeps the system's default,
   # Nagle on); it never sends Expect: 100-continue
-  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => [false] }.freeze
+  # accept_encoding "library": http.rb sends no Accept-Encoding and inflates nothing unless told
+  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => [false], "accept_encoding" => LabDriver::LIBRARY_ENCODING }.freeze
   OPTION_NOTES = {
     "expect_100" => "http.rb does not wait for 100 Continue",
     "max_host_connections" => "http.rb has no connection limit (one connection per origin here)",
@@ -30,7 +31,7 @@ class HttpRbDriver < LabDriver::Driver
   def open(job)
     @job = job
     t = job.timeout_s
-    base = HTTP.headers("Accept-Encoding" => job.gzip_header)
+    base = HTTP.headers(job.encoding_headers)
     base = base.timeout(connect: t, write: t, read: t) if t # else http.rb's own
     base = base.use(:auto_inflate) if job.accept_gzip # decodes Content-Encoding: gzip
     base = base.nodelay if job.option("tcp_nodelay")

@@ -10,7 +10,8 @@ require "zlib"
 class NetHttpDriver < LabDriver::Driver
   # Net::HTTP sets TCP_NODELAY on every socket it opens and has no setting to turn it off; it
   # sends Expect: 100-continue only when the caller adds that header, which this driver never does
-  OPTIONS = { "tcp_nodelay" => [true], "expect_100" => [false] }.freeze
+  # accept_encoding "library": Net::HTTP's own Accept-Encoding (gzip, deflate, identity), decoded by it
+  OPTIONS = { "tcp_nodelay" => [true], "expect_100" => [false], "accept_encoding" => LabDriver::LIBRARY_ENCODING }.freeze
   OPTION_NOTES = {
     "tcp_nodelay" => "Net::HTTP sets TCP_NODELAY on every connection and has no setting for it",
     "expect_100" => "this driver sends no Expect header",
@@ -32,8 +33,9 @@ class NetHttpDriver < LabDriver::Driver
     @job = job
     # origin => Net::HTTP, started (connected) by its first request and kept for the job
     @connections = job.origins.to_h { |origin| [origin, new_http(URI(origin))] }
-    # exactly what the job asks for (left unset, Net::HTTP would ask for gzip, deflate and identity)
-    @headers = { "Accept-Encoding" => job.gzip_header }
+    # exactly what the job asks for (left unset, Net::HTTP would ask for gzip, deflate and
+    # identity, as it does where the job leaves it to the library)
+    @headers = job.encoding_headers
     @headers["Connection"] = "close" unless job.keep_alive # Net::HTTP closes, then reconnects
   end
 

@@ -13,7 +13,10 @@ require "typhoeus"
 class TyphoeusDriver < LabDriver::Driver
   # CURLOPT_TCP_NODELAY, an Expect header (Typhoeus sends "Expect:" by default, which keeps
   # libcurl from adding one) and CURLMOPT_MAX_HOST_CONNECTIONS on the Hydra's multi handle
-  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => nil, "max_host_connections" => nil }.freeze
+  # accept_encoding "library": libcurl sends no Accept-Encoding unless told, as a job without
+  # accept_gzip does already
+  OPTIONS = { "tcp_nodelay" => nil, "expect_100" => nil, "max_host_connections" => nil,
+              "accept_encoding" => LabDriver::LIBRARY_ENCODING }.freeze
   CURL_VERSION_HTTP2 = 1 << 16 # curl_version_info features bit (Ethon has no constant for it)
   # h2c (:httpv2_prior_knowledge) is not claimed: libcurl < 8.0.0 (Debian 12 has 7.88.1) fails
   # every prior-knowledge request that reuses the connection (curl#10634)

@@ -116,8 +116,7 @@ type Server struct {
 	A, B     net.Listener
 	C        net.Listener // another host; nil where the next address is not this host's (the network lab)
 	Ledger   ledger
-	Active   atomic.Int64 // connections being served now: a stalled client that left must not stay
-	conns    atomic.Int64 // connections accepted so far: each ledger entry names its own
+	held     register // the connections being served: a stalled client that left must not stay (faults_held.go)
 	S        net.Listener // origin s: TLS, the https side of a redirect to plain http (faults_redirect.go)
 	SConfig  *tls.Config
 	H2       net.Listener // origin h2: TLS, HTTP/2 alone (faults_h2.go)
@@ -173,23 +172,24 @@ func (f *Server) Ports() map[string]int {
 }
 
 func (f *Server) accept(l net.Listener, origin string) {
-	f.acceptEach(l, func(c net.Conn) {
+	f.acceptEach(l, origin, func(c net.Conn, h *heldConn) {
 		switch origin {
 		case "h2":
-			f.serveH2(c, sockets.Port(l))
+			f.serveH2(c, sockets.Port(l), h)
 		case "s":
 			tc := tls.Server(c, f.SConfig)
 			defer tc.Close()
-			f.serve(tc, origin, sockets.Port(l))
+			f.serveOn(tc, origin, sockets.Port(l), h)
 		default:
-			f.serve(c, origin, sockets.Port(l))
+			f.serveOn(c, origin, sockets.Port(l), h)
 		}
 	})
 }
 
 // acceptEach serves each connection l accepts (from a peer the server serves) in a goroutine of
-// its own, counted in active while serve runs, and closed after it.
-func (f *Server) acceptEach(l net.Listener, serve func(net.Conn)) {
+// its own, held in the register (faults_held.go) while serve and the goroutines it starts for the
+// connection run, and closed after serve.
+func (f *Server) acceptEach(l net.Listener, origin string, serve func(net.Conn, *heldConn)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -202,11 +202,11 @@ func (f *Server) acceptEach(l net.Listener, serve func(net.Conn)) {
 			c.Close()
 			continue
 		}
-		f.Active.Add(1)
+		h := f.held.open(origin, c.RemoteAddr())
 		go func() {
-			defer f.Active.Add(-1)
+			defer h.done()
 			defer c.Close()
-			serve(c)
+			serve(c, h)
 		}()
 	}
 }
@@ -242,16 +242,10 @@ func readFaultRequest(r *bufio.Reader) (*faultRequest, error) {
 	return &faultRequest{method: method, path: u.Path, query: u.Query(), header: h}, nil
 }
 
-// serve reads each request whole (its head and its body, whose length the ledger keeps) and
+// serveOn reads each request whole (its head and its body, whose length the ledger keeps) and
 // answers it. Only the keep-alive race keeps a connection for a next request; every other answer
-// closes it.
-func (f *Server) serve(c net.Conn, origin string, port int) {
-	f.serveOn(c, origin, port, f.conns.Add(1))
-}
-
-// serveOn is serve on a connection whose serial number is already taken (a TLS fault origin's,
-// whose handshake has its ledger entry).
-func (f *Server) serveOn(c net.Conn, origin string, port int, conn int64) {
+// closes it. c is h's connection, or the TLS connection over it.
+func (f *Server) serveOn(c net.Conn, origin string, port int, h *heldConn) {
 	src := &io.LimitedReader{R: c}
 	r := bufio.NewReader(src)
 	var race *raceConn
@@ -272,7 +266,7 @@ func (f *Server) serveOn(c net.Conn, origin string, port int, conn int64) {
 		}
 		c.SetReadDeadline(time.Time{})
 		entry := LedgerEntry{Origin: origin, Port: port, Method: handlers.Cut(req.method), Path: handlers.Cut(req.path),
-			Credentials: []string{}, N: handlers.Cut(req.query.Get("n")), Conn: conn, Seq: seq, BodyBytes: bodyBytes,
+			Credentials: []string{}, N: handlers.Cut(req.query.Get("n")), Conn: h.Serial, Seq: seq, BodyBytes: bodyBytes,
 			AcceptEncoding: handlers.Cut(req.header.Get("Accept-Encoding"))}
 		for _, name := range credentialHeaders {
 			if len(req.header.Values(name)) > 0 {
@@ -295,10 +289,10 @@ func (f *Server) serveOn(c net.Conn, origin string, port int, conn int64) {
 	// gone closes when the client closes or resets its side: a stall or a trickle stops then,
 	// instead of holding a goroutine and a socket for its whole length
 	gone := make(chan struct{})
-	go func() {
+	h.goServe(func() {
 		io.Copy(io.Discard, c)
 		close(gone)
-	}()
+	})
 	f.answer(c, req, gone)
 }
 
@@ -473,7 +467,7 @@ func firstErr(errs ...error) error {
 func (f *Server) Control(mux *http.ServeMux, reply func(http.ResponseWriter, any)) {
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
 		entries, counts, numbered := f.Ledger.Snapshot(r.URL.Query().Get("reset") == "1")
-		reply(w, map[string]any{"entries": entries, "counts": counts, "numbered": numbered, "active": f.Active.Load(),
+		reply(w, map[string]any{"entries": entries, "counts": counts, "numbered": numbered, "active": f.Active(),
 			"ports": f.Ports()})
 	})
 	mux.HandleFunc("POST /faults/reset", func(w http.ResponseWriter, r *http.Request) {

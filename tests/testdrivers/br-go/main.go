@@ -1,8 +1,9 @@
 // Test drivers go-fake-br-careful and go-fake-br-lenient: net/http's client (labhttp's, as
 // go-net-http builds it for the job) that asks for br beside gzip and decodes both itself, br with
-// andybalholm/brotli. Where the job names accept_gzip it sends "Accept-Encoding: gzip, br": a
-// departure from protocol version 1 (gzip alone), so that the behaviour matrix's brotli bomb has
-// a client that asks for it. careful stops past 64 MiB decoded; lenient decodes all of it into
+// andybalholm/brotli. Where the job leaves the coding to the library (accept_encoding =
+// "library", the brotli bomb's job) it sends "Accept-Encoding: gzip, br", as a program on this
+// client would; where the job names accept_gzip it sends the same, a departure from protocol
+// version 1 (gzip alone). careful stops past 64 MiB decoded; lenient decodes all of it into
 // memory.
 package main
 
@@ -50,7 +51,9 @@ func (c *client) Do(req *lab.Request) (lab.Response, error) {
 	if err != nil {
 		return lab.Response{}, err
 	}
-	if c.job.AcceptGzip { // set by hand, so net/http leaves the body to us, gzip included
+	// set by hand, so net/http leaves the body to us, gzip included; this test driver's "library"
+	// (accept_encoding = "library") is net/http with a brotli decoder: it asks for both
+	if c.job.AcceptGzip || c.job.LibraryEncoding() {
 		hreq.Header.Set("Accept-Encoding", "gzip, br")
 	}
 	resp, err := c.hc.Do(hreq)

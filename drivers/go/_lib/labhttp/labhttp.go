@@ -18,7 +18,8 @@ import (
 // dialled connection), max_host_connections (MaxConnsPerHost) and expect_100 (the Expect header
 // with ExpectContinueTimeout: net/http never sends it itself).
 func Options() map[string][]any {
-	return map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": nil}
+	return map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": nil,
+		"accept_encoding": {"library"}}
 }
 
 // Versions names net/http's version: the Go release's own.
@@ -69,8 +70,9 @@ func Configure(job *lab.Job, transport *http.Transport) error {
 	transport.Protocols = protocols
 	transport.TLSClientConfig = tlsConfig
 	transport.DisableKeepAlives = !job.KeepAlive
-	// the Transport asks for gzip and decodes it itself unless this is set
-	transport.DisableCompression = !job.AcceptGzip
+	// the Transport asks for gzip and decodes it itself unless this is set; left to the library
+	// (accept_encoding = "library"), it does as it ships: asks for gzip and decodes it
+	transport.DisableCompression = !job.AcceptGzip && !job.LibraryEncoding()
 	if n := job.Options.MaxHostConnections; n > 0 {
 		transport.MaxConnsPerHost = n
 	}

@@ -77,6 +77,8 @@ pub struct Options {
     pub expect_100: Option<bool>,
     pub share: Option<Vec<String>>,
     pub multi_api: Option<String>,
+    /// `Some("library")`: the job leaves Accept-Encoding and decoding to the library as it ships
+    pub accept_encoding: Option<String>,
     /// every non-null option as given, for the refusal check
     pub(crate) given: Vec<(String, Value)>,
 }
@@ -221,6 +223,10 @@ impl Options {
                     Some(s @ ("multi" | "multi_socket")) => options.multi_api = Some(s.to_string()),
                     _ => return Err(wrong("\"multi\" or \"multi_socket\"")),
                 },
+                "accept_encoding" => match value.as_str() {
+                    Some("library") => options.accept_encoding = Some("library".to_string()),
+                    _ => return Err(wrong("\"library\"")),
+                },
                 _ => {} // unknown to protocol version 1: refused below unless the driver knows it
             }
             options.given.push((name.clone(), value.clone()));
@@ -293,12 +299,21 @@ impl Job {
         named.all(|follow| follow == first).then_some(first)
     }
 
+    /// The job leaves Accept-Encoding and decoding to the library as it ships (the option
+    /// accept_encoding = "library"): the driver sets no Accept-Encoding of its own.
+    pub fn library_encoding(&self) -> bool {
+        self.options.accept_encoding.as_deref() == Some("library")
+    }
+
     /// True when some entries follow redirects and others do not.
     pub fn mixes_redirects(&self) -> bool {
         let named = || self.requests.iter().filter_map(|req| req.follow_redirects);
         named().any(|f| f) && named().any(|f| !f)
     }
 }
+
+/// accept_encoding "library", for a driver's OPTIONS: the library's own Accept-Encoding.
+pub const LIBRARY_ENCODING: Opt = Opt::only("accept_encoding", &["\"library\""], "");
 
 /// One job option a driver knows, and the values it honours exactly.
 #[derive(Clone, Copy, Debug)]

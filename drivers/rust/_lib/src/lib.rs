@@ -23,7 +23,7 @@ mod report;
 #[cfg(test)]
 mod transcript;
 
-pub use job::{Http, Job, Opt, Options, Refusal, Request, refusal};
+pub use job::{Http, Job, LIBRARY_ENCODING, Opt, Options, Refusal, Request, refusal};
 #[cfg(feature = "tokio")]
 pub use report::AsyncFileSink;
 pub use report::{CHUNK, Error, FileSink, Outcomes, Report, Response, Tally, error_message, http_label};

@@ -11,9 +11,12 @@
 macro_rules! reqwest_builder {
     ($builder:expr, $job:expr) => {{
         let job: &$crate::Job = $job;
-        let mut builder = $builder
-            .cookie_store(job.cookies)
-            .gzip(job.accept_gzip); // off: no Accept-Encoding at all; on: "gzip", decoded
+        let mut builder = $builder.cookie_store(job.cookies);
+        if !job.library_encoding() {
+            // off: no Accept-Encoding at all; on: "gzip", decoded; left to the library, reqwest's
+            // own (its gzip feature on: "gzip", decoded)
+            builder = builder.gzip(job.accept_gzip);
+        }
         if let Some(timeout) = job.timeout {
             builder = builder.timeout(timeout); // none named: reqwest's own (no total limit)
         }
@@ -102,6 +105,7 @@ pub const REQWEST_OPTIONS: &[crate::Opt] = &[
     crate::Opt::any("tcp_nodelay"),
     crate::Opt::never("max_host_connections", "reqwest has no per-host connection limit (only an idle-pool size)"),
     crate::Opt::only("expect_100", &["false"], "reqwest never sends Expect: 100-continue"),
+    crate::LIBRARY_ENCODING,
 ];
 
 /// Versions of what a reqwest driver runs: reqwest, the hyper stack under it, rustls (ring).

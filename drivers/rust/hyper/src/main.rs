@@ -24,6 +24,7 @@ const OPTIONS: &[Opt] = &[
     Opt::any("tcp_nodelay"),
     Opt::never("max_host_connections", "hyper-util's pool has no per-host connection limit"),
     Opt::only("expect_100", &["false"], "hyper never sends Expect: 100-continue"),
+    labdriver::LIBRARY_ENCODING, // hyper sends no Accept-Encoding and decodes nothing, as every job does
 ];
 
 struct Hyper;

@@ -15,6 +15,8 @@ const OPTIONS: &[Opt] = &[
     Opt::any("expect_100"),
     Opt::only("multi_api", &["\"multi_socket\""], "isahc's agent drives libcurl with curl_multi_socket_action"),
     Opt::never("share", "isahc has no libcurl share handle (one multi handle's caches serve the client)"),
+    // isahc's own: automatic decompression, libcurl asked for every coding it decodes
+    labdriver::LIBRARY_ENCODING,
 ];
 
 struct Isahc;
@@ -81,8 +83,10 @@ impl BlockingDriver for Isahc {
                 Http::H1 => VersionNegotiation::http11(),
                 Http::H2 | Http::H2c => VersionNegotiation::http2(), // prior knowledge, no fallback
                 Http::H3 => unreachable!("labdriver refuses HTTP/3 jobs for a driver without HTTP3"),
-            })
-            .automatic_decompression(job.accept_gzip);
+            });
+        if !job.library_encoding() {
+            builder = builder.automatic_decompression(job.accept_gzip);
+        }
         if let Some(timeout) = job.timeout {
             builder = builder.timeout(timeout);
         }

@@ -16,6 +16,7 @@ const OPTIONS: &[Opt] = &[
     // ureq sends Expect: 100-continue only when the program adds the header, and then waits for
     // the 100 (timeout_await_100) before sending the body
     Opt::any("expect_100"),
+    labdriver::LIBRARY_ENCODING, // ureq's own Accept-Encoding (its gzip feature: "gzip", decoded)
 ];
 
 struct Ureq;
@@ -98,8 +99,10 @@ impl BlockingDriver for Ureq {
             .http_status_as_error(false) // a 4xx/5xx is a response, not an error
             // only a limit the job names: ureq's timeout_global runs a thread per request
             .timeout_global(job.timeout)
-            .accept_encoding(if job.accept_gzip { "gzip" } else { "" }) // "": no header at all
             .tls_config(TlsConfig::builder().root_certs(root_certs(job)?).build());
+        if !job.library_encoding() {
+            config = config.accept_encoding(if job.accept_gzip { "gzip" } else { "" }); // "": no header at all
+        }
         if !job.keep_alive {
             config = config.max_idle_connections(0).max_idle_connections_per_host(0); // none kept
         }

@@ -23,6 +23,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 public abstract class Driver {
     /** In the constructor's option pairs: every valid value of the option is honoured. */
     protected static final List<?> ANY = null;
+    /** The values of accept_encoding a driver honours: "library", the library's own Accept-Encoding. */
+    public static final List<String> LIBRARY_ENCODING = List.of("library");
 
     private final Map<String, List<?>> options = new HashMap<>();
     private ExecutorService workers;

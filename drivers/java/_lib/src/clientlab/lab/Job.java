@@ -17,7 +17,7 @@ public final class Job {
     /** Options known in protocol version 1 and the JSON kind each value must have. */
     static final Map<String, String> OPTION_KINDS = Map.of(
             "tcp_nodelay", "boolean", "max_host_connections", "integer", "share", "list",
-            "expect_100", "boolean", "multi_api", "string");
+            "expect_100", "boolean", "multi_api", "string", "accept_encoding", "string");
 
     public final String scenario;
     public final boolean verify;
@@ -86,6 +86,14 @@ public final class Job {
     /** The option's value; null when absent or null (the client's default). */
     public Object option(String name) {
         return options.get(name);
+    }
+
+    /**
+     * The job leaves Accept-Encoding and decoding to the library as it ships (the option
+     * accept_encoding = "library"): the driver sets no Accept-Encoding of its own.
+     */
+    public boolean libraryEncoding() {
+        return "library".equals(options.get("accept_encoding"));
     }
 
     /** A boolean option (tcp_nodelay, expect_100); null when the client's default is asked. */

@@ -52,7 +52,8 @@ public final class ApacheDriver extends Driver {
 
     /** Options: SocketConfig.tcpNoDelay, the pool's max per route, RequestConfig.expectContinueEnabled. */
     public ApacheDriver() {
-        super("tcp_nodelay", ANY, "max_host_connections", ANY, "expect_100", ANY);
+        super("tcp_nodelay", ANY, "max_host_connections", ANY, "expect_100", ANY,
+                "accept_encoding", LIBRARY_ENCODING);
     }
 
     public static void main(String[] args) {
@@ -99,8 +100,8 @@ public final class ApacheDriver extends Driver {
         } else {
             b.disableCookieManagement();
         }
-        if (!job.acceptGzip) {
-            b.disableContentCompression(); // else it asks for gzip and decodes it
+        if (!job.acceptGzip && !job.libraryEncoding()) {
+            b.disableContentCompression(); // else it asks for its codings and decodes them, as it ships
         }
         client = b.build();
         configs.clear();

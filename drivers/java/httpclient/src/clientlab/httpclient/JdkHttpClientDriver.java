@@ -45,7 +45,9 @@ public class JdkHttpClientDriver extends AsyncDriver {
      * no way to clear it), expect_100 (HttpRequest.Builder.expectContinue(); nothing else sends it).
      */
     public JdkHttpClientDriver() {
-        super("tcp_nodelay", List.of(true), "expect_100", ANY);
+        // accept_encoding "library": java.net.http sends no Accept-Encoding and decodes nothing,
+        // as a job without accept_gzip does already
+        super("tcp_nodelay", List.of(true), "expect_100", ANY, "accept_encoding", LIBRARY_ENCODING);
     }
 
     public static void main(String[] args) {

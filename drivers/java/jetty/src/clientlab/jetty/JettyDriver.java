@@ -46,7 +46,8 @@ public final class JettyDriver extends AsyncDriver {
      * request says Expect: 100-continue, and never says it by itself).
      */
     public JettyDriver() {
-        super("tcp_nodelay", ANY, "max_host_connections", ANY, "expect_100", ANY);
+        super("tcp_nodelay", ANY, "max_host_connections", ANY, "expect_100", ANY,
+                "accept_encoding", LIBRARY_ENCODING);
     }
 
     public static void main(String[] args) {
@@ -84,8 +85,8 @@ public final class JettyDriver extends AsyncDriver {
         }
         c.setMaxRequestsQueuedPerDestination(Math.max(c.getMaxRequestsQueuedPerDestination(), job.concurrency));
         c.setHttpCookieStore(job.cookies ? new HttpCookieStore.Default() : new HttpCookieStore.Empty());
-        if (!job.acceptGzip) {
-            c.getContentDecoderFactories().clear(); // else it asks for gzip and decodes it
+        if (!job.acceptGzip && !job.libraryEncoding()) {
+            c.getContentDecoderFactories().clear(); // else it asks for gzip and decodes it, as it ships
         }
         c.start(); // threads and buffers; connections open with the first request
         client = c;

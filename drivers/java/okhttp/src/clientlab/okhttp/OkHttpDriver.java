@@ -51,7 +51,8 @@ public final class OkHttpDriver extends AsyncDriver {
      * the request says Expect: 100-continue, and never says it by itself).
      */
     public OkHttpDriver() {
-        super("tcp_nodelay", ANY, "max_host_connections", ANY, "expect_100", ANY);
+        super("tcp_nodelay", ANY, "max_host_connections", ANY, "expect_100", ANY,
+                "accept_encoding", LIBRARY_ENCODING);
     }
 
     public static void main(String[] args) {
@@ -122,8 +123,9 @@ public final class OkHttpDriver extends AsyncDriver {
 
     private Call call(Request req) {
         okhttp3.Request.Builder b = new okhttp3.Request.Builder().url(req.url);
-        if (!job.acceptGzip) {
-            // OkHttp asks for gzip (and decodes it) unless the request names an encoding
+        if (!job.acceptGzip && !job.libraryEncoding()) {
+            // OkHttp asks for gzip (and decodes it) unless the request names an encoding, as it
+            // does where the job leaves it to the library
             b.header("Accept-Encoding", "identity");
         }
         if (!job.keepAlive) {

@@ -1,6 +1,7 @@
 package clientlab.ktor.cio
 
 import clientlab.ktor.KtorDriver
+import clientlab.lab.Driver
 import clientlab.lab.Job
 import clientlab.lab.Lab
 import clientlab.lab.Tls
@@ -14,7 +15,9 @@ import io.ktor.client.engine.cio.CIOEngineConfig
  * answer (CIO's Endpoint keeps connections only in its request pipeline, which hung on the bench
  * server's answers when turned on), so the manifest claims keepalive_off and not keepalive.
  */
-class CioDriver : KtorDriver<CIOEngineConfig>(CIO) {
+// accept_encoding "library": Ktor without its ContentEncoding plugin sends no Accept-Encoding and
+// decodes nothing, as a job without accept_gzip does already
+class CioDriver : KtorDriver<CIOEngineConfig>(CIO, "accept_encoding", Driver.LIBRARY_ENCODING) {
     override fun CIOEngineConfig.configure(job: Job) {
         // the engine's own limit on a request (15 s as it ships): the job's, when it names one
         job.timeout()?.let { requestTimeout = it.toMillis() }

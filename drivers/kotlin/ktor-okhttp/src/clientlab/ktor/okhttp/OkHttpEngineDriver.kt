@@ -1,6 +1,7 @@
 package clientlab.ktor.okhttp
 
 import clientlab.ktor.KtorDriver
+import clientlab.lab.Driver
 import clientlab.lab.Job
 import clientlab.lab.Lab
 import clientlab.lab.Tls
@@ -16,7 +17,8 @@ import okhttp3.Protocol
  * Ktor's client on its OkHttp engine: Ktor's API and plugins over an OkHttpClient the engine
  * builds (on the first request, as Ktor does) and calls asynchronously.
  */
-class OkHttpEngineDriver : KtorDriver<OkHttpConfig>(OkHttp) {
+// accept_encoding "library": the engine's OkHttp asks for gzip and decodes it (perRequest)
+class OkHttpEngineDriver : KtorDriver<OkHttpConfig>(OkHttp, "accept_encoding", Driver.LIBRARY_ENCODING) {
     override fun versions(versions: MutableMap<String, String>) {
         super.versions(versions)
         versions["okhttp"] = okhttp3.OkHttp.VERSION
@@ -51,8 +53,9 @@ class OkHttpEngineDriver : KtorDriver<OkHttpConfig>(OkHttp) {
     }
 
     override fun HttpRequestBuilder.perRequest(job: Job) {
-        if (!job.acceptGzip) {
-            // OkHttp asks for gzip (and decodes it) unless the request names an encoding
+        if (!job.acceptGzip && !job.libraryEncoding()) {
+            // OkHttp asks for gzip (and decodes it) unless the request names an encoding, as it
+            // does where the job leaves it to the library
             header(HttpHeaders.AcceptEncoding, "identity")
         }
     }
