@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"clientlab/server/internal/handlers"
@@ -116,7 +115,7 @@ type Server struct {
 	A, B     net.Listener
 	C        net.Listener // another host; nil where the next address is not this host's (the network lab)
 	Ledger   ledger
-	held     register // the connections being served: a stalled client that left must not stay (faults_held.go)
+	held     register     // the connections being served: a stalled client that left must not stay (faults_held.go)
 	S        net.Listener // origin s: TLS, the https side of a redirect to plain http (faults_redirect.go)
 	SConfig  *tls.Config
 	H2       net.Listener // origin h2: TLS, HTTP/2 alone (faults_h2.go)
@@ -274,6 +273,7 @@ func (f *Server) serveOn(c net.Conn, origin string, port int, h *heldConn) {
 			}
 		}
 		f.Ledger.record(entry)
+		h.reading(entry.Method, entry.Path)
 		if race != nil { // a request on a kept connection: the server closes it as the request arrives
 			race.drop(c)
 			return

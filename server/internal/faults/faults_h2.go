@@ -30,8 +30,8 @@ import (
 // goAwayLinger is how long a connection that was sent a GOAWAY stays open without a frame.
 const goAwayLinger = 2 * time.Second
 
-func (f *Server) serveH2(c net.Conn, port int) {
-	conn := f.conns.Add(1)
+func (f *Server) serveH2(c net.Conn, port int, h *heldConn) {
+	conn := h.Serial
 	tc := tls.Server(c, f.h2Config)
 	defer tc.Close()
 	tc.SetDeadline(time.Now().Add(sockets.HeaderTimeout))
@@ -94,12 +94,13 @@ func (f *Server) serveH2(c net.Conn, port int) {
 			}
 			n := target.Query().Get("n")
 			if target.Path == "/fault/h2-max-streams" && seq == 1 { // the connection is the lowered limit's (faults_h2_limit.go)
-				f.serveLoweredLimit(tc, fr, w, answer, conn, port, fm.StreamID, fm.PseudoValue("method"), n)
+				f.serveLoweredLimit(tc, fr, w, answer, h, port, fm.StreamID, fm.PseudoValue("method"), n)
 				return
 			}
 			entry := LedgerEntry{Origin: "h2", Port: port, Method: handlers.Cut(fm.PseudoValue("method")), Path: handlers.Cut(target.Path),
 				Credentials: []string{}, N: handlers.Cut(n), Conn: conn, Seq: seq}
 			f.Ledger.record(entry)
+			h.reading(entry.Method, entry.Path)
 			switch {
 			case target.Path == "/fault/h2-goaway" && goneAway == 0:
 				goneAway = fm.StreamID

@@ -74,10 +74,11 @@ type h2Pending struct {
 
 // serveLoweredLimit takes over an h2 connection from serveH2 at its first request, the limit's.
 func (f *Server) serveLoweredLimit(tc *tls.Conn, fr *http2.Framer, w *bufio.Writer, answer func(uint32, string),
-	conn int64, port int, first uint32, method, n string) {
+	h *heldConn, port int, first uint32, method, n string) {
 	record := func(seq int, method, path, n string, refused bool) {
 		f.Ledger.record(LedgerEntry{Origin: "h2", Port: port, Method: handlers.Cut(method), Path: handlers.Cut(path), Credentials: []string{},
-			N: handlers.Cut(n), Conn: conn, Seq: seq, Refused: refused})
+			N: handlers.Cut(n), Conn: h.Serial, Seq: seq, Refused: refused})
+		h.reading(handlers.Cut(method), handlers.Cut(path))
 	}
 	record(1, method, "/fault/h2-max-streams", n, false)
 	pending := []h2Pending{{first, n}}
@@ -94,7 +95,7 @@ func (f *Server) serveLoweredLimit(tc *tls.Conn, fr *http2.Framer, w *bufio.Writ
 	events := make(chan h2Event)
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
+	h.goServe(func() {
 		for {
 			ev := readH2Event(tc, fr)
 			select {
@@ -106,7 +107,7 @@ func (f *Server) serveLoweredLimit(tc *tls.Conn, fr *http2.Framer, w *bufio.Writ
 				return
 			}
 		}
-	}()
+	})
 	pace := time.NewTicker(h2LimitPace)
 	defer pace.Stop()
 	seq := 1

@@ -1,33 +1,15 @@
 package faults_test
 
 import (
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"clientlab/server/internal/faults"
-	"clientlab/server/internal/servertest"
-	"clientlab/server/internal/sockets"
 )
-
-// h2Get sends a GET of target on stream.
-func h2Get(fr *http2.Framer, stream uint32, target string) {
-	var block strings.Builder
-	enc := hpack.NewEncoder(&blockWriter{&block})
-	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "x"}, {":path", target}} {
-		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-	}
-	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: []byte(block.String()), EndStream: true, EndHeaders: true})
-}
 
 // The first request brings the lowered limit and a PING; once the client has answered the PING,
 // a stream opened beside the unanswered first is refused, and the first is answered after.
@@ -68,36 +50,8 @@ func TestAStreamOverTheLoweredLimitIsRefusedOnceTheClientKnowsIt(t *testing.T) {
 // Go's HTTP/2 client keeps to the limit it is told (it opens another connection): eight requests,
 // four at a time, each answered, none processed twice.
 func TestAClientThatKeepsToTheLoweredLimitGetsEveryAnswerOnce(t *testing.T) {
-	numberedLedger(t)
-	base := runtime.NumGoroutine()
-	client := &http.Client{Transport: &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: servertest.Roots}}, Timeout: 30 * time.Second}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, 4)
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/fault/h2-max-streams?n=%d", sockets.Port(servertest.Faults.H2), i+1))
-			if err == nil {
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if string(body) != fmt.Sprintf("h2 n=%d\n", i+1) {
-					err = fmt.Errorf("body %q", body)
-				}
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	client.CloseIdleConnections()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("request %d: %v", i+1, err)
-		}
-	}
+	own := freshFaults(t)
+	getEachOverH2(t, "/fault/h2-max-streams", 8, 4)
 	entries, _ := numberedLedger(t)
 	processed := map[string]int{}
 	for _, e := range entries {
@@ -110,5 +64,5 @@ func TestAClientThatKeepsToTheLoweredLimitGetsEveryAnswerOnce(t *testing.T) {
 			t.Fatalf("n=%d processed %d times: %+v", i, processed[fmt.Sprint(i)], entries)
 		}
 	}
-	waitReleased(t, base)
+	own.waitReleased(t)
 }

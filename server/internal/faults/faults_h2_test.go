@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -34,14 +33,19 @@ func rawFaultH2(t *testing.T, targets ...string) *http2.Framer {
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	fr.WriteSettings()
 	for i, target := range targets {
-		var block strings.Builder
-		enc := hpack.NewEncoder(&blockWriter{&block})
-		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "x"}, {":path", target}} {
-			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-		}
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: []byte(block.String()), EndStream: true, EndHeaders: true})
+		h2Get(fr, uint32(2*i+1), target)
 	}
 	return fr
+}
+
+// h2Get sends a GET of target on stream.
+func h2Get(fr *http2.Framer, stream uint32, target string) {
+	var block strings.Builder
+	enc := hpack.NewEncoder(&blockWriter{&block})
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "x"}, {":path", target}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: []byte(block.String()), EndStream: true, EndHeaders: true})
 }
 
 type blockWriter struct{ b *strings.Builder }
@@ -122,44 +126,53 @@ func TestRefusedStreamRefusesALaterStreamOnceThenAnswersIt(t *testing.T) {
 	}
 }
 
+// getEachOverH2 sends GETs of path?n=1 ... n=count to origin h2 through Go's HTTP/2 client, at
+// most atOnce at a time, and fails the test for each that did not get its own answer ("h2 n=<n>").
+func getEachOverH2(t *testing.T, path string, count, atOnce int) {
+	t.Helper()
+	client := &http.Client{Transport: &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: servertest.Roots}}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, atOnce)
+	errs := make([]error, count)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d%s?n=%d", sockets.Port(servertest.Faults.H2), path, i+1))
+			if err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(body) != fmt.Sprintf("h2 n=%d\n", i+1) {
+					err = fmt.Errorf("body %q", body)
+				}
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("request %d: %v", i+1, err)
+		}
+	}
+}
+
 // Go's HTTP/2 client sends again a stream the server did not process: every request is answered.
 func TestAClientThatRetriesUnprocessedStreamsGetsEveryAnswer(t *testing.T) {
 	for _, fault := range []string{"h2-goaway", "h2-refused"} {
 		t.Run(fault, func(t *testing.T) {
-			numberedLedger(t)
-			base := runtime.NumGoroutine()
-			client := &http.Client{Transport: &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: servertest.Roots}}, Timeout: 30 * time.Second}
-			var wg sync.WaitGroup
-			errs := make([]error, 4)
-			for i := range errs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/fault/%s?n=%d", sockets.Port(servertest.Faults.H2), fault, i+1))
-					if err == nil {
-						body, _ := io.ReadAll(resp.Body)
-						resp.Body.Close()
-						if string(body) != fmt.Sprintf("h2 n=%d\n", i+1) {
-							err = fmt.Errorf("body %q", body)
-						}
-					}
-					errs[i] = err
-				}()
-			}
-			wg.Wait()
-			client.CloseIdleConnections()
-			for i, err := range errs {
-				if err != nil {
-					t.Errorf("request %d: %v", i+1, err)
-				}
-			}
+			own := freshFaults(t)
+			getEachOverH2(t, "/fault/"+fault, 4, 4)
 			_, numbered := numberedLedger(t)
 			for i := 1; i <= 4; i++ {
 				if numbered[fmt.Sprintf("/fault/%s?n=%d", fault, i)] < 1 {
 					t.Fatalf("numbered %v", numbered)
 				}
 			}
-			waitReleased(t, base)
+			own.waitReleased(t)
 		})
 	}
 }

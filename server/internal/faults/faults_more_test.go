@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,15 +111,14 @@ func TestTheKeepAliveRaceAnswersAConnectionsFirstRequestAndDropsTheNextUnanswere
 }
 
 func TestTheKeepAliveRaceLeavesNoConnectionServed(t *testing.T) {
-	numberedLedger(t)
-	base := runtime.NumGoroutine()
+	own := freshFaults(t)
 	k := dialKept(t, servertest.Faults.A)
 	if _, _, err := k.send("GET", "/fault/keepalive-race?close=fin&n=1", ""); err != nil {
 		t.Fatal(err)
 	}
 	k.send("GET", "/fault/keepalive-race?close=fin&n=2", "")
 	k.c.Close()
-	waitReleased(t, base)
+	own.waitReleased(t)
 }
 
 func TestTheKeepAliveRaceRefusesAnUnknownWayToClose(t *testing.T) {

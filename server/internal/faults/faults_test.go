@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -142,24 +141,46 @@ func TestStalledHeadersArriveWholeAfterTheStall(t *testing.T) {
 	}
 }
 
-// waitReleased waits until no fault connection is served and the goroutines are back to base.
-func waitReleased(t *testing.T, base int) {
+// ownConns are the fault connections a test opens: those the server accepts after it began.
+type ownConns struct{ after int64 }
+
+// freshFaults empties the ledger and notes which connections the test opens from now on: its
+// release check is about those alone, so that a connection an earlier test left held fails that
+// test, not every one after it.
+func freshFaults(t *testing.T) ownConns {
 	t.Helper()
-	for i := 0; i < 500; i++ {
-		if servertest.Faults.Active.Load() == 0 && runtime.NumGoroutine() <= base {
+	faultLedger(t)
+	return ownConns{after: servertest.Faults.Accepted()}
+}
+
+// held lists the test's connections the server still holds.
+func (o ownConns) held() []faults.Held { return servertest.Faults.HeldAfter(o.after) }
+
+// waitReleased waits until the server holds none of the test's connections (the goroutines that
+// served them ended, their sockets closed), and fails naming each one still held and for how long.
+func (o ownConns) waitReleased(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		held := o.held()
+		if len(held) == 0 {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			var named []string
+			for _, h := range held {
+				named = append(named, fmt.Sprintf("connection %d to origin %s from %s (last request: %q), held %.1f s",
+					h.Serial, h.Origin, h.Peer, h.Request, time.Since(h.Since).Seconds()))
+			}
+			t.Fatalf("the client left, and the server still holds %d of this test's fault connections: %s",
+				len(held), strings.Join(named, "; "))
+		}
 	}
-	t.Fatalf("still %d fault connections served and %d goroutines (%d before) after the client left",
-		servertest.Faults.Active.Load(), runtime.NumGoroutine(), base)
 }
 
 func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
 	for _, target := range []string{"/fault/stall-headers?ms=60000", "/fault/trickle?bytes=100000&every_ms=60000"} {
 		t.Run(target, func(t *testing.T) {
-			faultLedger(t)
-			base := runtime.NumGoroutine()
+			own := freshFaults(t)
 			c, err := net.Dial("tcp", servertest.Faults.A.Addr().String())
 			if err != nil {
 				t.Fatal(err)
@@ -175,11 +196,11 @@ func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			if servertest.Faults.Active.Load() != 1 {
-				t.Fatalf("%d connections served, want 1", servertest.Faults.Active.Load())
+			if held := own.held(); len(held) != 1 {
+				t.Fatalf("connections served %+v, want the test's one", held)
 			}
 			c.Close()
-			waitReleased(t, base)
+			own.waitReleased(t)
 		})
 	}
 }

@@ -214,19 +214,19 @@ func mint(tmpl, parent *x509.Certificate, parentKey any) (*minted, error) {
 
 // acceptTLS serves a TLS fault origin: its certificate (cfg), or the stalled handshake (nil).
 func (f *Server) acceptTLS(l net.Listener, origin string, cfg *tls.Config) {
-	f.acceptEach(l, func(c net.Conn) {
+	f.acceptEach(l, origin, func(c net.Conn, h *heldConn) {
 		if cfg == nil {
-			f.stallHandshake(c, origin, sockets.Port(l))
+			f.stallHandshake(c, origin, sockets.Port(l), h.Serial)
 			return
 		}
-		f.serveCertificate(c, origin, sockets.Port(l), cfg)
+		f.serveCertificate(c, origin, sockets.Port(l), cfg, h)
 	})
 }
 
 // serveCertificate records the handshake's outcome, then serves the requests of a client that
 // took the certificate, as origin a serves them.
-func (f *Server) serveCertificate(c net.Conn, origin string, port int, cfg *tls.Config) {
-	conn := f.conns.Add(1)
+func (f *Server) serveCertificate(c net.Conn, origin string, port int, cfg *tls.Config, h *heldConn) {
+	conn := h.Serial
 	tc := tls.Server(c, cfg)
 	tc.SetDeadline(time.Now().Add(sockets.HeaderTimeout))
 	outcome := "ok"
@@ -239,7 +239,7 @@ func (f *Server) serveCertificate(c net.Conn, origin string, port int, cfg *tls.
 		return
 	}
 	tc.SetDeadline(time.Time{})
-	f.serveOn(tc, origin, port, conn)
+	f.serveOn(tc, origin, port, h)
 }
 
 // handshakeError is what the server saw of a failed handshake, without the addresses: the alert
@@ -256,8 +256,7 @@ func handshakeError(err error) string {
 }
 
 // stallHandshake reads the client's first TLS record (its ClientHello) and answers nothing.
-func (f *Server) stallHandshake(c net.Conn, origin string, port int) {
-	conn := f.conns.Add(1)
+func (f *Server) stallHandshake(c net.Conn, origin string, port int, conn int64) {
 	c.SetReadDeadline(time.Now().Add(sockets.HeaderTimeout))
 	var head [5]byte // a TLS record's header: type, version, length
 	if _, err := io.ReadFull(c, head[:]); err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -41,8 +40,7 @@ func TestEachCertificateFaultIsRefusedByAVerifyingClientAndNoRequestArrives(t *t
 	for origin, reason := range map[string]string{"expired": "expired", "wrong-name": "doesn't contain any IP SANs",
 		"untrusted": "unknown authority", "self-signed": "unknown authority"} {
 		t.Run(origin, func(t *testing.T) {
-			faultLedger(t)
-			base := runtime.NumGoroutine()
+			own := freshFaults(t)
 			client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: servertest.Roots}}, Timeout: 30 * time.Second}
 			resp, err := client.Get(faultURL(origin))
 			if err == nil {
@@ -60,7 +58,7 @@ func TestEachCertificateFaultIsRefusedByAVerifyingClientAndNoRequestArrives(t *t
 				t.Fatalf("ledger %+v: want the failed handshake alone", entries)
 			}
 			client.CloseIdleConnections()
-			waitReleased(t, base)
+			own.waitReleased(t)
 		})
 	}
 }
@@ -140,8 +138,7 @@ func TestEachCertificateFaultIsOtherwiseValid(t *testing.T) {
 // The stalled handshake reads the ClientHello and says nothing; a client that gives up leaves
 // no connection served.
 func TestTheStalledHandshakeReadsTheClientHelloAndAnswersNothing(t *testing.T) {
-	faultLedger(t)
-	base := runtime.NumGoroutine()
+	own := freshFaults(t)
 	raw, err := net.Dial("tcp", servertest.Faults.TLSOrigins["tls-stall"].Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +154,7 @@ func TestTheStalledHandshakeReadsTheClientHelloAndAnswersNothing(t *testing.T) {
 		t.Fatalf("ledger %+v", entries)
 	}
 	raw.Close()
-	waitReleased(t, base)
+	own.waitReleased(t)
 }
 
 func TestTheTLSFaultOriginsAreInTheListeningLine(t *testing.T) {
