@@ -47,8 +47,11 @@ def _expand(part: Part, files: dict[str, scenario.ScenarioFile], name: str, quic
     return sc
 
 
-def plan(experiment: Experiment, quick: bool) -> list[PlannedCell]:
-    files = {f.name: f for f in scenario.discover()[0]}
+def plan(experiment: Experiment, quick: bool,
+         scenarios: list[scenario.ScenarioFile] | None = None) -> list[PlannedCell]:
+    """The experiment's cells, from `scenarios` (the scenario files as discover() reads them, by
+    default)."""
+    files = {f.name: f for f in (scenario.discover()[0] if scenarios is None else scenarios)}
     cells = []
     for part in experiment.parts:
         steps: list[tuple[Value | None, dict, dict, str]] = [(None, {}, {}, "")]

@@ -15,7 +15,7 @@ from clientlab.drivers.build import Readiness
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault
-from clientlab.measuring import hostprobe, limits
+from clientlab.measuring import cgroup, hostprobe, limits
 from clientlab.measuring.clock import SYSTEM, Clock
 from clientlab.measuring.noise import HostProbe, NoiseMeter
 from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
@@ -24,7 +24,7 @@ from clientlab.runner.options import RunOptions
 from clientlab.runner.pool import ProcessPool, others_paused, stopped
 from clientlab.runner.prepare import prepare
 from clientlab.runner.timed import TimedTurns
-from clientlab.runner.trial import Planner, Trials, Unsupported
+from clientlab.runner.trial import Planner, Trials, Unsupported, UsageMeter, tree_meter
 from clientlab.runner.warming import Warming, fit
 from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
@@ -48,13 +48,15 @@ class CellRunner:
     run, once a driver (the run's own, where a command has read its drivers already); `planner`
     makes each trial's job; `clock` times the lab's own steps (measuring/clock.py); `probe_for`
     gives the host probe of the driver's core (None: unpinned, or no probe); `noise_meter` reads
-    steal and other processes' CPU around each trial."""
+    steal and other processes' CPU around each trial; `usage_meter` measures the driver's CPU,
+    memory and time in each trial, given the trial's kind (runner/trial.py)."""
 
     def __init__(self, server: ServerSide, store: Store, run_id: int, options: RunOptions,
                  events: Events | None = None, driver_cpu: int | None = None, *,
                  readiness: Readiness | None = None, planner: Planner = plan, clock: Clock = SYSTEM,
                  probe_for: Callable[[int | None], HostProbe | None] = hostprobe.for_core,
-                 noise_meter: Callable[[], NoiseMeter] = NoiseMeter):
+                 noise_meter: Callable[[], NoiseMeter] = NoiseMeter,
+                 usage_meter: Callable[[str, int, cgroup.Group | None], UsageMeter] = tree_meter):
         self.server, self.store, self.run_id, self.options = server, store, run_id, options
         self.events = events or SilentEvents()
         self.readiness, self.clock = readiness or Readiness(), clock
@@ -62,7 +64,7 @@ class CellRunner:
         # the host's slow phases on the driver's core (none when the driver is not pinned)
         probe = probe_for(driver_cpu) if options.host_probe else None
         self.pool = ProcessPool(driver_cpu, clock)
-        self.trials = Trials(store, self.events, self.pool, probe, self.scratch, planner, noise_meter)
+        self.trials = Trials(store, self.events, self.pool, probe, self.scratch, planner, noise_meter, usage_meter)
         self.warming = Warming(self.trials, self.pool, clock)
         self.turns = TimedTurns(self.trials, self.warming, self.pool, clock)
         self.beside: Beside | None = None  # runs right after each timed trial (crosscheck --bare)

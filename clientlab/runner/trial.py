@@ -37,6 +37,21 @@ if TYPE_CHECKING:
     from clientlab.servers.side import Endpoint, ServerSide
 
 
+class UsageMeter(Protocol):
+    """What measures a trial's timed phase of the driver's process tree (measuring/measure.py's
+    TreeMeter): start() right before go, stop(t1) at done."""
+
+    def start(self) -> float: ...
+
+    def stop(self, t1: float) -> Usage: ...
+
+
+def tree_meter(kind: str, root: int, group: cgroup.Group | None) -> UsageMeter:
+    """The meter of a trial of `kind` ("verify", "warmup", "timed", "profiled") on the tree rooted
+    at `root`: the same for every kind, in the driver's cgroup where it has one."""
+    return TreeMeter(root, group=group)
+
+
 class Sampler(Protocol):
     """What watches a trial's timed phase (a profiler's sampler, clientlab/profile/samplers.py)."""
 
@@ -64,9 +79,10 @@ class Trials:
     """Runs and stores the trials of cells, on the processes the pool gives them."""
 
     def __init__(self, store: Store, events: Events, pool: ProcessPool, probe: HostProbe | None,
-                 scratch: Path, planner: Planner = plan, noise_meter: Callable[[], NoiseMeter] = NoiseMeter):
+                 scratch: Path, planner: Planner = plan, noise_meter: Callable[[], NoiseMeter] = NoiseMeter,
+                 usage_meter: Callable[[str, int, cgroup.Group | None], UsageMeter] = tree_meter):
         self.store, self.events, self.pool, self.probe, self.scratch = store, events, pool, probe, scratch
-        self.planner, self.noise_meter = planner, noise_meter
+        self.planner, self.noise_meter, self.usage_meter = planner, noise_meter, usage_meter
 
     def plan(self, cell: Cell, scenario: Scenario, verify: bool) -> PlannedJob:
         """The job of the cell's next trial, on a fresh server port where the server moves its
@@ -93,7 +109,8 @@ class Trials:
         phase = timed_phase(cell.running.proc, server, planned.job, timeout, group=cell.running.group,
                             watch=server if verify else None,
                             server_cpu=True, stall_s=cell.options.stall_s, samplers=samplers,
-                            noise_meter=self.noise_meter)
+                            noise_meter=self.noise_meter,
+                            meter=self.usage_meter(kind, cell.running.proc.pid, cell.running.group))
         problems = (check_verification if verify else check_trial)(planned, phase.report, phase.snapshot)
         summary = figures.server_summary(phase.snapshot, sequential=planned.job["concurrency"] == 1)
         if phase.server_cpu_s is not None:
@@ -199,11 +216,12 @@ def _wait_done(proc: DriverProcess, timeout_s: float, watch: ServerSide | None, 
 def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: float,
                 group: cgroup.Group | None = None, watch: ServerSide | None = None,
                 server_cpu: bool = False, stall_s: float = STALL_S, samplers: Sequence[Sampler] = (),
-                noise_meter: Callable[[], NoiseMeter] = NoiseMeter) -> Phase:
+                noise_meter: Callable[[], NoiseMeter] = NoiseMeter, meter: UsageMeter | None = None) -> Phase:
     """job → ready → (start samplers, reset counters, start meters) go → done (stop meters, stop
     samplers, read counters) → report. Samplers start on the idle driver's process tree before
     the meters, and stop after them: their own start and stop are not in the trial's figures.
-    `noise_meter` makes what reads steal and other processes' CPU around the trial."""
+    `noise_meter` makes what reads steal and other processes' CPU around the trial; `meter`
+    measures the driver's tree (a TreeMeter in its group by default)."""
     t_job = time.perf_counter()
     proc.send({"type": "job", "job": job})
     answer = proc.receive({"ready"}, HELLO_TIMEOUT_S)
@@ -220,7 +238,7 @@ def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: f
     server_cpu0 = server.cpu_ns() if server_cpu else None
     noise = noise_meter()
     noise.start()
-    meter = TreeMeter(proc.pid, group=group)
+    meter = meter or TreeMeter(proc.pid, group=group)
     meter.start()
     proc.send({"type": "go"})
     try:

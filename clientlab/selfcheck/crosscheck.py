@@ -8,6 +8,7 @@ must agree within AGREEMENT.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -95,9 +96,11 @@ def _writes(scenario: Scenario, bench: BenchServer, static: nginx.StaticServer) 
 
 
 def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options: RunOptions,
-        events: Events | None = None) -> tuple[int, list[Row], list[Writes]]:
+        events: Events | None = None, *,
+        static_server: Callable[..., nginx.StaticServer] = nginx.StaticServer) -> tuple[int, list[Row], list[Writes]]:
     """Every driver on every scenario against both servers; the stored run's id, the rows, and how
-    each server wrote each scenario's answer."""
+    each server wrote each scenario's answer. `static_server` starts nginx where the runner expects
+    a bench server (a test keeps it to read its log's writes)."""
     reason = nginx.available()
     if reason:
         raise LabError(f"crosscheck needs nginx: {reason}")
@@ -108,7 +111,7 @@ def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options:
     results: list[tuple[str, CellResult]] = []
     with lab_run(store, loopback_config("crosscheck", drivers, scenarios), options, events) as lab, \
             lab.bench_server() as bench, \
-            nginx.StaticServer(bench, _served_paths(scenarios), cpu=lab.placement.server) as static, \
+            static_server(bench, _served_paths(scenarios), cpu=lab.placement.server) as static, \
             lab.runner(bench) as runner:
         run_id = lab.run_id
         store.update_config(run_id, nginx=nginx.version())

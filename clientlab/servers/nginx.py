@@ -62,9 +62,11 @@ def _free_port() -> int:
 
 
 class Nginx:
-    """nginx with one worker serving `root` on 127.0.0.1; `http_port`, `https_port` (HTTP/2 + 1.1)."""
+    """nginx with one worker serving `root` on 127.0.0.1; `http_port`, `https_port` (HTTP/2 + 1.1).
+    Its access log is buffered and written at least every `log_flush_s`."""
 
-    def __init__(self, root: Path, cpu: int | None = None, access_log: bool = True, connections: int = 20000):
+    def __init__(self, root: Path, cpu: int | None = None, access_log: bool = True, connections: int = 20000,
+                 log_flush_s: float = LOG_FLUSH_S):
         reason = available()
         if reason:
             raise LabError(reason)
@@ -73,7 +75,7 @@ class Nginx:
         self.http_port, self.https_port = _free_port(), _free_port()
         self.log_path = self.dir / "access.log"
         tls = paths.tls_dir()
-        log = (f"access_log {self.log_path} lab buffer=64k flush={int(LOG_FLUSH_S * 1000)}ms;" if access_log
+        log = (f"access_log {self.log_path} lab buffer=64k flush={int(log_flush_s * 1000)}ms;" if access_log
                else "access_log off;")
         affinity = f"worker_cpu_affinity {1 << cpu:b};" if cpu is not None else ""
         user = "user root;" if os.geteuid() == 0 else ""  # the worker reads the lab's own scratch files
@@ -173,12 +175,13 @@ class StaticServer:
 
     driver_prefix: list[str] = []
 
-    def __init__(self, source: Any, paths_served: list[str], cpu: int | None = None):
+    def __init__(self, source: Any, paths_served: list[str], cpu: int | None = None,
+                 log_flush_s: float = LOG_FLUSH_S):
         self.root = Path(tempfile.mkdtemp(prefix="clientlab-static-", dir=paths.scratch_dir()))
         self.digests: dict[str, tuple[int, str]] = {}
         for path in paths_served:
             self._copy(source, path)
-        self.nginx = Nginx(self.root, cpu)
+        self.nginx = Nginx(self.root, cpu, log_flush_s=log_flush_s)
         self.proc = self.nginx.proc
         self.endpoint = Endpoint(host="127.0.0.1", http_port=self.nginx.http_port, https_port=self.nginx.https_port,
                                  ca_file=source.endpoint.ca_file)
@@ -226,6 +229,11 @@ class StaticServer:
             self._log_written()
         self._settled = False
         self._offset = self._log.stat().st_size
+
+    @property
+    def log_writes(self) -> int:
+        """How often nginx was made to write its buffered log (_log_written)."""
+        return self._moves
 
     def _log_written(self) -> None:
         """Have nginx write what it buffered, and wait until it has: its log is moved aside and

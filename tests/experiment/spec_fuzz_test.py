@@ -64,13 +64,8 @@ def folder(tmp_path_factory):
     return tmp_path_factory.mktemp("fuzz-experiments")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def scenarios_once():
-    """plan() reads the scenarios each time: read them once for the whole module."""
-    files = scenario.discover()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scenario, "discover", lambda *a, **k: files)
-        yield
+# the scenario files, read once for the whole module: plan() would read them for every example
+SCENARIOS = scenario.discover()[0]
 
 
 def check_loaded(e: spec.Experiment | None) -> None:
@@ -79,7 +74,7 @@ def check_loaded(e: spec.Experiment | None) -> None:
         return
     for quick in (False, True):
         try:
-            plan.plan(e, quick)
+            plan.plan(e, quick, SCENARIOS)
         except LabInputError as exc:
             assert str(exc).startswith(("part '", "scenario ", "/")), str(exc)
 

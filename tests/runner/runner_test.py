@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 import pytest
 
 from clientlab.analysis.stats import StopRule
 from clientlab.drivers import protocol
+from clientlab.measuring.cgroup import Group
+from clientlab.measuring.measure import Usage
 from clientlab.measuring.warmup import WarmupPolicy
 from clientlab.runner import CellGroup, RunOptions
+from clientlab.runner.trial import UsageMeter, tree_meter
 from tests.support.clock import ManualClock
 from tests.support.fixtures import shipped
 
@@ -68,10 +74,9 @@ def test_sequential_scenario_records_cycle_time_distribution(cell):
     assert 0 < cycle["p50"] <= cycle["p90"] <= cycle["max"]
 
 
-def test_flooding_stdout_fails_the_cell(cell, monkeypatch):
-    monkeypatch.setattr(protocol, "MAX_LINE", 1024 * 1024)
+def test_flooding_stdout_fails_the_cell(cell):
     result, _ = cell("python-fake-flood", shipped("get-small", count=5))
-    assert result.status == "failed" and "more than 1048576 bytes on stdout" in result.reason
+    assert result.status == "failed" and f"more than {protocol.MAX_LINE} bytes on stdout" in result.reason
 
 
 def test_fresh_process_mode_measures_start_up_every_trial(cell):
@@ -509,25 +514,42 @@ def test_the_warm_band_is_the_last_warm_ups_median_widened_by_their_spread_or_th
     assert band([0.0, 0.0]) is None                                      # no CPU read
 
 
-def test_an_idle_jit_process_warms_up_again_until_its_cpu_a_request_is_back_in_its_warm_band(cell, monkeypatch):
-    from clientlab.runner.trial import Trials
+class _IdleHeap:
+    """The trials' meters (the runner's usage_meter seam): the driver's tree measured as it is,
+    but the first `costly` warm-ups after a timed trial read `cost` of what they measured, as a
+    JIT process's do when it gave its heap back while it sat idle."""
 
+    def __init__(self, costly: int, cost: Callable[[Usage], float]):
+        self.costly, self.cost, self.timed = costly, cost, False
+
+    def __call__(self, kind: str, root: int, group: Group | None) -> UsageMeter:
+        meter = tree_meter(kind, root, group)
+        self.timed = self.timed or kind == "timed"
+        if kind != "warmup" or not self.timed or self.costly == 0:
+            return meter
+        self.costly -= 1
+        return _Costly(meter, self.cost)
+
+
+class _Costly:
+    def __init__(self, meter: UsageMeter, cost: Callable[[Usage], float]):
+        self.meter, self.cost = meter, cost
+
+    def start(self) -> float:
+        return self.meter.start()
+
+    def stop(self, t1: float) -> Usage:
+        usage = self.meter.stop(t1)
+        return replace(usage, user_s=self.cost(usage))
+
+
+def test_an_idle_jit_process_warms_up_again_until_its_cpu_a_request_is_back_in_its_warm_band(cell):
     # after the first timed trial, the next two warm-ups cost five times the CPU (a heap given back
     # while idle), the third is back: the turn before the second timed trial runs exactly three
-    fresh, timed, costly = Trials.fresh, [], [2]
-
-    def idle_heap_after_the_first_timed(self, c, kind, idx, record=True):
-        trial = fresh(self, c, kind, idx, record)
-        if kind == "timed":
-            timed.append(idx)
-        elif timed and costly[0] > 0:
-            costly[0] -= 1
-            trial.user_s = 5 * ((trial.user_s or 0.0) + (trial.sys_s or 0.0)) + 1.0
-        return trial
-
-    monkeypatch.setattr(Trials, "fresh", idle_heap_after_the_first_timed)
+    idle_heap = _IdleHeap(costly=2, cost=lambda usage: 5 * (usage.user_s + usage.sys_s) + 1.0)
     policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0, rewarm_idle_s=0.0, rewarm_max_s=60.0)
-    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy)
+    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy,
+                          usage_meter=idle_heap)
     assert result.status == "ok", result.reason
     kinds = [t["kind"] for t in trials]
     first = kinds.index("timed")
@@ -535,23 +557,12 @@ def test_an_idle_jit_process_warms_up_again_until_its_cpu_a_request_is_back_in_i
     assert any("2 timed trial(s) began with warm-ups (4 in all)" in n for n in result.figures.notes)
 
 
-def test_an_idle_jit_process_whose_cpu_stays_high_warms_up_at_most_the_policys_trials_and_says_so(cell, monkeypatch):
-    from clientlab.runner.trial import Trials
-
-    fresh, timed = Trials.fresh, []
-
-    def never_back(self, c, kind, idx, record=True):
-        trial = fresh(self, c, kind, idx, record)
-        if kind == "timed":
-            timed.append(idx)
-        elif timed:
-            trial.user_s = 1.0
-        return trial
-
-    monkeypatch.setattr(Trials, "fresh", never_back)
+def test_an_idle_jit_process_whose_cpu_stays_high_warms_up_at_most_the_policys_trials_and_says_so(cell):
+    never_back = _IdleHeap(costly=-1, cost=lambda usage: 1.0)  # every warm-up after a timed trial
     policy = WarmupPolicy(steady=100.0, falling=100.0, fresh_min_s=0.0, rewarm_idle_s=0.0, rewarm_max_trials=3,
                           rewarm_max_s=60.0)
-    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy)
+    result, trials = cell(REF, shipped("get-small", count=50), trials=2, warmup=2, warmup_policy=policy,
+                          usage_meter=never_back)
     kinds = [t["kind"] for t in trials]
     assert kinds[kinds.index("timed"):] == ["timed", "warmup", "warmup", "warmup", "timed"], kinds
     assert any("1 of them reached the limit (3 trials" in n for n in result.figures.notes), result.figures.notes

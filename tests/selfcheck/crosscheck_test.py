@@ -70,19 +70,23 @@ def test_the_rate_under_each_server_says_which_one_held_a_driver_back():
     assert crosscheck.Row("get-small", "y", None, 10_000.0, "req/s").bench_over_nginx is None
 
 
-def test_nginx_s_log_is_read_once_a_trial_and_its_worker_measured_as_the_server(store, test_drivers, monkeypatch):
+def test_nginx_s_log_is_read_once_a_trial_and_its_worker_measured_as_the_server(store, test_drivers):
     from clientlab.servers import nginx
 
-    waits = []
-    original = nginx.StaticServer._log_written
-    monkeypatch.setattr(nginx.StaticServer, "_log_written", lambda self: (waits.append(1), original(self)))
+    started: list[nginx.StaticServer] = []
+
+    def static_server(*args, **kwargs) -> nginx.StaticServer:
+        started.append(nginx.StaticServer(*args, **kwargs))
+        return started[-1]
+
     options = RunOptions(warmup=0, stop=StopRule(min_trials=3, max_trials=3), placement="free", host_probe=False)
-    run_id, _, _ = crosscheck.run(store, [test_drivers[REF]], [shipped("get-small", count=10)], options)
+    run_id, _, _ = crosscheck.run(store, [test_drivers[REF]], [shipped("get-small", count=10)], options,
+                                  static_server=static_server)
     nginx_cell = next(c for c in store.cells(run_id) if "nginx" in c["scenario"])
     trials = store.trials(nginx_cell["id"])
     assert len(trials) == 4 and all(t["server"]["requests"] == 10 for t in trials)
     # one wait before the first trial (nothing read yet), then the one that ends each trial's count
-    assert len(waits) == len(trials) + 1
+    assert len(started) == 1 and started[0].log_writes == len(trials) + 1
     # where the lab measures the bench server's CPU, it measures nginx's worker too
     bench_cell = next(c for c in store.cells(run_id) if "nginx" not in c["scenario"])
     if all("cpu_s" in t["server"] for t in store.trials(bench_cell["id"])):

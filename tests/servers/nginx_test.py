@@ -9,12 +9,11 @@ import pytest
 from clientlab.servers import nginx
 
 
-def test_the_log_is_complete_when_read_long_before_nginx_would_flush_it(bench_server, monkeypatch):
+def test_the_log_is_complete_when_read_long_before_nginx_would_flush_it(bench_server):
     if reason := nginx.available():
         pytest.fail(f"nginx is part of the lab: {reason}")
     # nginx's own timer would write its buffered log an hour from now: reading it must not wait for that
-    monkeypatch.setattr(nginx, "LOG_FLUSH_S", 3600)
-    with nginx.StaticServer(bench_server, ["/bytes/12"]) as static:
+    with nginx.StaticServer(bench_server, ["/bytes/12"], log_flush_s=3600) as static:
         for trial in range(3):
             static.reset()
             conn = http.client.HTTPConnection(static.endpoint.host, static.endpoint.http_port, timeout=10)

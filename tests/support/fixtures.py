@@ -8,6 +8,7 @@ from clientlab import paths, scenario
 from clientlab.analysis.stats import StopRule
 from clientlab.drivers import manifest
 from clientlab.runner import CellRunner, RunOptions
+from clientlab.runner.trial import tree_meter
 from clientlab.scenario import Scenario
 from clientlab.servers.bench import BenchServer
 from clientlab.store import Store
@@ -57,14 +58,17 @@ def shipped(name: str, **params) -> Scenario:
 @pytest.fixture
 def cell(bench_server, store, test_drivers):
     """Run one cell quickly: cell("python-fake-reference", scenario) -> (CellResult, trials);
-    `probe`: the host probe the runner reads around timed trials (none by default: unpinned)."""
+    `probe`: the host probe the runner reads around timed trials (none by default: unpinned);
+    `usage_meter`: what measures the driver in each trial (the runner's seam)."""
     run_id = store.start_run({}, {})
 
-    def run(driver_id: str, sc: Scenario, trials: int = 2, warmup: int = 0, probe=None, **kwargs):
+    def run(driver_id: str, sc: Scenario, trials: int = 2, warmup: int = 0, probe=None, usage_meter=tree_meter,
+            **kwargs):
         driver = test_drivers.get(driver_id) or manifest.select(manifest.discover()[0], [driver_id])[0]
         options = RunOptions(warmup=warmup, stop=StopRule(min_trials=trials, max_trials=trials), placement="free",
                              **kwargs)
-        with CellRunner(bench_server, store, run_id, options, probe_for=lambda _cpu: probe) as runner:
+        with CellRunner(bench_server, store, run_id, options, probe_for=lambda _cpu: probe,
+                        usage_meter=usage_meter) as runner:
             result = runner.run_cell(driver, sc)
         cells = store.cells(run_id)
         return result, store.trials(cells[-1]["id"])

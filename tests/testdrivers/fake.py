@@ -510,8 +510,10 @@ def main() -> None:
                 os._exit(3)
             if MODE == "hang":
                 time.sleep(3600)
-            if MODE == "flood":
-                sys.stdout.write("x" * (8 * 1024 * 1024) + "\n")
+            if MODE == "flood":  # one line longer than the lab takes (protocol.MAX_LINE, 64 MiB)
+                for _ in range(65):
+                    sys.stdout.write("x" * (1024 * 1024))
+                sys.stdout.write("\n")
                 sys.stdout.flush()
             if MODE == "sleep":
                 time.sleep(float(os.environ.get("FAKE_SLEEP_S", "1.0")))
