@@ -160,7 +160,8 @@ def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:
                 "paths": []}
     found = paths(ws, wf, rules)
     named = [(p, cause_of(p)) for p in found]
-    parts = [f"{' → '.join(_short(f) for f in p.frames)}: +{p.us:.0f} µs" + (f" ({c.id})" if c else "")
+    parts = [f"{' → '.join(_short(f) for f in p.frames)}: +{p.us:.0f} µs"
+             + (f" in {p.held_in}" if p.held_in and p.held_in != p.layer else "") + (f" ({c.id})" if c else "")
              for p, c in named[:4]]
     evidence = (f"{layers}. " if layers else "") + (
         "Paths that make the difference, extra µs a request: " + "; ".join(parts) if parts
@@ -174,7 +175,8 @@ def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:
         f"that {fast['driver']} does not.")
     return {"rule": "cpu-gap", "severity": "warn", "title": title, "evidence": evidence, "fix": fix,
             "paths": [{"frames": list(p.frames), "us_per_request": p.us, "slow_us": p.slow_us,
-                       "fast_us": p.fast_us, "layer": p.layer, "cause": c.id if c else None} for p, c in named],
+                       "fast_us": p.fast_us, "layer": p.layer, "held_in": p.held_in, "cause": c.id if c else None}
+                      for p, c in named],
             "against": fast["driver"]}
 
 

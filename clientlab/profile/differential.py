@@ -14,11 +14,34 @@ from dataclasses import dataclass
 
 from clientlab.profile.folded import Folded, frames_of, total
 from clientlab.profile.layers import own_side
-from clientlab.profile.rules import Rules
+from clientlab.profile.rules import Rules, split_frame
 
 MIN_PATH_US = 1.0       # a path is named when it accounts for this many µs a request…
 MIN_PATH_SHARE = 0.05   # …and this share of the gap
 MAX_PATHS = 6
+
+# A frame that says nothing of whose code ran: no symbol (a stripped library's `? (libcurl.so.4)`,
+# the unwound root of a thread, `[unknown]`), or the runtime's own plumbing that every sample of
+# the language passes through (the interpreter's dispatch loop, its call machinery, a thread's
+# start). Such a frame is never a path's end: its samples go to the nearest frame above it that is
+# named, so a body copied in an unnamed libc function is named by the library function that
+# copied it. Nor is it named as a path's caller.
+UNNAMED = re.compile(r"^(\?|\[unknown\]|0x[0-9a-f]+|)$")
+PLUMBING = re.compile(
+    r"^(_PyEval_EvalFrame\w*|_PyEval_Vector|_PyFunction_Vectorcall|_?PyObject_(Vectorcall|Call)\w*|"
+    r"method_vectorcall\w*|cfunction_\w*call\w*|slot_tp_\w+|vectorcall_\w+|"
+    r"execute_ex|zend_execute\w*|ZEND_\w+_HANDLER|php_execute_script|Perl_runops_\w+|Perl_pp_entersub|"
+    r"vm_exec\w*|rb_vm_exec|vm_call\w*|rb_funcall\w*|"
+    r"Builtins_(JSEntry\w*|InterpreterEntryTrampoline|CallFunction\w*|Call_\w+|"
+    r"InterpreterPushArgs\w*|ArgumentsAdaptorTrampoline|AsyncFunctionAwaitResolveClosure|RunMicrotasks\w*)|"
+    r"__libc_start\w*|_start|start_thread|clone3?|thread_start)$")
+
+
+def telling(frame: str, rules: Rules) -> bool:
+    """Whether a frame names code a reader can look up: a symbol, a rule's layer, not plumbing."""
+    symbol, _ = split_frame(frame)
+    return (not UNNAMED.match(symbol.strip()) and not PLUMBING.match(symbol)
+            and rules.layer_of(frame) != "unattributed")
 
 
 @dataclass(frozen=True)
@@ -40,6 +63,7 @@ class Path:
     slow_us: float
     fast_us: float
     layer: str
+    held_in: str = ""         # the layer most of the extra µs sits in (its samples' layer)
 
 
 def weighted(profiles: dict[str, Folded], cpu_us_per_request: float, kernel_share: float,
@@ -111,10 +135,12 @@ def paths(slow: Weighted, fast: Weighted, rules: Rules) -> list[Path]:
     """The code paths of `slow` that account for its extra CPU a request over `fast`, largest first.
 
     Frames whose inclusive CPU grew by at least MIN_PATH_US and MIN_PATH_SHARE of the gap are
-    candidates (not the main loop, under nearly every sample). Each sample then belongs to the
-    deepest candidate on its stack, in both profiles, so that a caller keeps only what none of
-    its callees explains: a path ends at the frame that holds the extra CPU, and is named with
-    its callers as the slow profile calls it most."""
+    candidates (not the main loop, under nearly every sample, nor a frame that says nothing:
+    `telling`). Each sample then belongs to the deepest candidate on its stack, in both profiles,
+    so that a caller keeps only what none of its callees explains: a path ends at the frame that
+    holds the extra CPU, and is named with the named callers the slow profile calls it through
+    most, and with the layer its extra µs sit in (the library's read function, its extra in
+    memory: a copy)."""
     gap = slow.us_per_request - fast.us_per_request
     if gap <= 0:
         return []
@@ -122,33 +148,49 @@ def paths(slow: Weighted, fast: Weighted, rules: Rules) -> list[Path]:
     whole = slow.us_per_request
     threshold = max(MIN_PATH_US, MIN_PATH_SHARE * gap)
     candidates = {f for f, us in s_incl.items() if us - f_incl.get(f, 0.0) >= threshold
-                  and us < 0.9 * whole and rules.layer_of(f) != "unattributed"}
-    owned_slow, owned_fast = _owned(slow, candidates), _owned(fast, candidates)
-    owned = {c: owned_slow.get(c, 0.0) - owned_fast.get(c, 0.0) for c in candidates}
+                  and us < 0.9 * whole and telling(f, rules)}
+    owned_slow, owned_fast = _owned(slow, candidates, rules), _owned(fast, candidates, rules)
+    owned = {c: sum(owned_slow.get(c, {}).values()) - sum(owned_fast.get(c, {}).values()) for c in candidates}
     kept = sorted((c for c in candidates if owned[c] >= threshold), key=lambda c: -owned[c])[:MAX_PATHS]
-    return [Path((*_callers(slow, c), c), round(owned[c], 2), round(s_incl[c], 2), round(f_incl.get(c, 0.0), 2),
-                 rules.layer_of(c)) for c in kept]
+    return [Path((*_callers(slow, c, rules), c), round(owned[c], 2), round(s_incl[c], 2),
+                 round(f_incl.get(c, 0.0), 2), rules.layer_of(c), _held_in(owned_slow.get(c, {}), owned_fast.get(c, {})))
+            for c in kept]
 
 
-def _owned(w: Weighted, candidates: set[str]) -> Counter[str]:
-    """µs a request of each candidate's samples, each sample to the deepest candidate on its stack."""
-    out: Counter[str] = Counter()
+def _owned(w: Weighted, candidates: set[str], rules: Rules) -> dict[str, Counter[str]]:
+    """µs a request of each candidate's samples, by the samples' layer, each sample to the
+    deepest candidate on its stack."""
+    out: dict[str, Counter[str]] = {}
     for stack, n in w.folded.items():
         for f in reversed(frames_of(stack)):
             if f in candidates:
-                out[f] += n * w.us_per_sample
+                out.setdefault(f, Counter())[rules.layer_of(stack)] += n * w.us_per_sample
                 break
     return out
 
 
-def _callers(w: Weighted, frame: str, depth: int = 2) -> tuple[str, ...]:
-    """The `depth` frames that call `frame` in most of its samples, caller first."""
+def _held_in(slow: Counter[str], fast: Counter[str]) -> str:
+    """The layer that holds the most of a path's extra µs."""
+    grown = {layer: us - fast.get(layer, 0.0) for layer, us in slow.items()}
+    return max(grown, key=lambda layer: grown[layer]) if grown else ""
+
+
+def _callers(w: Weighted, frame: str, rules: Rules, depth: int = 2) -> tuple[str, ...]:
+    """The `depth` telling frames nearest above `frame` (its deepest place on a stack) in most of
+    its samples, caller first: the interpreter's call machinery and unnamed frames between them
+    are passed over, and so are the runtime's generic C functions where the language's own code
+    calls it (`SocketIO.readinto` rather than the buffered reader's C code under it)."""
     chains: Counter[tuple[str, ...]] = Counter()
     for stack, n in w.folded.items():
         fr = frames_of(stack)
         if frame in fr:
-            i = fr.index(frame)
-            chains[tuple(fr[max(0, i - depth):i])] += n
+            i = len(fr) - 1 - fr[::-1].index(frame)
+            above = []
+            for f in reversed(fr[:i]):   # a recursion's own frames are no callers
+                if f != frame and telling(f, rules) and (not above or above[-1] != f):
+                    above.append(f)
+            own = [f for f in above if not rules.generic(f)]
+            chains[tuple(reversed((own or above)[:depth]))] += n
     return chains.most_common(1)[0][0] if chains else ()
 
 

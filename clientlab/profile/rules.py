@@ -83,6 +83,12 @@ class Rules:
             deferred = deferred or rule.layer
         return deferred or "unattributed", False
 
+    def generic(self, frame: str) -> bool:
+        """A frame that only a `defer` rule of the runtime places (the interpreter's C internals, a
+        built-in type's C code): it works for whoever called it."""
+        rule = self._rule_for(frame)
+        return rule is not None and rule.defer and rule.layer == "runtime"
+
     def classify(self, folded: Folded) -> Counter[str]:
         """Samples per layer (every layer of LAYERS present, 0 where none)."""
         out: Counter[str] = Counter({layer: 0 for layer in LAYERS})

@@ -266,3 +266,43 @@ def test_a_tracers_own_code_is_no_path_of_the_client():
     got = combined(own, perf_side("nytprof", perf, rules), 1.0)
     assert sum(n for stack, n in got.folded.items() if "NYTProf.so" in stack) == 0
     assert got.us_per_request == pytest.approx(20.0)
+
+
+def test_an_unnamed_frame_is_named_by_the_library_function_above_it():
+    # py-spy's native stacks start at an unnamed libc frame (the thread's start) and end in one
+    # where a body is copied (libc's memmove, stripped): the path is the function that copied it
+    rules = Rules.load("python", "drivers/python/requests")
+    base = "? (libc.so.6);main (drivers/python/_lib/labdriver.py);Session.send (requests/sessions.py)"
+    fast = _weighted({f"{base};HTTPAdapter.send (requests/adapters.py)": 100}, 1.0)
+    slow = _weighted({f"{base};HTTPAdapter.send (requests/adapters.py)": 100,
+                      f"{base};Response.content (requests/models.py);? (libc.so.6)": 300}, 1.0)
+    found = paths(slow, fast, rules)
+    assert found[0].frames[-1] == "Response.content (requests/models.py)"
+    assert found[0].us == pytest.approx(300.0)
+    assert found[0].frames[:-1] == ("main (drivers/python/_lib/labdriver.py)", "Session.send (requests/sessions.py)")
+    assert all(not p.frames[-1].startswith("? ") for p in found)
+
+
+def test_a_paths_callers_pass_over_the_interpreters_call_machinery():
+    rules = Rules.load("python", "drivers/python/requests")
+    base = "main (drivers/python/_lib/labdriver.py);HTTPResponse.read (<stdlib>/http/client.py)"
+    recv = ("SocketIO.readinto (<stdlib>/socket.py);_PyObject_VectorcallTstate (inlined);"
+            "method_vectorcall_VARARGS_KEYWORDS (libpython3.11.so.1.0);sock_recv_into (_socket.cpython-311-x86_64-linux-gnu.so)")
+    parse = f"{base};parse_headers (<stdlib>/http/client.py)"
+    found = paths(_weighted({f"{base};{recv}": 300, parse: 100}, 1.0), _weighted({f"{base};{recv}": 100, parse: 100}, 1.0),
+                  rules)
+    assert found[0].frames == ("HTTPResponse.read (<stdlib>/http/client.py)", "SocketIO.readinto (<stdlib>/socket.py)",
+                               "sock_recv_into (_socket.cpython-311-x86_64-linux-gnu.so)")
+
+
+def test_a_path_whose_extra_is_spread_over_small_allocator_calls_is_said_to_sit_in_memory():
+    rules = Rules.load("python", "drivers/python/x")
+    base = "main (drivers/python/_lib/labdriver.py);read (x/client.py)"
+    memory = ("malloc", "free", "_int_malloc", "_int_free", "realloc", "calloc", "sysmalloc", "malloc_consolidate")
+    # each allocator call under the 5 % of the gap a path needs (another path makes most of it)
+    write = "main (drivers/python/_lib/labdriver.py);write (x/client.py)"
+    slow = _weighted({f"{base};{m} (libc.so.6)": 15 for m in memory} | {base: 10, write: 400}, 1.0)
+    found = paths(slow, _weighted({base: 10}, 1.0), rules)
+    assert [(p.frames[-1], p.layer, p.held_in) for p in found] == [
+        ("write (x/client.py)", "library", "library"), ("read (x/client.py)", "library", "memory")]
+    assert found[1].us == pytest.approx(120.0)
