@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -19,7 +20,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Callable, Protocol
 
 from clientlab.errors import LabError
 from clientlab.measuring.procfs import process_tree
@@ -63,11 +64,47 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen, what: str) -> None:
     raise ProfilerFailed(f"{what} did not start sampling within {READY_TIMEOUT_S:.0f} s")
 
 
-# perf runs in a session of its own (a Ctrl-C at the lab's terminal must not cut its data short), so
-# a lab killed without its clean-up leaves it recording the core: DWARF stacks come at about 16 MB a
-# second, and an orphan filled this project's 250 GB disk in an hour. A profiled trial writes a few
-# hundred MB at most; past this perf stops writing.
+# perf writes DWARF stacks at about 16 MB a second; it dies with the lab (_leashed), and a profiled
+# trial writes a few hundred MB at most: past this perf stops writing, whatever else goes wrong.
 PERF_MAX_SIZE = "2G"
+
+
+PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
+
+
+def _leashed() -> Callable[[], None]:
+    """A preexec_fn that ties a sampler to the lab: the kernel sends it SIGKILL when the lab's
+    process dies, however it dies (a SIGKILL, an OOM kill, a crash: no clean-up of the lab's runs
+    then). A sampler runs in a session of its own, so no signal to the lab's process group reaches
+    it, and an orphaned perf record goes on writing until the disk is full. The lab starts its samplers from its main thread, which lives as long as the process (the signal
+    follows the thread that forked). A lab that died between the fork and the prctl is seen by its
+    pid no longer being the parent's."""
+    lab = os.getpid()
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def leash() -> None:
+        if prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != lab:
+            os._exit(127)
+    return leash
+
+
+def _start(argv: list[str], out: IO[str]) -> subprocess.Popen:
+    """A sampler's process: a session of its own (a Ctrl-C at the lab's terminal must not cut its
+    data short) that dies with the lab."""
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+                            preexec_fn=_leashed())
+
+
+def _end(proc: subprocess.Popen | None) -> None:
+    """A sampler's whole process group killed and reaped, if it still runs (any path out of a
+    trial: an error, a timeout, a profile not wanted any more)."""
+    if proc is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)   # its own session: the group is its pid
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.wait()
 
 
 class Perf:
@@ -106,11 +143,10 @@ class Perf:
         target = ["-C", str(core)] if core is not None else ["-p", ",".join(str(p) for p in pids)]
         self.per_core = core is not None
         with open(err, "w") as stderr:
-            self.proc = subprocess.Popen(
+            self.proc = _start(
                 [binary, "record", "--no-buildid-cache", "-e", "cpu-clock",
                  "-F", str(self.hz), "--call-graph", self.call_graph, "-D", "-1", "--max-size", PERF_MAX_SIZE,
-                 "--control", f"fifo:{ctl},{ack}", "-o", str(self.dir / "perf.data"), *target],
-                stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
+                 "--control", f"fifo:{ctl},{ack}", "-o", str(self.dir / "perf.data"), *target], stderr)
         _wait_for(err, "Events disabled", self.proc, "perf record")
         self._ctl = os.open(ctl, os.O_RDWR)
         self._ack = os.open(ack, os.O_RDWR)
@@ -137,7 +173,7 @@ class Perf:
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            _end(self.proc)
             raise ProfilerFailed("perf record did not finish writing its data within 60 s") from None
         self._stopped = True
         if self.per_core:
@@ -165,9 +201,7 @@ class Perf:
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        _end(self.proc)
         for f in self.dir.iterdir():
             f.unlink(missing_ok=True)
         self.dir.rmdir()
@@ -197,8 +231,7 @@ class _Attached:
     def start(self, pids: list[int]) -> None:
         err = self.dir / "stderr"
         with open(err, "w") as stderr:
-            self.proc = subprocess.Popen(self.command(pids[0]), stdin=subprocess.DEVNULL, stdout=stderr,
-                                         stderr=stderr, start_new_session=True)
+            self.proc = _start(self.command(pids[0]), stderr)
         _wait_for(err, self.ready_line, self.proc, self.name)
 
     def stop(self) -> None:
@@ -208,7 +241,7 @@ class _Attached:
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            _end(self.proc)
             raise ProfilerFailed(f"{self.name} did not write its profile within 60 s") from None
         out = self.dir / self.output
         if not out.exists():
@@ -222,9 +255,7 @@ class _Attached:
         return self._folded
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        _end(self.proc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
