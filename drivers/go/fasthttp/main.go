@@ -27,7 +27,7 @@ func main() {
 		// as a job without accept_gzip does already
 		Options: map[string][]any{"tcp_nodelay": nil, "max_host_connections": nil, "expect_100": {false},
 			"accept_encoding": {"library"}},
-		Open:    open,
+		Open: open,
 	})
 }
 
