@@ -40,7 +40,7 @@ func main() {
 		"write a CPU profile (pprof) to this file from start to exit (env CLIENTLAB_SERVER_CPUPROFILE)")
 	memProfile := flag.String("memprofile", os.Getenv("CLIENTLAB_SERVER_MEMPROFILE"),
 		"write a heap profile (pprof, allocations included) to this file at exit (env CLIENTLAB_SERVER_MEMPROFILE)")
-	flag.StringVar(&h3.QlogDir, "qlog-dir", os.Getenv("CLIENTLAB_SERVER_QLOGDIR"),
+	qlogDir := flag.String("qlog-dir", os.Getenv("CLIENTLAB_SERVER_QLOGDIR"),
 		"write a qlog trace of every HTTP/3 connection into this directory, for diagnosis (env CLIENTLAB_SERVER_QLOGDIR; costs CPU)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: clientlab-server [flags] < SECRET-LINE\n\n"+
@@ -61,10 +61,11 @@ func main() {
 	var publicAddr netip.Addr
 	var err error
 	if *serveOnlyFlag != "" {
-		if sockets.ServeOnly, err = netip.ParseAddr(*serveOnlyFlag); err != nil {
+		only, perr := netip.ParseAddr(*serveOnlyFlag)
+		if perr != nil {
 			log.Fatalf("--serve-only %s: not an address", *serveOnlyFlag)
 		}
-		sockets.ServeOnly = sockets.ServeOnly.Unmap()
+		sockets.SetServeOnly(only)
 		publicAddr, err = sockets.AnyOneAddr("--listen", *listen)
 	} else {
 		publicAddr, err = sockets.ListenAddr("--listen", *listen)
@@ -80,10 +81,11 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	if h3.QlogDir != "" {
-		if err := h3.PrepareQlogDir(h3.QlogDir); err != nil {
+	if *qlogDir != "" {
+		if err := h3.PrepareQlogDir(*qlogDir); err != nil {
 			log.Fatal(err)
 		}
+		h3.SetQlogDir(*qlogDir)
 	}
 	var certs *tls.Config
 	if *certFile != "" {
@@ -94,7 +96,7 @@ func main() {
 		if err != nil {
 			log.Fatalf("cannot load the CA of --tls-ca and --tls-ca-key: %v", err)
 		}
-		faults.CA = &ca
+		faults.SetCA(&ca)
 	}
 	// The control secret comes on stdin, never in argv or the environment (which other
 	// processes of the user can read in /proc).

@@ -55,7 +55,7 @@ func Handler(limit *record.ConnLimit, rebind func() (map[string]int, error), fs 
 			return
 		}
 		if s.RecordDigests != nil {
-			record.RecordDigests.Store(*s.RecordDigests)
+			record.SetRecordDigests(*s.RecordDigests)
 		}
 		if s.MaxConns != nil {
 			limit.Set(*s.MaxConns)
@@ -64,7 +64,7 @@ func Handler(limit *record.ConnLimit, rebind func() (map[string]int, error), fs 
 			disableH2.Store(*s.DisableH2)
 		}
 		if s.Headers != nil {
-			shape.MinimalHeads.Store(*s.Headers == shape.Minimal)
+			shape.SetMinimalHeads(*s.Headers == shape.Minimal)
 		}
 		reply(w, map[string]bool{"ok": true})
 	})
@@ -75,15 +75,15 @@ func Handler(limit *record.ConnLimit, rebind func() (map[string]int, error), fs 
 		return t
 	}
 	mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) {
-		record.Current.Store(next())
+		record.StartTrial(next())
 		limit.NewTrial()
 		reply(w, map[string]bool{"ok": true})
 	})
 	mux.HandleFunc("GET /counters", func(w http.ResponseWriter, r *http.Request) {
-		t := record.Current.Load()
+		t := record.Current()
 		t.Settle(settleLimit) // the last answer's record, when the client was quicker than the server
 		if r.URL.Query().Get("reset") == "1" {
-			t = record.Current.Swap(next())
+			t = record.StartTrial(next())
 			defer limit.NewTrial()
 		}
 		reply(w, t.Snapshot())

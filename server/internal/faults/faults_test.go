@@ -49,6 +49,19 @@ func rawFault(t *testing.T, l net.Listener, target string, extra ...string) stri
 	return string(all)
 }
 
+// dialFault opens a connection to origin a and sends the request head of target; the connection
+// closes when the test ends, if the test did not close it.
+func dialFault(t *testing.T, target string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", servertest.Faults.A.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	return c
+}
+
 func splitAnswer(t *testing.T, answer string) (head, body string) {
 	t.Helper()
 	head, body, ok := strings.Cut(answer, "\r\n\r\n")
@@ -82,13 +95,7 @@ func TestChunkedWithoutLastChunkEndsAfterItsFirstChunk(t *testing.T) {
 
 func TestTrickleSendsTheWholeBodyOneByteAtATime(t *testing.T) {
 	faultLedger(t)
-	c, err := net.Dial("tcp", servertest.Faults.A.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, "GET /fault/trickle?bytes=5&every_ms=20 HTTP/1.1\r\nHost: x\r\n\r\n")
-	r := bufio.NewReader(c)
+	r := bufio.NewReader(dialFault(t, "/fault/trickle?bytes=5&every_ms=20"))
 	resp, err := http.ReadResponse(r, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -119,12 +126,7 @@ func TestTrickleSendsTheWholeBodyOneByteAtATime(t *testing.T) {
 
 func TestStalledHeadersArriveWholeAfterTheStall(t *testing.T) {
 	faultLedger(t)
-	c, err := net.Dial("tcp", servertest.Faults.A.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, "GET /fault/stall-headers?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n")
+	c := dialFault(t, "/fault/stall-headers?ms=300")
 	// nothing may come before the stall is over: a read that gives up earlier finds nothing
 	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
@@ -181,11 +183,7 @@ func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
 	for _, target := range []string{"/fault/stall-headers?ms=60000", "/fault/trickle?bytes=100000&every_ms=60000"} {
 		t.Run(target, func(t *testing.T) {
 			own := freshFaults(t)
-			c, err := net.Dial("tcp", servertest.Faults.A.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			c := dialFault(t, target)
 			// the request is being served once the ledger holds it
 			for i := 0; ; i++ {
 				if entries, _, _ := servertest.Faults.Ledger.Snapshot(false); len(entries) == 1 {
@@ -203,6 +201,30 @@ func TestAClientThatLeavesAStallOrATrickleReleasesItsConnection(t *testing.T) {
 			own.waitReleased(t)
 		})
 	}
+}
+
+// The release check is about the test's own connections: one opened before the test began and
+// still held is not among them, and a held connection is named by its origin, its client and the
+// request it last read.
+func TestTheReleaseCheckCountsOnlyTheConnectionsTheTestOpened(t *testing.T) {
+	earlierTest := freshFaults(t)
+	earlier := dialFault(t, "/fault/stall-headers?ms=60000")
+	var held []faults.Held
+	for deadline := time.Now().Add(10 * time.Second); len(held) != 1 || held[0].Request == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled request was never read: held %+v", held)
+		}
+		held = earlierTest.held()
+	}
+	if h := held[0]; h.Origin != "a" || h.Peer != earlier.LocalAddr().String() || h.Request != "GET /fault/stall-headers" ||
+		h.Since.IsZero() {
+		t.Fatalf("held %+v, want the stalled request from %s", h, earlier.LocalAddr())
+	}
+	if own := (ownConns{after: servertest.Faults.Accepted()}); len(own.held()) != 0 {
+		t.Fatalf("a test that opened nothing holds %+v", own.held())
+	}
+	earlier.Close()
+	earlierTest.waitReleased(t)
 }
 
 func TestRedirectToTheOtherOriginAndTheLedgerSeesTheCredentialsThatArrived(t *testing.T) {

@@ -36,14 +36,19 @@ import (
 	"math/big"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"clientlab/server/internal/handlers"
 	"clientlab/server/internal/sockets"
 )
 
-// CA is the CA the jobs trust, with its key (--tls-ca, --tls-ca-key); nil: none given.
-var CA *tls.Certificate
+// signingCA is the CA the jobs trust, with its key (--tls-ca, --tls-ca-key); nil: none given.
+var signingCA atomic.Pointer[tls.Certificate]
+
+// SetCA makes c (with its key) the CA that signs the expired and wrong-name certificates of the
+// fault origins started from now on.
+func SetCA(c *tls.Certificate) { signingCA.Store(c) }
 
 // CertificateFaults are the origins of a certificate to refuse, in the order they open.
 var CertificateFaults = []string{"expired", "wrong-name", "untrusted", "self-signed"}
@@ -70,7 +75,7 @@ func (f *Server) startTLS(addr netip.Addr, base *tls.Config) error {
 	if base == nil || len(base.Certificates) == 0 {
 		return nil
 	}
-	certs, err := mintFaultCertificates(base.Certificates[0], CA, time.Now())
+	certs, err := mintFaultCertificates(base.Certificates[0], signingCA.Load(), time.Now())
 	if err != nil {
 		return err
 	}

@@ -85,12 +85,19 @@ type fastRequest struct {
 	body    []byte // the request body, once read
 }
 
-// fastOff sends every new plain connection to net/http (tests compare both paths);
-// fastHandoffs counts the connections the hot path handed to net/http after reading from them.
+// off sends every new plain connection to net/http (tests compare both paths); handoffs counts
+// the connections the hot path handed to net/http after reading from them.
 var (
-	Off      atomic.Bool
-	Handoffs atomic.Int64
+	off      atomic.Bool
+	handoffs atomic.Int64
 )
+
+// SetOff sends every new plain connection to net/http (on) or lets the hot path serve those it
+// can; it returns the setting before.
+func SetOff(on bool) bool { return off.Swap(on) }
+
+// Handoffs is how many connections the hot path handed to net/http after reading from them.
+func Handoffs() int64 { return handoffs.Load() }
 
 // Server is the plain port's hot path: it hands the connections it does not serve to
 // net/http (slow) or to the h2c server (h2c), and follows the server's cap (limit).
@@ -109,7 +116,7 @@ func (p *Server) serveFast(tc *record.Conn) {
 	var sc *fastScratch // forms, redirects: taken when a request needs it
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(sockets.ServerErrors, "panic serving %s: %v\n", tc.RemoteAddr(), r)
+			fmt.Fprintf(sockets.ServerErrors(), "panic serving %s: %v\n", tc.RemoteAddr(), r)
 			tc.Close()
 		}
 		if !handedOff {
@@ -123,7 +130,7 @@ func (p *Server) serveFast(tc *record.Conn) {
 	handoff := func(pending []byte) {
 		handedOff = true
 		if len(pending) > 0 {
-			Handoffs.Add(1)
+			handoffs.Add(1)
 		}
 		tc.Pending = bytes.Clone(pending)
 		if len(tc.Pending) == 0 {
@@ -131,7 +138,7 @@ func (p *Server) serveFast(tc *record.Conn) {
 		}
 		p.Slow.Push(tc)
 	}
-	if p.Limit.Limited() || record.RecordDigests.Load() || Off.Load() {
+	if p.Limit.Limited() || record.RecordDigests() || off.Load() {
 		// the cap's idle bookkeeping and the digests are net/http's (verification passes); it
 		// tells h2c from HTTP/1.1 itself (sniffRead)
 		tc.Sniffing = true
@@ -470,7 +477,7 @@ func init() {
 // answerFast sends the answer to a request the hot path took and records it as serveHTTP does;
 // it reports whether the connection may carry on.
 func (p *Server) answerFast(tc *record.Conn, req *fastRequest, headerReads int, sc *fastScratch) bool {
-	t := record.Current.Load()
+	t := record.Current()
 	t.Answering.Add(1) // until recorded: see trial.settle
 	defer t.Answering.Add(-1)
 	if tc.TrialID != t.ID {

@@ -238,10 +238,10 @@ type fastRun struct {
 
 func runFastCase(t *testing.T, c fastCase, fast bool) fastRun {
 	t.Helper()
-	h1.Off.Store(!fast)
-	defer h1.Off.Store(false)
+	h1.SetOff(!fast)
+	defer h1.SetOff(false)
 	servertest.Reset(t)
-	handoffs := h1.Handoffs.Load()
+	handoffs := h1.Handoffs()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -291,10 +291,10 @@ func runFastCase(t *testing.T, c fastCase, fast bool) fastRun {
 	}
 	conn.(*net.TCPConn).CloseWrite()
 	io.Copy(io.Discard, br) // until the server closes
-	run := fastRun{handoffs: h1.Handoffs.Load() - handoffs}
+	run := fastRun{handoffs: h1.Handoffs() - handoffs}
 	wire := dateLine.ReplaceAllString(rec.buf.String(), "Date: -\r\n")
 	run.wire = tokenText.ReplaceAllString(wire, "clientlab_session=TOKEN")
-	if !shape.MinimalHeads.Load() {
+	if !shape.MinimalHeads() {
 		run.wire = sortedHeads(run.wire)
 	}
 	var s record.Snapshot
@@ -391,8 +391,8 @@ func BenchmarkScenarioRequests(b *testing.B) {
 				name = c.name + "/hot-path"
 			}
 			b.Run(name, func(b *testing.B) {
-				h1.Off.Store(!fast)
-				defer h1.Off.Store(false)
+				h1.SetOff(!fast)
+				defer h1.SetOff(false)
 				conn, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
 				if err != nil {
 					b.Fatal(err)

@@ -34,9 +34,9 @@ func TestHTTP2AnswersAndRecordsAsNetHTTP(t *testing.T) {
 	for _, r := range servertest.H2Requests(t) {
 		http1.CloseIdleConnections()
 		servertest.Reset(t)
-		h1.Off.Store(true) // the reference: net/http's own HTTP/1.1 handling
+		h1.SetOff(true) // the reference: net/http's own HTTP/1.1 handling
 		want, wantBody := r.Do(t, http1, servertest.PlainURL)
-		h1.Off.Store(false)
+		h1.SetOff(false)
 		wantLog := servertest.Counters(t).Log
 		for _, way := range []struct {
 			name string

@@ -120,7 +120,7 @@ func Serve(limit *record.ConnLimit, tc *record.Conn, nc net.Conn, state *tls.Con
 	defer c.close()
 	defer func() {
 		if r := recover(); r != nil { // one connection's trouble must not end the server
-			fmt.Fprintf(sockets.ServerErrors, "panic serving HTTP/2 for %s: %v\n", tc.RemoteAddr(), r)
+			fmt.Fprintf(sockets.ServerErrors(), "panic serving HTTP/2 for %s: %v\n", tc.RemoteAddr(), r)
 		}
 	}()
 	limit.FastIdle(tc, true)

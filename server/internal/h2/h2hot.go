@@ -35,7 +35,7 @@ func (c *h2conn) answerHot(id uint32, path string, regular int) bool {
 			}
 		}
 	}
-	t := record.Current.Load()
+	t := record.Current()
 	t.Answering.Add(1) // until recorded: see trial.settle
 	defer t.Answering.Add(-1)
 	c.mu.Lock()
@@ -51,12 +51,12 @@ func (c *h2conn) answerHot(id uint32, path string, regular int) bool {
 	e := record.LogEntry{Conn: tc.Rec.ID, Method: "GET", Path: path, Proto: "HTTP/2.0",
 		Status: 200, RespBodyBytes: n, FormKind: "none", FirstByteNs: t.Since(now)}
 	body := shape.Block[:n]
-	if record.RecordDigests.Load() {
+	if record.RecordDigests() {
 		sum := sha256.Sum256(body)
 		e.RespSHA256 = hex.EncodeToString(sum[:])
 	}
 	c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
-	if shape.MinimalHeads.Load() {
+	if shape.MinimalHeads() {
 		c.enc.WriteField(hpack.HeaderField{Name: "content-length", Value: shape.ContentLengthText(n)})
 		c.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/octet-stream"})
 		c.enc.WriteField(hpack.HeaderField{Name: "date", Value: shape.DateText(now)})
@@ -64,8 +64,8 @@ func (c *h2conn) answerHot(id uint32, path string, regular int) bool {
 		// nginx's HTTP/2 block for a file, in its order, every field whole (shape.go)
 		c.encBuf.Write(shape.AppendH2Static(c.encBuf.AvailableBuffer(), n, now))
 	}
-	if v := record.AltSvc.Load(); v != nil && c.tls != nil {
-		if shape.MinimalHeads.Load() {
+	if v := record.AltSvc(); v != nil && c.tls != nil {
+		if shape.MinimalHeads() {
 			c.enc.WriteField(hpack.HeaderField{Name: "alt-svc", Value: *v}) // as advertiseH3
 		} else {
 			c.encBuf.Write(shape.AppendH2AltSvc(c.encBuf.AvailableBuffer(), *v))

@@ -215,7 +215,7 @@ func (c *h2conn) run(s *h2stream, r *http.Request) {
 func serveStream(w *h2writer, r *http.Request) (ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintf(sockets.ServerErrors, "panic serving %s %s over HTTP/2: %v\n", r.Method, r.URL.Path, p)
+			fmt.Fprintf(sockets.ServerErrors(), "panic serving %s %s over HTTP/2: %v\n", r.Method, r.URL.Path, p)
 			s, c := w.s, w.s.c
 			c.mu.Lock()
 			if c.streams[s.id] == s {
@@ -347,7 +347,7 @@ func (w *h2writer) send(end bool) error {
 	if !s.answered {
 		s.answered = true
 		c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(w.status)})
-		if shape.MinimalHeads.Load() {
+		if shape.MinimalHeads() {
 			for k, vs := range w.header {
 				name := strings.ToLower(k)
 				if name == "connection" || name == "transfer-encoding" || name == "keep-alive" {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -32,8 +33,26 @@ import (
 // h3MaxStreams: request streams a client may have open at once on one connection (as HTTP/2's).
 const h3MaxStreams = h2.MaxStreams
 
-// QlogDir is where every QUIC connection's qlog trace goes (--qlog-dir, qlog.go); "": none.
-var QlogDir string
+// qlogDir is where every QUIC connection's qlog trace goes (--qlog-dir, qlog.go); nil or "": none.
+var qlogDir atomic.Pointer[string]
+
+// QlogDir is where the HTTP/3 sides made from now on write each QUIC connection's qlog trace;
+// "": nowhere.
+func QlogDir() string {
+	if dir := qlogDir.Load(); dir != nil {
+		return *dir
+	}
+	return ""
+}
+
+// SetQlogDir has the HTTP/3 sides made from now on write their qlog traces into dir (a directory
+// PrepareQlogDir made; "": none); it returns the one before.
+func SetQlogDir(dir string) string {
+	if before := qlogDir.Swap(&dir); before != nil {
+		return *before
+	}
+	return ""
+}
 
 // Side serves HTTP/3: one http3.Server for every connection of every UDP endpoint.
 type Side struct {
@@ -53,8 +72,8 @@ func NewSide(base *tls.Config, limit *record.ConnLimit) *Side {
 		MaxIdleTimeout:     sockets.IdleTimeout, // as a keep-alive TCP connection may idle
 		MaxIncomingStreams: h3MaxStreams,
 	}}
-	if QlogDir != "" {
-		h.quic.Tracer = qlogTracer(QlogDir)
+	if dir := QlogDir(); dir != "" {
+		h.quic.Tracer = qlogTracer(dir)
 	}
 	h.srv = &http3.Server{
 		Handler:        http.HandlerFunc(h.serve),
@@ -98,7 +117,7 @@ func (h *Side) Rebind(addr netip.Addr) (int, error) {
 	}
 	port := udp.LocalAddr().(*net.UDPAddr).Port
 	value := `h3=":` + strconv.Itoa(port) + `"; ma=86400`
-	record.AltSvc.Store(&value)
+	record.SetAltSvc(&value)
 	return port, nil
 }
 
@@ -152,7 +171,7 @@ func (h *Side) serveConn(e *h3Endpoint, qc *quic.Conn) {
 	// over the cap, the connection waits here unserved (its handshake may be done: QUIC has
 	// no backlog to leave it in)
 	waited := h.limit.Acquire()
-	t := record.Current.Load()
+	t := record.Current()
 	rec := t.AddConn(true, waited)
 	rec.Proto.Store("h3")
 	rec.Quic.Store(qc)
@@ -194,7 +213,7 @@ func (h *Side) serveStreams(qc *quic.Conn) {
 		if err != nil {
 			break // the connection ended
 		}
-		str.SetReadDeadline(time.Now().Add(time.Duration(sockets.StallLimit.Load()) * time.Millisecond))
+		str.SetReadDeadline(time.Now().Add(sockets.StallLimit()))
 		wg.Go(func() { rc.HandleRequestStream(str) })
 	}
 	wg.Wait()
@@ -212,7 +231,7 @@ func recordH3Handshake(qc *quic.Conn, rec *record.ConnRecord) {
 	cs := qc.ConnectionState()
 	rec.Resumed.Store(cs.TLS.DidResume)
 	rec.EarlyData.Store(cs.Used0RTT)
-	record.Current.Load().Handshake(cs.TLS.DidResume, cs.Used0RTT)
+	record.Current().Handshake(cs.TLS.DidResume, cs.Used0RTT)
 }
 
 // h3conn is what ConnContext finds for a connection: its trackedConn and its requests in flight.
@@ -226,7 +245,7 @@ type h3conn struct {
 // has none in flight (then it may close it, as net/http's StateIdle allows).
 func (h *Side) serve(w http.ResponseWriter, r *http.Request) {
 	if d, ok := w.(streamDeadlines); ok {
-		sw := &h3Stall{ResponseWriter: w, d: d, limit: time.Duration(sockets.StallLimit.Load()) * time.Millisecond}
+		sw := &h3Stall{ResponseWriter: w, d: d, limit: sockets.StallLimit()}
 		r.Body = &h3StallBody{ReadCloser: r.Body, s: sw}
 		w = sw
 		defer sw.finish()

@@ -85,9 +85,9 @@ func TestHTTP3AnswersAndRecordsAsNetHTTP(t *testing.T) {
 	for _, r := range servertest.H2Requests(t) {
 		http1.CloseIdleConnections()
 		servertest.Reset(t)
-		h1.Off.Store(true)
+		h1.SetOff(true)
 		want, wantBody := r.Do(t, http1, servertest.PlainURL)
-		h1.Off.Store(false)
+		h1.SetOff(false)
 		wantLog := servertest.Counters(t).Log
 		c, tr := servertest.H3Client(t, nil)
 		servertest.Reset(t)
@@ -171,8 +171,7 @@ func TestRebindMovesTheH3PortAndKeepsOpenConnections(t *testing.T) {
 
 // --serve-only closes QUIC connections from any other client, as it does TCP ones.
 func TestServeOnlyClosesQUICConnectionsFromOtherClients(t *testing.T) {
-	sockets.ServeOnly = netip.MustParseAddr("127.0.0.2")
-	defer func() { sockets.ServeOnly = netip.Addr{} }()
+	defer sockets.SetServeOnly(sockets.SetServeOnly(netip.MustParseAddr("127.0.0.2")))
 	for _, c := range []struct {
 		local  string
 		served bool

@@ -8,7 +8,7 @@ import (
 )
 
 func TestNoQlogDirTracesNothing(t *testing.T) {
-	if QlogDir != "" {
+	if QlogDir() != "" {
 		t.Skip("the test server runs with --qlog-dir")
 	}
 	if NewSide(&tls.Config{}, record.NewConnLimit(0)).quic.Tracer != nil {

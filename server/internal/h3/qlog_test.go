@@ -23,9 +23,8 @@ import (
 // directory; it returns the h3 base URL and the directory.
 func qlogServer(t *testing.T) (string, string) {
 	dir := t.TempDir()
-	prevDir, prevAltSvc := h3.QlogDir, record.AltSvc.Load()
-	h3.QlogDir = dir
-	t.Cleanup(func() { h3.QlogDir = prevDir; record.AltSvc.Store(prevAltSvc) })
+	prevDir, prevAltSvc := h3.SetQlogDir(dir), record.AltSvc()
+	t.Cleanup(func() { h3.SetQlogDir(prevDir); record.SetAltSvc(prevAltSvc) })
 	cert, _ := servertest.Certificate()
 	port, err := h3.NewSide(server.TLSConfigFor(cert), record.NewConnLimit(0)).Rebind(servertest.Loopback)
 	if err != nil {

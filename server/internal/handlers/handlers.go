@@ -105,7 +105,7 @@ func (x *exchange) send(status int, ctype string, n int64, body func(io.Writer) 
 	x.w.WriteHeader(status)
 	x.entry.Status = status
 	bw := &BodyWriter{W: out}
-	if record.RecordDigests.Load() {
+	if record.RecordDigests() {
 		bw.hash = sha256.New()
 	}
 	_ = body(bw) // a client that goes away mid-body is its own problem; the log shows the bytes sent
@@ -142,7 +142,7 @@ func acceptsGzip(r *http.Request) bool {
 // Serve records every request around the resource handlers.
 func Serve(w http.ResponseWriter, r *http.Request) {
 	tc, _ := r.Context().Value(record.ConnKey{}).(*record.Conn)
-	t := record.Current.Load()
+	t := record.Current()
 	t.Answering.Add(1) // until recorded: see trial.settle
 	defer t.Answering.Add(-1)
 	x := &exchange{w: w, r: r, entry: record.LogEntry{
@@ -603,9 +603,9 @@ func BodyDigest(path string) (int64, string, bool) {
 // HTTP/3 by itself can be seen doing it (clients that do not act on Alt-Svc ignore it).
 func advertiseH3(h http.Header, r *http.Request) {
 	if r.TLS != nil && r.ProtoMajor < 3 {
-		if v := record.AltSvc.Load(); v != nil {
+		if v := record.AltSvc(); v != nil {
 			h.Set("Alt-Svc", *v)
-			record.Current.Load().OfferedH3()
+			record.Current().OfferedH3()
 		}
 	}
 }

@@ -219,7 +219,7 @@ func (l *ConnLimit) Acquire() bool {
 	l.peak = max(l.peak, l.active)
 	l.mu.Unlock()
 	if !started.IsZero() {
-		Current.Load().capWaited(time.Since(started), reaped)
+		Current().capWaited(time.Since(started), reaped)
 	}
 	return !started.IsZero()
 }
@@ -419,11 +419,29 @@ func (queueAddr) String() string { return "public" }
 // ConnKey finds a request's connection (*trackedConn) in its context.
 type ConnKey struct{}
 
-// RecordDigests: every answer's body digest is logged (verification passes; control /config).
-var RecordDigests atomic.Bool
+// recordDigests: every answer's body digest is logged (verification passes; control /config).
+var recordDigests atomic.Bool
 
-// AltSvc is the Alt-Svc value the TLS port's answers carry (`h3=":PORT"`), nil without HTTP/3.
-var AltSvc atomic.Pointer[string]
+// RecordDigests says whether every answer's body digest is logged.
+func RecordDigests() bool { return recordDigests.Load() }
 
-// ConnCap is the running server's cap on open connections (the counters report it).
-var ConnCap *ConnLimit
+// SetRecordDigests has every answer's body digest logged, or not.
+func SetRecordDigests(on bool) { recordDigests.Store(on) }
+
+// altSvc is the Alt-Svc value the TLS port's answers carry (`h3=":PORT"`), nil without HTTP/3.
+var altSvc atomic.Pointer[string]
+
+// AltSvc is the Alt-Svc value the TLS port's answers carry; nil without HTTP/3.
+func AltSvc() *string { return altSvc.Load() }
+
+// SetAltSvc makes v the Alt-Svc value answers carry (nil: none); it returns the one before.
+func SetAltSvc(v *string) *string { return altSvc.Swap(v) }
+
+// connCap is the running server's cap on open connections (the counters report it).
+var connCap atomic.Pointer[ConnLimit]
+
+// Cap is the running server's cap on open connections; nil before the server starts.
+func Cap() *ConnLimit { return connCap.Load() }
+
+// SetCap makes l the cap the counters report.
+func SetCap(l *ConnLimit) { connCap.Store(l) }

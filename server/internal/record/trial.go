@@ -122,9 +122,16 @@ func (t *Trial) OfferedH3() {
 	}
 }
 
-var Current atomic.Pointer[Trial]
+// current is the trial the server records now.
+var current atomic.Pointer[Trial]
 
-func init() { Current.Store(NewTrial()) }
+func init() { current.Store(NewTrial()) }
+
+// Current is the trial the server records now.
+func Current() *Trial { return current.Load() }
+
+// StartTrial makes t the trial the server records from now on; it returns the one before.
+func StartTrial(t *Trial) *Trial { return current.Swap(t) }
 
 var nextConnID atomic.Int64
 
@@ -245,7 +252,7 @@ func (t *Trial) Snapshot() Snapshot {
 		Conns:        make([]ConnJSON, 0, len(t.conns)),
 		Log:          make([]LogEntry, 0, t.logged), // [] rather than null when nothing arrived
 	}
-	if v := AltSvc.Load(); v != nil && t.altSvcOffered.Load() {
+	if v := AltSvc(); v != nil && t.altSvcOffered.Load() {
 		s.AltSvc = *v
 	}
 	for _, chunk := range t.log {
@@ -259,8 +266,8 @@ func (t *Trial) Snapshot() Snapshot {
 			s.KeptOpen++
 		}
 	}
-	if ConnCap != nil {
-		if limit, peak := ConnCap.State(); limit > 0 {
+	if cl := Cap(); cl != nil {
+		if limit, peak := cl.State(); limit > 0 {
 			s.Cap = &capJSON{Limit: limit, PeakOpen: peak, Waited: t.capWaits, WaitNs: t.capWaitNs, IdleClosed: t.capReaped}
 		}
 	}

@@ -44,7 +44,7 @@ func (p *panicWatch) take() []string {
 
 var serverPanics = &panicWatch{}
 
-func init() { sockets.ServerErrors = serverPanics }
+func init() { sockets.SetServerErrors(serverPanics) }
 
 // FuzzRawConnection sends arbitrary bytes to the plain or the TLS port, then half-closes: the
 // server must answer or close within seconds, never panic, and keep serving.

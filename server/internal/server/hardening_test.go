@@ -454,7 +454,7 @@ func sha256hex(b []byte) string {
 // an h2c connection handed over from the HTTP/1.1 server is still one the cap may close when idle
 func TestACappedServerClosesIdleH2CConnections(t *testing.T) {
 	servertest.Reset(t)
-	servertest.Configure(t, fmt.Sprintf(`{"max_conns": %d}`, record.ConnCap.Open()+1))
+	servertest.Configure(t, fmt.Sprintf(`{"max_conns": %d}`, record.Cap().Open()+1))
 	defer servertest.Configure(t, `{"max_conns": 0}`)
 	protocols := new(http.Protocols)
 	protocols.SetUnencryptedHTTP2(true)

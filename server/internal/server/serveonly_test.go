@@ -34,8 +34,7 @@ func getFrom(t *testing.T, local string) string {
 }
 
 func TestServeOnlyClosesConnectionsFromOtherClients(t *testing.T) {
-	sockets.ServeOnly = netip.MustParseAddr("127.0.0.2")
-	defer func() { sockets.ServeOnly = netip.Addr{} }()
+	defer sockets.SetServeOnly(sockets.SetServeOnly(netip.MustParseAddr("127.0.0.2")))
 	if line := getFrom(t, "127.0.0.1"); line != "" {
 		t.Fatalf("a client at 127.0.0.1 was served (%q) though only 127.0.0.2 may be", line)
 	}

@@ -74,7 +74,7 @@ func newPublic(addr netip.Addr, base *tls.Config, limit *record.ConnLimit) (*pub
 		s.ConnState = func(c net.Conn, state http.ConnState) {
 			limit.SetIdle(record.Tracked(c), state == http.StateIdle)
 		}
-		s.ErrorLog = log.New(sockets.ServerErrors, "", 0) // clients that hang up are not the server's news
+		s.ErrorLog = log.New(sockets.ServerErrors(), "", 0) // clients that hang up are not the server's news
 		return s
 	}
 	main := hooks(&http.Server{Protocols: new(http.Protocols)})
@@ -226,7 +226,7 @@ func (l *publicListener) Accept() (net.Conn, error) {
 	}
 	// over the cap, the connection waits here unserved, as it would in a full server's backlog
 	waited := l.p.limit.Acquire()
-	t := record.Current.Load()
+	t := record.Current()
 	tc := &record.Conn{Conn: raw, Raw: rawio.New(raw), TrialID: t.ID, TrialStart: t.Start, Rec: t.AddConn(l.secure, waited),
 		OnClose: l.p.limit.Release}
 	l.p.limit.Track(tc)
@@ -244,7 +244,7 @@ func (l *publicListener) Accept() (net.Conn, error) {
 			tc.Rec.Proto.Store("h2")
 			tc.NoEvents.Store(true)
 		}
-		record.Current.Load().Handshake(cs.DidResume, false) // the trial it happens in (no reference to keep)
+		record.Current().Handshake(cs.DidResume, false) // the trial it happens in (no reference to keep)
 		return nil
 	}
 	return tls.Server(tc, cfg), nil
@@ -256,7 +256,7 @@ func (l *publicListener) Accept() (net.Conn, error) {
 // and the fault side (tests reach its origins).
 func Start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret string) (map[string]any, *faults.Server, error) {
 	limit := record.NewConnLimit(maxConns)
-	record.ConnCap = limit
+	record.SetCap(limit)
 	controlLn, err := sockets.Listen(controlAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot listen on %s: %w", controlAddr, err)
@@ -279,8 +279,8 @@ func Start(addr, controlAddr netip.Addr, base *tls.Config, maxConns int, secret 
 	for name, n := range p.ports() {
 		ready[name] = n
 	}
-	if sockets.ServeOnly.IsValid() {
-		ready["serve_only"] = sockets.ServeOnly.String()
+	if only := sockets.ServeOnly(); only.IsValid() {
+		ready["serve_only"] = only.String()
 	}
 	srv := &http.Server{Handler: control.Handler(limit, p.rebindPorts, fs, &p.disableH2, secret), ReadHeaderTimeout: sockets.HeaderTimeout,
 		ErrorLog: log.New(io.Discard, "", 0)}

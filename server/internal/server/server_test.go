@@ -111,9 +111,7 @@ func TestFeedsAreDistinctAndSmall(t *testing.T) {
 	if len(seen) != len(ids) {
 		t.Fatalf("%d distinct feeds of %d", len(seen), len(ids))
 	}
-	kept := 0
-	shape.Feeds.Range(func(_, _ any) bool { kept++; return true })
-	if kept > shape.CachedFeeds {
+	if kept := shape.KeptFeeds(); kept > shape.CachedFeeds {
 		t.Fatalf("%d feeds kept in memory, at most %d may be", kept, shape.CachedFeeds)
 	}
 }
@@ -298,7 +296,7 @@ func TestCountersResetToZero(t *testing.T) {
 func TestMaxConnsCapsOpenConnections(t *testing.T) {
 	servertest.Reset(t)
 	// connections left open by earlier tests count too: allow exactly two more
-	limit := record.ConnCap.Open() + 2
+	limit := record.Cap().Open() + 2
 	servertest.Configure(t, fmt.Sprintf(`{"max_conns": %d}`, limit))
 	defer servertest.Configure(t, `{"max_conns": 0}`)
 	var wg sync.WaitGroup
@@ -317,7 +315,7 @@ func TestMaxConnsCapsOpenConnections(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	_, peak := record.ConnCap.State()
+	_, peak := record.Cap().State()
 	if peak > limit || servertest.Counters(t).Requests != 6 {
 		t.Fatalf("peak open connections %d with a cap of %d", peak, limit)
 	}

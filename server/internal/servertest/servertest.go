@@ -339,10 +339,10 @@ func Rebind(t *testing.T) {
 // stall limit of ms for the test; the next tests get the usual one back.
 func WithStallLimit(t *testing.T, ms int64) {
 	t.Helper()
-	usual := sockets.StallLimit.Swap(ms)
+	usual := sockets.SetStallLimit(time.Duration(ms) * time.Millisecond)
 	Rebind(t)
 	t.Cleanup(func() {
-		sockets.StallLimit.Store(usual)
+		sockets.SetStallLimit(usual)
 		Rebind(t)
 	})
 }
@@ -352,6 +352,6 @@ var fuzzRuns atomic.Int64
 
 func FreshTrialSometimes() {
 	if fuzzRuns.Add(1)%5000 == 0 {
-		record.Current.Store(record.NewTrial())
+		record.StartTrial(record.NewTrial())
 	}
 }

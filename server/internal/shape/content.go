@@ -189,10 +189,10 @@ func FeedDoc(i int) []byte {
 	if i >= CachedFeeds {
 		return buildFeed(i)
 	}
-	if v, ok := Feeds.Load(i); ok {
+	if v, ok := feeds.Load(i); ok {
 		return v.([]byte)
 	}
-	v, _ := Feeds.LoadOrStore(i, buildFeed(i))
+	v, _ := feeds.LoadOrStore(i, buildFeed(i))
 	return v.([]byte)
 }
 
@@ -212,7 +212,14 @@ func buildFeed(i int) []byte {
 	return []byte(sb.String())
 }
 
-var Feeds sync.Map // i (0 ... cachedFeeds-1) -> []byte
+var feeds sync.Map // i (0 ... cachedFeeds-1) -> []byte
+
+// KeptFeeds is how many feeds are kept in memory.
+func KeptFeeds() int {
+	kept := 0
+	feeds.Range(func(_, _ any) bool { kept++; return true })
+	return kept
+}
 
 // CanonicalNumber reads 1 … max digits without a leading zero.
 func CanonicalNumber(digits []byte, max int) (int64, bool) {

@@ -29,8 +29,14 @@ const (
 	Minimal = "minimal"
 )
 
-// MinimalHeads is set while answers carry the minimal shape (default: nginx's).
-var MinimalHeads atomic.Bool
+// minimalHeads is set while answers carry the minimal shape (default: nginx's).
+var minimalHeads atomic.Bool
+
+// MinimalHeads says whether answers carry the minimal shape of head (else nginx's).
+func MinimalHeads() bool { return minimalHeads.Load() }
+
+// SetMinimalHeads gives answers the minimal shape of head (on), or nginx's.
+func SetMinimalHeads(on bool) { minimalHeads.Store(on) }
 
 // ServerName is as long as nginx's "nginx/1.22.1": the bench server names itself, at nginx's size.
 const ServerName = "clientlab/v1"
@@ -82,7 +88,7 @@ var (
 // gzip filter's: a weak ETag and no Accept-Ranges. net/http writes HTTP/1.1 headers sorted by
 // name and quic-go in its map's order, so only the set and the sizes are nginx's there.
 func SetHead(h http.Header, r *http.Request, static bool, length int64, gzipped bool) {
-	if MinimalHeads.Load() {
+	if minimalHeads.Load() {
 		return
 	}
 	h["Server"] = serverValues
@@ -273,7 +279,7 @@ const timeFormatGMT = "Mon, 02 Jan 2006 15:04:05 GMT"
 // handlers: the handler's headers sorted by name (Content-Length, Content-Type, Location,
 // Set-Cookie), then Date, then Connection: close when the request asked for it.
 func AppendHead(out []byte, status int, length int64, ctype string, location []byte, setCookie string, close, static bool) []byte {
-	if MinimalHeads.Load() {
+	if minimalHeads.Load() {
 		return appendMinimalHead(out, status, length, ctype, location, setCookie, close)
 	}
 	out = append(out, "HTTP/1.1 "...)

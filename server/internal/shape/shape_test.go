@@ -151,8 +151,8 @@ func TestNetHTTPAnswersCarryNginxHeadersSortedByName(t *testing.T) {
 		sort.Strings(out[1:])
 		return out
 	}
-	h1.Off.Store(true)
-	defer h1.Off.Store(false)
+	h1.SetOff(true)
+	defer h1.SetOff(false)
 	for _, way := range []struct {
 		name string
 		head func(*testing.T, string) ([]string, int)
@@ -293,9 +293,9 @@ func TestMinimalShapeRestoresTheOldAnswers(t *testing.T) {
 	defer servertest.Configure(t, `{"headers": "nginx"}`)
 	want := []string{`HTTP/1\.1 200 OK`, `Content-Length: 1024`, `Content-Type: application/octet-stream`, `Date: ` + httpDateText}
 	for _, off := range []bool{false, true} {
-		h1.Off.Store(off)
+		h1.SetOff(off)
 		lines, size := plainHead(t, get11("/bytes/1024", ""))
-		h1.Off.Store(false)
+		h1.SetOff(false)
 		matchHead(t, fmt.Sprintf("minimal, net/http %v", off), lines, want)
 		if size != 118 {
 			t.Errorf("minimal, net/http %v: a head of %d bytes, want 118", off, size)

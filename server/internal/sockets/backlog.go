@@ -13,16 +13,25 @@ import (
 	"time"
 )
 
-// StallLimit (ms): a client that takes nothing of an answer for this long — its receive window
+// stallLimitMs: a client that takes nothing of an answer for this long — its receive window
 // stays shut — loses its connection, as one that sends nothing of its request does
 // (headerTimeout). Without it, a client that stopped reading held a goroutine, the answer's
 // buffers and (HTTP/2) its connection's lock for ever. The kernel keeps the limit
 // (TCP_USER_TIMEOUT also bounds zero-window probing): no timer on the write path, and a slow link
 // that takes a few bytes now and then reopens the window and is never cut. It is set on the
 // listening socket, which every accepted socket inherits it from: no system call per connection.
-var StallLimit atomic.Int64
+var stallLimitMs atomic.Int64
 
-func init() { StallLimit.Store((60 * time.Second).Milliseconds()) }
+func init() { stallLimitMs.Store((60 * time.Second).Milliseconds()) }
+
+// StallLimit is how long a client may take nothing of an answer before it loses its connection.
+func StallLimit() time.Duration { return time.Duration(stallLimitMs.Load()) * time.Millisecond }
+
+// SetStallLimit gives the listening sockets opened from now on, and so the connections they
+// accept, the stall limit d (whole ms); it returns the limit before.
+func SetStallLimit(d time.Duration) time.Duration {
+	return time.Duration(stallLimitMs.Swap(d.Milliseconds())) * time.Millisecond
+}
 
 const tcpUserTimeout = 0x12 // TCP_USER_TIMEOUT (linux/tcp.h; not in package syscall)
 
@@ -44,7 +53,7 @@ func tuneListener(l net.Listener) error {
 	var lerr error
 	if err := raw.Control(func(fd uintptr) {
 		if lerr = syscall.Listen(int(fd), maxBacklog); lerr == nil {
-			lerr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout, int(StallLimit.Load()))
+			lerr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout, int(stallLimitMs.Load()))
 		}
 	}); err != nil {
 		return err

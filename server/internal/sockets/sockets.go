@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,10 +62,29 @@ func ListenAddr(flagName, value string) (netip.Addr, error) {
 	return addrs[0].Unmap(), nil
 }
 
-// ServeOnly, when set (--serve-only), is the one client address the public ports serve: the
+// serveOnly, when set (--serve-only), is the one client address the public ports serve: the
 // bench server on a host of its own listens on an address others can reach, and closes every
-// connection from anyone but the lab host at once.
-var ServeOnly netip.Addr
+// connection from anyone but the lab host at once. Every accept reads it.
+var serveOnly atomic.Pointer[netip.Addr]
+
+// SetServeOnly makes a the one client address the public ports serve (the zero Addr: every
+// client may connect); it returns the one before.
+func SetServeOnly(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if before := serveOnly.Swap(&a); before != nil {
+		return *before
+	}
+	return netip.Addr{}
+}
+
+// ServeOnly is the one client address the public ports serve; not valid where they serve every
+// client.
+func ServeOnly() netip.Addr {
+	if a := serveOnly.Load(); a != nil {
+		return *a
+	}
+	return netip.Addr{}
+}
 
 // AnyOneAddr checks --listen when --serve-only guards the ports: one specific address of this
 // host, never "every interface".
@@ -85,11 +105,12 @@ func PeerServed(c net.Conn) bool { return AddrServed(c.RemoteAddr()) }
 
 // AddrServed is peerServed for a peer's address (a QUIC connection's, too).
 func AddrServed(remote net.Addr) bool {
-	if !ServeOnly.IsValid() {
+	only := ServeOnly()
+	if !only.IsValid() {
 		return true
 	}
 	peer, err := netip.ParseAddrPort(remote.String())
-	return err == nil && peer.Addr().Unmap() == ServeOnly
+	return err == nil && peer.Addr().Unmap() == only
 }
 
 // Listen opens a plain TCP listener (Go would make it MPTCP, which no client here asks for; its
@@ -108,9 +129,20 @@ func Listen(a netip.Addr) (net.Listener, error) {
 	return l, nil
 }
 
-// ServerErrors receives net/http's error log (bad requests, hang-ups; tests watch it for
-// recovered panics).
-var ServerErrors io.Writer = io.Discard
+// serverErrors receives net/http's error log and the panics the servers recover (bad requests,
+// hang-ups): nowhere, unless a test watches it.
+var serverErrors atomic.Pointer[io.Writer]
+
+// ServerErrors is where the servers write the errors they go on after.
+func ServerErrors() io.Writer {
+	if w := serverErrors.Load(); w != nil {
+		return *w
+	}
+	return io.Discard
+}
+
+// SetServerErrors sends the errors the servers go on after to w (a test's, to watch for panics).
+func SetServerErrors(w io.Writer) { serverErrors.Store(&w) }
 
 // headerTimeout bounds how long a connection may take to send its request headers (and a new
 // plain connection its first bytes); idle keep-alive connections wait up to idleTimeout.
