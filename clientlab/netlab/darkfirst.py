@@ -1,21 +1,28 @@
-"""A host name whose first address never answers: the network namespace the `happy-eyeballs`
-behaviour case runs its driver in (docs/behaviour.md), with a bench server of its own.
+"""A host name whose first address never answers: the network lab's two namespaces as the
+`happy-eyeballs` behaviour case needs them (docs/behaviour.md), for one cell.
 
-    ns clab-he    driver ── 10.78.0.2/24 (clab-he1) ══ veth ══ (clab-he0) 10.78.0.1  root ns: bench server
-                  10.78.0.3/32 ── route ── clab-hed (dummy): every packet sent there vanishes, counted
-    /etc/netns/clab-he/hosts (bind-mounted over /etc/hosts by `ip netns exec`):
-                  10.78.0.3 dark-first.lab.test
-                  10.78.0.1 dark-first.lab.test
+    client ns clab-client  driver ── 10.77.0.1/32 (clab-c0) ══ veth ══ 10.77.0.2/24 (clab-s0)  server ns: bench server
+                           10.77.3.1/32 ── route ── clab-hed ══ veth ══ clab-hes: every frame sent there dropped, counted
+    root ns (the lab)      10.77.9.1 (clab-l0) ══ veth ══ 10.77.9.2 (clab-s9): the server's control port
+    /etc/netns/clab-client/hosts (bind-mounted over /etc/hosts by `ip netns exec`):
+                           10.77.3.1 dark-first.lab.test
+                           10.77.0.2 dark-first.lab.test
 
-A dummy device drops what it is given and counts it (tx_packets), so a SYN to the dark address
-gets no answer, no reset and no ICMP: the client's connect waits as for a black-holed host, and
-the count says how many SYNs the client sent there. The name's two addresses come from the hosts
-file, read by every resolver the drivers use (glibc's getaddrinfo, Go's own resolver, Java's
-InetAddress through getaddrinfo, Node's dns.lookup, Rust's std), in the file's order; glibc then
-sorts them by RFC 6724, whose rule 9 (the longer prefix shared with the source address) puts
-10.78.0.3 (31 bits shared with 10.78.0.2) before 10.78.0.1 (30 bits), the file's order too, so
-every resolver gives the dark address first. The namespace's resolv.conf names 127.0.0.1, where
-nothing listens: a name that is not in the file fails at once instead of leaving the namespace.
+The dark address's neighbour entry is a fixed MAC address that no device has, so a frame sent to
+it leaves clab-hed (which counts it: tx_packets) and reaches clab-hes, whose kernel drops it as
+addressed to another host, without a word: a SYN to the dark address gets no answer, no reset and
+no ICMP, the client's connect waits as for a black-holed host, and the count says how many SYNs
+the client sent there. (A dummy device would do the same in one piece; not every kernel has the
+module.)
+
+The name's two addresses come from the hosts file, which every resolver the drivers use reads
+(glibc's getaddrinfo, Go's own resolver, Java's InetAddress through getaddrinfo, Node's
+dns.lookup, Rust's std), in the file's order. glibc then sorts them by RFC 6724, whose rule 9
+(the longer prefix shared with the source address) it applies to IPv4 within the source
+address's subnet only; the client's address is a /32, so no destination is on its subnet, the
+rule ties, and the file's order stands: the dark address first for every resolver. The
+namespace's resolv.conf names 127.0.0.1, where nothing listens: a name that is not in the file
+fails at once instead of leaving the namespace.
 """
 
 from __future__ import annotations
@@ -25,20 +32,21 @@ from pathlib import Path
 
 from clientlab.errors import LabError
 from clientlab.netlab import namespaces
-from clientlab.netlab.namespaces import NETNS_ETC, in_ns, sh
+from clientlab.netlab.namespaces import (CLIENT_DEV, CLIENT_IP, CLIENT_NS, CONTROL_IP, NETNS_ETC, SERVER_DEV,
+                                         SERVER_IP, SERVER_NS, in_ns, sh)
 from clientlab.servers.bench import BenchServer
 
-NS = "clab-he"
-ROOT_DEV, NS_DEV, DARK_DEV = "clab-he0", "clab-he1", "clab-hed"
-SERVER_IP, CLIENT_IP, DARK_IP = "10.78.0.1", "10.78.0.2", "10.78.0.3"
+DARK_DEV, SINK_DEV = "clab-hed", "clab-hes"
+DARK_IP = "10.77.3.1"
 HOST = "dark-first.lab.test"
+NOBODY_MAC = "02:00:00:00:00:01"   # a locally administered address no device here has
 
 
 class DarkFirstHost:
-    """The namespace, its link to the root namespace, the dark address and the hosts file, and a
-    bench server on the link's root end, for one cell's life (`with DarkFirstHost() as lab`).
-    Holds the machine's network-lab lock meanwhile (the names are fixed). Everything is removed
-    on exit, on an error too; a killed lab's leftovers go with the next one's start or `net clean`."""
+    """The network lab's namespaces with the dark address and the hosts file, and a bench server
+    in the server namespace, for one cell's life (`with DarkFirstHost() as lab`). Holds the
+    machine's network-lab lock meanwhile (the names are fixed). Everything is removed on exit,
+    on an error too; a killed lab's leftovers go with the next one's start or `net clean`."""
 
     host = HOST
 
@@ -51,19 +59,19 @@ class DarkFirstHost:
         try:
             namespaces.remove_all()
             _create()
-            self.server = BenchServer(host=SERVER_IP)
+            self.server = BenchServer(host=SERVER_IP, control_host=CONTROL_IP, wrap=in_ns(SERVER_NS))
         except BaseException:
             self.stop()
             raise
 
     @property
     def prefix(self) -> list[str]:
-        """argv prefix that runs a driver inside the namespace (same PID)."""
-        return in_ns(NS)
+        """argv prefix that runs a driver inside the client namespace (same PID)."""
+        return in_ns(CLIENT_NS)
 
     def dark_packets(self) -> int:
-        """Packets sent to the dark address so far (the dummy device's transmit count): its SYNs."""
-        out = sh("ip", "-n", NS, "-j", "-s", "link", "show", DARK_DEV).stdout
+        """Packets sent to the dark address so far (clab-hed's transmit count): its SYNs."""
+        out = sh("ip", "-n", CLIENT_NS, "-j", "-s", "link", "show", DARK_DEV).stdout
         return int(json.loads(out)[0]["stats64"]["tx"]["packets"])
 
     def stop(self) -> None:
@@ -84,20 +92,27 @@ class DarkFirstHost:
 
 
 def _create() -> None:
-    sh("ip", "netns", "add", NS)
-    sh("ip", "-n", NS, "link", "set", "lo", "up")
-    sh("ip", "link", "add", ROOT_DEV, "type", "veth", "peer", "name", NS_DEV, "netns", NS)
-    sh("ip", "addr", "add", f"{SERVER_IP}/24", "dev", ROOT_DEV)
-    sh("ip", "link", "set", ROOT_DEV, "up")
-    sh("ip", "-n", NS, "addr", "add", f"{CLIENT_IP}/24", "dev", NS_DEV)
-    sh("ip", "-n", NS, "link", "set", NS_DEV, "up")
-    sh("ip", "-n", NS, "link", "add", DARK_DEV, "type", "dummy")
-    # no IPv6 on the dummy: its router solicitations and MLD reports would count as packets sent
-    # to the dark address
-    sh(*in_ns(NS), "sysctl", "-q", "-w", f"net.ipv6.conf.{DARK_DEV}.disable_ipv6=1")
-    sh("ip", "-n", NS, "link", "set", DARK_DEV, "up")
-    sh("ip", "-n", NS, "route", "add", f"{DARK_IP}/32", "dev", DARK_DEV)
-    folder = NETNS_ETC / NS
+    namespaces.create(data_veth=False)
+    sh("ip", "link", "add", CLIENT_DEV, "netns", CLIENT_NS, "type", "veth", "peer", "name", SERVER_DEV,
+       "netns", SERVER_NS)
+    sh("ip", "-n", SERVER_NS, "addr", "add", f"{SERVER_IP}/24", "dev", SERVER_DEV)
+    sh("ip", "-n", SERVER_NS, "link", "set", SERVER_DEV, "up")
+    # a /32 (not the network lab's /24): glibc compares prefixes of IPv4 addresses only within the
+    # source's subnet, so neither address is preferred and the hosts file's order stands
+    sh("ip", "-n", CLIENT_NS, "addr", "add", f"{CLIENT_IP}/32", "dev", CLIENT_DEV)
+    sh("ip", "-n", CLIENT_NS, "link", "set", CLIENT_DEV, "up")
+    sh("ip", "-n", CLIENT_NS, "route", "add", f"{SERVER_IP}/32", "dev", CLIENT_DEV)
+    sh("ip", "-n", CLIENT_NS, "link", "add", DARK_DEV, "type", "veth", "peer", "name", SINK_DEV)
+    for dev in (DARK_DEV, SINK_DEV):
+        # no IPv6 on the pair: its router solicitations and MLD reports would count as packets
+        # sent to the dark address
+        sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1")
+        sh("ip", "-n", CLIENT_NS, "link", "set", dev, "up")
+    # a fixed neighbour: no ARP, whose unanswered requests would end the connect with
+    # "no route to host" after 3 s
+    sh("ip", "-n", CLIENT_NS, "neigh", "add", DARK_IP, "lladdr", NOBODY_MAC, "dev", DARK_DEV, "nud", "permanent")
+    sh("ip", "-n", CLIENT_NS, "route", "add", f"{DARK_IP}/32", "dev", DARK_DEV)
+    folder = NETNS_ETC / CLIENT_NS
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "hosts").write_text(hosts_file(_machine_hosts()))
     (folder / "resolv.conf").write_text("# clientlab: the dark-first host name's namespace resolves from its "
@@ -117,4 +132,3 @@ def hosts_file(machine: str) -> str:
     kept = [line for line in machine.splitlines() if HOST not in line.split("#", 1)[0].split()[1:]]
     return "\n".join([*kept, f"# clientlab: {HOST}, its first address dark", f"{DARK_IP} {HOST}",
                       f"{SERVER_IP} {HOST}", ""])
-

@@ -57,7 +57,7 @@ LEGEND = (
     ("ACCEPTED", "a certificate to refuse taken: a request reached the server after it"),
     ("EXCEEDED", "streams opened past a lowered stream limit (refused, then sent again)"),
     ("NOTASKED", "the request did not ask for br: no brotli bomb was sent"),
-    ("ok:Nms", "a host name's dark first address: the second one answered, N ms after go"),
+    ("ok:Nms", "a name's first address dark: the second one answered, N ms after go"),
     ("SLOW:Ns", "the second address answered only N s after go (past RFC 8305's 2 s)"),
     ("NONEXT", "the dark first address only: an error, or nothing (killed)"),
     ("NODARK", "the dark address never tried: the second one came first"),

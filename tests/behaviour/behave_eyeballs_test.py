@@ -18,6 +18,7 @@ from clientlab.behaviour import behave, cases as behaviour
 from clientlab.behaviour.cases import Observed, judge
 from clientlab.netlab import darkfirst, namespaces
 from clientlab.output.behave import code
+from tests.support.netlab import leftovers
 
 CASES = {bc.name: bc for bc in behaviour.discover().found}
 EYEBALLS = CASES["happy-eyeballs"]
@@ -66,7 +67,7 @@ def test_the_matrix_shows_the_time_to_the_answer():
 
 
 @needs_namespaces
-@pytest.mark.xdist_group("netlab")   # the namespace holds the network lab's claim
+@pytest.mark.xdist_group("netlab")   # the namespaces hold the network lab's claim
 def test_a_client_that_races_the_next_address_passes_one_that_waits_does_not(test_drivers):
     careful = behave.run_cell(test_drivers["python-fake-careful"], EYEBALLS, None)  # type: ignore[arg-type]
     reference = behave.run_cell(test_drivers["python-fake-reference"], EYEBALLS, None)  # type: ignore[arg-type]
@@ -78,9 +79,7 @@ def test_a_client_that_races_the_next_address_passes_one_that_waits_does_not(tes
     assert careful.outcome.outcome in ("ok", "slow-fallback"), careful.outcome
     assert reference.outcome.outcome == "slow-fallback", reference.outcome
     assert lenient.outcome.outcome == "no-fallback", lenient.outcome
-    assert darkfirst.NS not in namespaces.namespaces()
-    assert darkfirst.ROOT_DEV not in namespaces.root_links()
-    assert not (namespaces.NETNS_ETC / darkfirst.NS).exists()
+    assert leftovers() == []
 
 
 def test_without_namespaces_the_cell_says_why(test_drivers, monkeypatch):

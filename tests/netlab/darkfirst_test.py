@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from clientlab.netlab import darkfirst, namespaces
+from tests.support.netlab import leftovers
 
 needs_namespaces = pytest.mark.skipif(namespaces.why_unavailable() is not None, reason=str(namespaces.why_unavailable()))
-on_the_netlab = pytest.mark.xdist_group("netlab")   # the namespace holds the network lab's claim
+on_the_netlab = pytest.mark.xdist_group("netlab")   # the namespaces hold the network lab's claim
 
 
 def test_the_hosts_file_keeps_the_machines_names_and_lists_the_dark_address_first():
@@ -28,15 +29,8 @@ def test_the_hosts_file_keeps_the_machines_names_and_lists_the_dark_address_firs
 
 
 def in_namespace(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run([*namespaces.in_ns(darkfirst.NS), *argv], capture_output=True, text=True, timeout=timeout)
-
-
-def leftovers() -> list[str]:
-    found = [ns for ns in namespaces.namespaces() if ns == darkfirst.NS]
-    found += [dev for dev in namespaces.root_links() if dev == darkfirst.ROOT_DEV]
-    found += [str(p) for p in [namespaces.NETNS_ETC / darkfirst.NS] if p.exists()]
-    found += [line for line in Path("/proc/mounts").read_text().splitlines() if darkfirst.NS in line]
-    return found
+    return subprocess.run([*namespaces.in_ns(namespaces.CLIENT_NS), *argv], capture_output=True, text=True,
+                          timeout=timeout)
 
 
 @needs_namespaces
