@@ -253,7 +253,7 @@ func TestRedirectToTheOtherOriginAndTheLedgerSeesTheCredentialsThatArrived(t *te
 }
 
 func TestTheLedgerCountsEveryRequestPerPathExactlyAndEmptiesOnReset(t *testing.T) {
-	faultLedger(t)
+	own := freshFaults(t)
 	for i := 0; i < 3; i++ {
 		rawFault(t, servertest.Faults.A, "/fault/landing")
 	}
@@ -261,7 +261,7 @@ func TestTheLedgerCountsEveryRequestPerPathExactlyAndEmptiesOnReset(t *testing.T
 		rawFault(t, servertest.Faults.B, "/fault/landing?x=1", "Proxy-Authorization: Basic eDp5")
 	}
 	rawFault(t, servertest.Faults.B, "/nothing-here")
-	entries, counts, active := faultLedger(t)
+	entries, counts, _ := faultLedger(t)
 	if len(entries) != 6 || counts["/fault/landing"] != 5 || counts["/nothing-here"] != 1 || len(counts) != 2 {
 		t.Fatalf("%d entries, counts %v", len(entries), counts)
 	}
@@ -273,12 +273,15 @@ func TestTheLedgerCountsEveryRequestPerPathExactlyAndEmptiesOnReset(t *testing.T
 			proxied++
 		}
 	}
-	if byOrigin["a"] != 3 || byOrigin["b"] != 3 || proxied != 2 || active != 0 {
-		t.Fatalf("by origin %v, %d with Proxy-Authorization, %d active", byOrigin, proxied, active)
+	if byOrigin["a"] != 3 || byOrigin["b"] != 3 || proxied != 2 {
+		t.Fatalf("by origin %v, %d with Proxy-Authorization", byOrigin, proxied)
 	}
 	if entries, counts, _ := faultLedger(t); len(entries) != 0 || len(counts) != 0 {
 		t.Fatalf("after reset: %v %v", entries, counts)
 	}
+	// every connection answered and closed is let go (at once the client read its answer, the
+	// server may still be closing it)
+	own.waitReleased(t)
 }
 
 func TestAFaultWithParametersOutOfBoundsIsRefused(t *testing.T) {

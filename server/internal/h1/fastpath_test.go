@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -242,12 +241,9 @@ func runFastCase(t *testing.T, c fastCase, fast bool) fastRun {
 	defer h1.SetOff(false)
 	servertest.Reset(t)
 	handoffs := h1.Handoffs()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := servertest.DialPlain(t)
 	defer conn.Close()
-	conn.(*net.TCPConn).SetNoDelay(true)
+	conn.SetNoDelay(true)
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	rec := &recorder{r: conn}
 	br := bufio.NewReader(rec)
@@ -289,7 +285,7 @@ func runFastCase(t *testing.T, c fastCase, fast bool) fastRun {
 			}
 		}
 	}
-	conn.(*net.TCPConn).CloseWrite()
+	conn.CloseWrite()
 	io.Copy(io.Discard, br) // until the server closes
 	run := fastRun{handoffs: h1.Handoffs() - handoffs}
 	wire := dateLine.ReplaceAllString(rec.buf.String(), "Date: -\r\n")
@@ -393,12 +389,9 @@ func BenchmarkScenarioRequests(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				h1.SetOff(!fast)
 				defer h1.SetOff(false)
-				conn, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
-				if err != nil {
-					b.Fatal(err)
-				}
+				conn := servertest.DialPlain(b)
 				defer conn.Close()
-				conn.(*net.TCPConn).SetNoDelay(true)
+				conn.SetNoDelay(true)
 				buf := make([]byte, 64<<10)
 				roundTrip := func(req []byte) []byte {
 					if _, err := conn.Write(req); err != nil {

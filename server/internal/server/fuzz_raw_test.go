@@ -94,10 +94,7 @@ func FuzzRawConnection(f *testing.F) {
 // the fuzz targets above need the server to keep serving afterwards
 func TestServerServesAfterGarbage(t *testing.T) {
 	for _, garbage := range []string{"\x00\x01\x02", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\xff\xff\xff\xff", "GET / HTTP/9.9\r\n\r\n"} {
-		c, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := servertest.DialPlain(t)
 		c.Write([]byte(garbage))
 		c.Close()
 	}

@@ -338,10 +338,7 @@ func TestH2CPrefaceSplitOverManyReadsIsStillHTTP2(t *testing.T) {
 
 func TestIdleAndKeptConnectionsAreCounted(t *testing.T) {
 	servertest.Reset(t)
-	idle, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	idle := servertest.DialPlain(t)
 	defer idle.Close()
 	idleTLS, err := tls.Dial("tcp", strings.TrimPrefix(servertest.SecureURL, "https://"), &tls.Config{RootCAs: servertest.Roots})
 	if err != nil {
@@ -388,10 +385,7 @@ func TestIdleAndKeptConnectionsAreCounted(t *testing.T) {
 // rawRequest sends request as written on a new connection to the plain listener.
 func rawRequest(t *testing.T, request string) net.Conn {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := servertest.DialPlain(t)
 	t.Cleanup(func() { conn.Close() })
 	fmt.Fprint(conn, request)
 	return conn

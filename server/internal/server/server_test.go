@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,12 +214,9 @@ func TestGzipOnlyWhenAskedAndAccepted(t *testing.T) {
 
 func TestTwoWriteRequestShowsTheGapBetweenItsReads(t *testing.T) {
 	servertest.Reset(t)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := servertest.DialPlain(t)
 	defer conn.Close()
-	conn.(*net.TCPConn).SetNoDelay(true)
+	conn.SetNoDelay(true)
 	// a first request, so that the measured one is not the connection's first (see docs)
 	fmt.Fprint(conn, "GET /bytes/1 HTTP/1.1\r\nHost: x\r\n\r\n")
 	r := bufio.NewReader(conn)

@@ -118,6 +118,16 @@ func Get(t *testing.T, c *http.Client, u string) (*http.Response, []byte) {
 	return resp, body
 }
 
+// DialPlain opens a TCP connection to the plain port (the caller closes it).
+func DialPlain(t testing.TB) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(PlainURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.(*net.TCPConn)
+}
+
 // Main starts the whole server on loopback, then runs the tests.
 func Main(m *testing.M) {
 	cert, pool := Certificate()

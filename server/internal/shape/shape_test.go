@@ -57,10 +57,7 @@ func rawHead(t *testing.T, conn net.Conn, request string) ([]string, int) {
 
 func plainHead(t *testing.T, request string) ([]string, int) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(servertest.PlainURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := servertest.DialPlain(t)
 	defer conn.Close()
 	return rawHead(t, conn, request)
 }
