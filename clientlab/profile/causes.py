@@ -34,6 +34,7 @@ class Cause:
     frames: re.Pattern[str] | None = None
     layer: str | None = None
     min_share: float = 0.0
+    callers: re.Pattern[str] | None = None   # the path must also pass through a frame like this
 
 
 @lru_cache(maxsize=1)
@@ -41,13 +42,15 @@ def causes() -> tuple[Cause, ...]:
     with open(CAUSES, "rb") as f:
         raw = tomllib.load(f).get("cause", [])
     return tuple(Cause(c["id"], c["what"], c["fix"], re.compile(c["frames"]) if c.get("frames") else None,
-                       c.get("layer"), float(c.get("min_share", 0.0))) for c in raw)
+                       c.get("layer"), float(c.get("min_share", 0.0)),
+                       re.compile(c["callers"]) if c.get("callers") else None) for c in raw)
 
 
 def cause_of(path: CodePath) -> Cause | None:
     """The known cause a path is, if any (the causes that hold of a whole profile left out)."""
     for c in causes():
-        if c.frames is not None and not c.min_share and any(c.frames.search(f) for f in path.frames):
+        if c.frames is not None and not c.min_share and any(c.frames.search(f) for f in path.frames) and (
+                c.callers is None or any(c.callers.search(f) for f in path.frames[:-1])):
             return c
     return None
 

@@ -156,10 +156,21 @@ def test_a_faster_cell_has_no_paths():
     ("SSL_CTX_load_verify_locations (libssl.so.3)", "tls-context-per-request"),
     ("CaseInsensitiveDict.__init__ (requests/structures.py)", "header-normalisation"),
     ("planted_slow_path (driver)", "planted-slow-path"),
+    ("HTTP::Headers::_header (perlsub)", "header-normalisation"),
+    ("readline (gems/excon-0.88.0/lib/excon/socket.rb)", "head-read-a-byte-a-call"),
+    ("Net::HTTP::Methods::can_read (perlsub)", "select-before-each-read"),
 ])
 def test_known_paths_are_named_by_their_cause(frame, cause):
     c = cause_of(Path(("main (x)", frame), 10.0, 10.0, 0.0, "library"))
     assert c is not None and c.id == cause
+
+
+def test_a_php_callback_is_a_cause_only_where_libcurl_calls_it():
+    under_curl = Path(("curl_easy_perform (libcurl.so.4.8.0)", "curl_multi_perform (libcurl.so.4.8.0)",
+                       "zend_call_function (php8.2)"), 20.0, 20.0, 0.0, "runtime")
+    elsewhere = Path(("zif_usort (php8.2)", "zend_call_function (php8.2)"), 20.0, 20.0, 0.0, "runtime")
+    assert cause_of(under_curl).id == "callback-per-header-line"
+    assert cause_of(elsewhere) is None
 
 
 def test_an_unknown_path_has_no_cause():
