@@ -34,6 +34,7 @@ PLUMBING = re.compile(
     r"vm_exec\w*|rb_vm_exec|vm_call\w*|rb_funcall\w*|"
     r"Builtins_(JSEntry\w*|InterpreterEntryTrampoline|CallFunction\w*|Call_\w+|"
     r"InterpreterPushArgs\w*|ArgumentsAdaptorTrampoline|AsyncFunctionAwaitResolveClosure|RunMicrotasks\w*)|"
+    r"_PyRun_\w+|run_mod|run_eval_code_obj|PyEval_EvalCode|pymain_\w+|Py_RunMain|Py_BytesMain|"
     r"__libc_start\w*|_start|start_thread|clone3?|thread_start)$")
 
 
