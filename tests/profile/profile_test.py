@@ -317,3 +317,13 @@ def test_a_path_whose_extra_is_spread_over_small_allocator_calls_is_said_to_sit_
     assert [(p.frames[-1], p.layer, p.held_in) for p in found] == [
         ("write (x/client.py)", "library", "library"), ("read (x/client.py)", "library", "memory")]
     assert found[1].us == pytest.approx(120.0)
+
+
+def test_a_python_thread_blocked_on_a_lock_is_no_cpu_of_the_library():
+    # py-spy stops the process and samples every thread, the idle ones too; perf gives the kernel
+    rules = Rules.load("python", "drivers/python/niquests")
+    waiting = ("idle_conn_watch_task (urllib3/connectionpool.py);Event.wait (<stdlib>/threading.py);"
+               "Condition.wait (<stdlib>/threading.py);lock_PyThread_acquire_lock (libpython3.11.so.1.0);"
+               "PyThread_acquire_lock_timed (libpython3.11.so.1.0);? (libc.so.6);? (libc.so.6)")
+    assert rules.layer_of(waiting) == "kernel"
+    assert rules.layer_of("Session.send (niquests/sessions.py);? (libc.so.6)") == "library"
