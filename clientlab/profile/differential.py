@@ -31,7 +31,7 @@ PLUMBING = re.compile(
     r"^(_PyEval_EvalFrame\w*|_PyEval_Vector|_PyFunction_Vectorcall|_?PyObject_(Vectorcall|Call)\w*|"
     r"method_vectorcall\w*|cfunction_\w*call\w*|slot_tp_\w+|vectorcall_\w+|"
     r"execute_ex|zend_execute\w*|ZEND_\w+_HANDLER|php_execute_script|Perl_runops_\w+|Perl_pp_entersub|"
-    r"vm_exec\w*|rb_vm_exec|vm_call\w*|rb_funcall\w*|"
+    r"vm_exec\w*|rb_vm_exec|vm_call\w*|rb_funcall\w*|rb_yield\w*|rb_ary_each|ruby_run_node|rb_ec_exec_node|rb_protect|rb_ensure|"
     r"Builtins_(JSEntry\w*|InterpreterEntryTrampoline|CallFunction\w*|Call_\w+|"
     r"InterpreterPushArgs\w*|ArgumentsAdaptorTrampoline|AsyncFunctionAwaitResolveClosure|RunMicrotasks\w*)|"
     r"_PyRun_\w+|run_mod|run_eval_code_obj|PyEval_EvalCode|pymain_\w+|Py_RunMain|Py_BytesMain|"
