@@ -159,6 +159,7 @@ def test_a_faster_cell_has_no_paths():
     ("HTTP::Headers::_header (perlsub)", "header-normalisation"),
     ("readline (gems/excon-0.88.0/lib/excon/socket.rb)", "head-read-a-byte-a-call"),
     ("Net::HTTP::Methods::can_read (perlsub)", "select-before-each-read"),
+    ("current_async_library (httpcore/_synchronization.py)", "import-per-request"),
 ])
 def test_known_paths_are_named_by_their_cause(frame, cause):
     c = cause_of(Path(("main (x)", frame), 10.0, 10.0, 0.0, "library"))
