@@ -194,6 +194,23 @@ class Layers(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class PlainMode(Record):
+    """The cell and its plain loop in one allocator mode (docs/measurement.md, "Two modes of a
+    large answer"): the lab's process and the loop's each started with glibc's malloc held in the
+    mode by the same tunables; both sides' seconds a request, lab ÷ plain pair by pair with its CI,
+    and the verdict as PlainCheck.decision has it."""
+
+    mode: str = key("")
+    lab_s_per_request: float | None = key()
+    plain_s_per_request: float | None = key()
+    ratio: float | None = key()
+    ratio_ci_low: float | None = key()
+    ratio_ci_high: float | None = key()
+    pairs: int = key(0)
+    decision: str | None = key()
+
+
+@dataclass(frozen=True, slots=True)
 class PlainCheck(Record):
     """The cell against the library's plain loop (docs/driver-protocol.md §9): lab ÷ plain, the
     median of the pairs' ratios of time per request and its confidence interval, both sides'
@@ -213,6 +230,15 @@ class PlainCheck(Record):
     compared: int = key(0)
     differences: tuple[str, ...] = key((), load=tuple)
     run_id: int | None = key(omit_default=True)
+    # "within" (the ratio's CI inside 1 ± 10 % at 90 % coverage or more), "off" (outside it) or
+    # "not decided"; absent in runs stored before the check decided its own pairs
+    decision: str | None = key(omit_default=True)
+    ratio_ci_confidence: float | None = key(omit_default=True)
+    # the manifest's known cause of a gap to the plain loop (docs/driver-protocol.md §9), with its
+    # evidence: shown beside the ratio, never instead of it
+    note: str | None = key(omit_default=True)
+    # a large answer's two allocator modes, each side held in each by the same tunables
+    modes: tuple[PlainMode, ...] = key((), load=_records(PlainMode), omit_default=True)
 
 
 @dataclass(frozen=True, slots=True)

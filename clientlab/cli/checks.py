@@ -66,11 +66,16 @@ if TYPE_CHECKING:
               help="Give every client this time limit a request (the job's timeout_s; default: none, each "
                    "library keeps its own). A plain loop keeps its library's default: with --plain this "
                    "measures what the timeout costs.")
+@click.option("--time-budget", type=click.FloatRange(0), default=0, metavar="SECONDS",
+              help="With --plain: the check's time. Each cell takes pairs until lab ÷ plain is decided (its CI "
+                   "wholly inside 0.90–1.10 or wholly outside), the undecided ones in turns until this is spent; "
+                   "a cell still short of its minimum then stops with the pairs it has. 0: no limit (at most "
+                   "20 pairs a cell).")
 @server_host_option
 @hosts_option
 @store_option
 def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, placement, retries, bare,  # noqa: ANN001
-                   plain, json_path, http, client_timeout, server_host_name, hosts_path) -> None:
+                   plain, json_path, http, client_timeout, time_budget, server_host_name, hosts_path) -> None:
     """Is the bench server part of the answer? Each driver on static workloads against the bench
     server and against Debian's nginx (one worker, the same core), in one run, the two servers'
     trials of a scenario taking turns: each driver's
@@ -89,7 +94,9 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     library's own plain loop (plain.<ext> in the driver's folder, a few lines in the library's
     documented idiom, no lab code; docs/driver-protocol.md §9), a fresh process after each timed
     trial, as a user's program starts; a JIT runtime's loop warms up first, as the lab's
-    processes do. lab ÷ plain must be within 10 %.
+    processes do. lab ÷ plain must be within 10 %. Unless --trials fixes the count, a cell stops
+    once its ratio is decided (within or off), the undecided ones taking more pairs in turns; a
+    large answer's cell is also checked in each allocator mode, both sides held in it.
 
     With --bare or --plain and --server-host NAME, the cells and their loops both reach the bench
     server on that host, across the network. Against nginx, both servers run here.
@@ -99,6 +106,9 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
 
     if bare and plain:
         raise LabInputError("--bare and --plain are two references for the same cells: choose one")
+    if time_budget and not plain:
+        raise LabInputError("--time-budget is the plain-loop check's (--plain): its cells take pairs until "
+                            "decided; the other checks run their cells' own trials")
     if server_host_name and not (bare or plain):
         raise LabInputError("crosscheck against nginx runs both servers on this machine: --server-host goes with "
                             "--bare or --plain (the lab against a loop of the same client, both across the network)")
@@ -136,8 +146,13 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
         fixed = frozenset(s.label for s in scenarios if counts_given(files, s.name, params))
         options = dataclasses.replace(options, trial_seconds=MEASURING.trial_seconds, fixed_counts=fixed,
                                       interleave=MEASURING.interleave, forks=MEASURING.forks,
-                                      jit_warm_s=MEASURING.jit_warm_s)
-        _calibrate(store, drivers, scenarios, options, json_path, server_host, "plain" if plain else "bare")
+                                      jit_warm_s=MEASURING.jit_warm_s, run_budget_s=time_budget or None)
+        if plain:
+            from clientlab.selfcheck.plainloop import MODE_TRIALS
+
+            options = dataclasses.replace(options, mode_trials=MODE_TRIALS)
+        _calibrate(store, drivers, scenarios, options, json_path, server_host, "plain" if plain else "bare",
+                   decide=plain and not trials)
         return
     cells = len(drivers) * len(scenarios) * 2
     with stop_on_sigterm(), ProgressEvents(cells, err, len(drivers)) as events:
@@ -151,14 +166,17 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
 
 
 def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions, json_path: Path | None,
-               server_host: tuple[Host, Path] | None, reference: str) -> None:
+               server_host: tuple[Host, Path] | None, reference: str, decide: bool = False) -> None:
     """crosscheck --bare or --plain: the cells beside their loops, a table, exit 1 past the target."""
     from clientlab.selfcheck import calibrate, plainloop
     from clientlab.output.calibration import calibration_table
 
-    module = plainloop if reference == "plain" else calibrate
     with stop_on_sigterm(), ProgressEvents(len(drivers) * len(scenarios), err, len(drivers)) as events:
-        run_id, cells = module.run(store, drivers, scenarios, options, events, server_host)
+        if reference == "plain":
+            run_id, cells = plainloop.run(store, drivers, scenarios, options, events, server_host, decide=decide,
+                                          on_note=lambda note: err.print(note, highlight=False))
+        else:
+            run_id, cells = calibrate.run(store, drivers, scenarios, options, events, server_host)
     where = f", server on host {server_host[0].name}" if server_host else ""
     beside = ("its library's own plain loop" if reference == "plain"
               else "the same client in a plain loop of its own request path")
@@ -175,6 +193,11 @@ def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions
               f"{'library' if reference == 'plain' else 'driver'}'s plain loop"
               + (f"; not: {', '.join(f'{c.driver} × {c.scenario}' for c in missed)}" if missed else ""),
               highlight=False)
+    if decide:
+        said = [c.decision for c in judged]
+        out.print(f"decided: {said.count(calibrate.WITHIN)} within, {said.count(calibrate.OFF)} off, "
+                  f"{said.count(calibrate.NOT_DECIDED)} not decided (the ratio's CI at 90 % coverage or more)",
+                  highlight=False)
     if missed:
         raise SystemExit(1)
 

@@ -47,6 +47,31 @@ class BehaviourSettings(BaseModel):
     recommended: Recommended | None = None
 
 
+class PlainNote(BaseModel):
+    """A known cause of the lab's figure missing the library's plain loop (`[[plain_notes]]`), where
+    the cause is the library's nature (a JIT that warms up longer than the lab gives, a runtime
+    that pools differently in a fresh process): shown beside the ratio, never instead of it
+    (docs/driver-protocol.md §9)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1)     # one line: the cause, in the library's terms
+    evidence: str = Field(min_length=1)   # where it was measured: a docs/evidence page's section, a URL
+    # the scenarios it holds for (their names, e.g. "get-json-335k"); empty: every scenario
+    scenarios: list[Annotated[str, Field(min_length=1)]] = []
+
+    @field_validator("evidence")
+    @classmethod
+    def _evidence_found(cls, evidence: str) -> str:
+        if not evidence.startswith(("docs/", "http://", "https://")):
+            raise ValueError(f"{shown(evidence)}: where the cause was measured, a page under docs/ "
+                             "(e.g. 'docs/evidence/truth.md#run-96') or a URL")
+        return evidence
+
+    def text(self) -> str:
+        return f"{self.reason} ({self.evidence})"
+
+
 class Manifest(BaseModel):
     """What a driver folder declares about itself."""
 
@@ -80,6 +105,8 @@ class Manifest(BaseModel):
     # the library's own plain loop (`plain.<ext>` in the folder, no lab code): argv that starts it;
     # the lab appends URL COUNT MODE WARMUP_S (docs/driver-protocol.md §9)
     plain: list[Annotated[str, Field(min_length=1)]] | None = None
+    # known causes of a gap to the plain loop that lie in the library's nature, with their evidence
+    plain_notes: list[PlainNote] = []
     # the behaviour matrix's settings: the library's documented recommendation, where it has one
     behaviour: BehaviourSettings = BehaviourSettings()
 
@@ -177,6 +204,13 @@ class Driver:
     def plain_argv(self) -> list[str] | None:
         """The library's own plain loop (docs/driver-protocol.md §9), or None when it has none."""
         return self._launch(self.expand(self.manifest.plain)) if self.manifest.plain else None
+
+    def plain_note(self, scenario: str) -> str | None:
+        """The manifest's known causes of a gap to the plain loop on `scenario` (its name; a
+        label's [variant] ignored), with their evidence, or None."""
+        name = scenario.split("[", 1)[0]
+        notes = [n.text() for n in self.manifest.plain_notes if not n.scenarios or name in n.scenarios]
+        return "; ".join(notes) or None
 
 
 def load_manifest(path: Path) -> Driver:

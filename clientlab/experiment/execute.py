@@ -47,6 +47,11 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
     budget = experiment.budget_for(quick, options.run_budget_s)
     options = dataclasses.replace(options, trial_seconds=options.trial_seconds or experiment.trial_seconds,
                                   run_budget_s=budget or None)
+    if experiment.beside == "plain":
+        from clientlab.selfcheck.plainloop import MODE_TRIALS
+
+        # each allocator mode judged against the loop's in the same mode needs a 90 % interval
+        options = dataclasses.replace(options, mode_trials=MODE_TRIALS)
     readiness = builder.Readiness()   # the run's: each driver's build inputs read once
     drivers = _drivers(cells, extra_drivers or [], on_note, readiness)
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,
@@ -123,7 +128,10 @@ class _Networks:
             if self.experiment.beside == "plain":
                 from clientlab.selfcheck.plainloop import PlainBeside
 
-                runner.beside = beside = PlainBeside(lab.placement.driver, lab.options.jit_warm_s or JIT_WARM_S)
+                # the check paces the cells: each stops once lab ÷ plain is decided, within the budget
+                runner.beside = beside = PlainBeside(lab.placement.driver, lab.options.jit_warm_s or JIT_WARM_S,
+                                                     runner.trials.probe, lab.options.retries, decide=True,
+                                                     on_note=self.on_note)
             if (described := server.describe()) is not None:
                 self.described[net] = described
                 self.on_note(f"network '{net}' ({described['summary']}): measured RTT "

@@ -174,10 +174,20 @@ def _judge_matches_plain(claim: Claim, ok_a: list[Cell], problems: list[str]) ->
             evidence.append(f"{_name(c)}: no plain loop figure ({(plain and plain.problem) or 'none was run'})")
             continue
         r, lo, hi = plain.ratio, plain.ratio_ci_low, plain.ratio_ci_high
-        outcomes.append(CONFIRMED if low <= lo and hi <= high else REFUTED if hi < low or lo > high
-                        else NOT_DECIDED)
+        if plain.decision is not None and claim.tolerance == PLAIN_TARGET:
+            # the check's own verdict, which also asks its interval for 90 % coverage
+            outcomes.append(_PLAIN_OUTCOME[plain.decision])
+        else:   # a run stored before the check decided, or another tolerance: the interval alone
+            outcomes.append(CONFIRMED if low <= lo and hi <= high else REFUTED if hi < low or lo > high
+                            else NOT_DECIDED)
+        said = "" if outcomes[-1] == CONFIRMED else f": {outcomes[-1]}"
+        if plain.note and outcomes[-1] != CONFIRMED:   # beside the miss, never instead of it
+            said += f"; known cause: {plain.note}"
         evidence.append(f"{_name(c)}: lab ÷ plain {r:.2f} (CI {lo:.2f}–{hi:.2f}, {plain.compared} pairs)"
-                        + ("" if outcomes[-1] == CONFIRMED else f": {outcomes[-1]}"))
+                        + said + "".join(f"; {m.mode}: lab {_rate(m.lab_s_per_request)} / plain "
+                                         f"{_rate(m.plain_s_per_request)} req/s, {m.ratio:.2f} "
+                                         f"({m.ratio_ci_low:.2f}–{m.ratio_ci_high:.2f}, {m.pairs} pairs) {m.decision}"
+                                         for m in plain.modes if m.ratio is not None))
     if not outcomes:
         return Verdict(claim, NOT_HERE, evidence + problems)
     held = outcomes.count(CONFIRMED)
@@ -185,6 +195,14 @@ def _judge_matches_plain(claim: Claim, ok_a: list[Cell], problems: list[str]) ->
                     f"{outcomes.count(REFUTED)} off, {outcomes.count(NOT_DECIDED)} within their noise")
     outcome = (CONFIRMED if held == len(outcomes) else REFUTED if REFUTED in outcomes else NOT_DECIDED)
     return Verdict(claim, outcome, evidence + problems)
+
+
+PLAIN_TARGET = 0.10   # the plain-loop check's own tolerance (selfcheck/calibrate.py TARGET)
+_PLAIN_OUTCOME = {"within": CONFIRMED, "off": REFUTED, "not decided": NOT_DECIDED}
+
+
+def _rate(seconds: float | None) -> str:
+    return f"{1 / seconds:,.0f}" if seconds else "—"
 
 
 def _noise(cells: list[Cell], metric: str) -> float:

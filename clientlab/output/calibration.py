@@ -6,8 +6,9 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from clientlab.analysis.stats import Summary, median
-from clientlab.selfcheck.calibrate import TARGET, Calibration
+from clientlab.analysis.figures import FRESH_MODE
+from clientlab.analysis.stats import Summary, median, summarize
+from clientlab.selfcheck.calibrate import TARGET, WITHIN, Calibration
 
 CAPTIONS = {
     "bare": ("lab and bare: requests per second (median of the compared pairs, ± half the CI of the median); "
@@ -19,9 +20,11 @@ CAPTIONS = {
               "plain: the library's own loop (plain.<ext> in the driver's folder), a fresh process each "
               "round, timed by its own clock; lab ÷ plain: time per request, trial by trial (median and "
               "its CI); CPU µs: a request's, lab/plain (the plain loop's from the kernel's account of its "
-              "process less its start-up; none for a JIT runtime, whose warm-up's cost varies). A pair "
-              "whose sides were in two modes of a large answer (docs/measurement.md) is left out when "
-              "three or more were in one, and the note says so"),
+              "process less its start-up; none for a JIT runtime, whose warm-up's cost varies); pairs: "
+              "how many, and the verdict: within (the CI inside 0.90–1.10 at 90 % coverage or more), off "
+              "(wholly outside) or not decided. A pair whose sides were in two modes of a large answer "
+              "(docs/measurement.md) is left out when three or more were in one, and the note says so; "
+              "a large answer is also measured with both sides held in each allocator mode"),
 }
 
 
@@ -64,6 +67,32 @@ def verdict(cal: Calibration) -> str | None:
     return f"lab {abs(r.median - 1):.0%} {side}" + (f": {'; '.join(why)}" if why else "")
 
 
+def modes_line(cal: Calibration) -> str | None:
+    """A large answer's allocator modes, both sides held in each: each side's rate in each, with
+    how many of its own (unheld) trials or rounds fell into it, and lab ÷ plain with its verdict
+    per mode; None where the cell had no trials in a mode."""
+    if not any(cal.mode_pairs.values()):
+        return None
+    own = cal.fresh_pages()
+    sides = []
+    for name, index in (("lab", 0), (cal.reference, 1)):
+        rates = []
+        for mode, pairs in cal.mode_pairs.items():
+            per = median([p.lab_s if index == 0 else p.bare.per_request_s for p in pairs])
+            count = ""
+            if own is not None and own[index][1]:
+                fresh, read = own[index]
+                count = f" ({fresh if mode == FRESH_MODE else read - fresh} of {read})"
+            rates.append(f"{1 / per:,.0f} {mode}{count}")
+        sides.append(f"{name} {' / '.join(rates)}")
+    verdicts = []
+    for mode, pairs in cal.mode_pairs.items():
+        r = summarize([p.ratio for p in pairs])
+        verdicts.append(f"{mode} {r.median:.2f} ({r.ci_low:.2f}–{r.ci_high:.2f}, {len(pairs)} pairs) "
+                        f"{cal.mode_decision(mode)}")
+    return f"allocator modes, req/s: {'; '.join(sides)}; lab ÷ {cal.reference}: {', '.join(verdicts)}"
+
+
 def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list[str]]:
     """The table, a section per scenario, the ratio green within the target and red past it; and
     a note per cell that missed it, has no ratio, or had pairs left out (kept out of the table:
@@ -71,7 +100,7 @@ def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list
     reference = cells[0].reference if cells else "bare"
     table = Table(title=title, caption=CAPTIONS[reference])
     table.add_column("driver", no_wrap=True)
-    for column in ("lab req/s", f"{reference} req/s", f"lab ÷ {reference}", "CPU µs"):
+    for column in ("lab req/s", f"{reference} req/s", f"lab ÷ {reference}", "CPU µs", "pairs"):
         table.add_column(column, justify="right")
     notes = []
     for i, c in enumerate(cells):
@@ -82,9 +111,12 @@ def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list
         within = c.within_target
         style = "" if within is None else "green" if within else "bold red"
         shown = ratio(c.ratio_summary)
+        decided = f"{len(c.pairs)} {c.decision}" if c.pairs else "—"
         table.add_row(c.driver, rate(c.lab_summary), rate(c.bare_summary),
-                      f"[{style}]{shown}[/]" if style else shown, cpu(c))
-        why = "; ".join(w for w in (verdict(c), c.rounds_note()) if w)
+                      f"[{style}]{shown}[/]" if style else shown, cpu(c), decided)
+        # the manifest's known cause stands beside the figure; the ratio and its verdict stay
+        cause = f"known cause: {escape(c.note)}" if c.note and c.decision != WITHIN else None
+        why = "; ".join(w for w in (verdict(c), cause, modes_line(c), c.rounds_note()) if w)
         if why:
             notes.append(f"{c.driver} × {escape(c.scenario)}: {why}")
     return table, notes

@@ -110,7 +110,21 @@ def _cell(cell: Cell | None, best: float | None = None) -> str:
     return (f'<td {attrs} data-sort="{e(repr(f.throughput))}"><span class="line">{throughput}'
             f' <span class="dim">±{precision}</span>{ratio}{modes}</span>'
             f'<span class="line">{e(cf.cpu_per_request(f))}{user}{system} · {rss} · '
-            f'<span class="dim">{e(cf.count(f))}</span></span></td>')
+            f'<span class="dim">{e(cf.count(f))}</span></span>{_plain(f)}</td>')
+
+
+def _plain(f: Any) -> str:
+    """The cell beside its library's plain loop, where the run checked it: lab ÷ plain with its CI
+    and verdict, and the manifest's known cause beside a miss (never instead of the ratio)."""
+    p = f.plain
+    if p is None or p.ratio is None:
+        return ""
+    verdict = f" {p.decision}" if p.decision else ""
+    cause = (f' <span class="reason">known cause: {e(p.note)}</span>'
+             if p.note and p.decision != "within" else "")
+    ratio = _metric("plain_ratio", p.ratio, f"{p.ratio:.2f}", "dim")
+    return (f'<span class="line dim">lab ÷ {e(p.reference)} {ratio} ({p.ratio_ci_low:.2f}–{p.ratio_ci_high:.2f},'
+            f' {p.pairs} pairs){e(verdict)}{cause}</span>')
 
 
 def _chip(driver: str) -> str:
@@ -271,8 +285,10 @@ def render(report: Report) -> tuple[str, int]:
 {_filter(report)}
 <h2>Ranking per scenario</h2>{_scenarios(report, charts)}
 <h2>Why: findings per driver</h2>{_findings(report)}
-<h2>CPU profiles</h2><p class="caption">Each profiled cell's CPU in µs a request (the language's own profiler
-where the lab has one, its frames in user space; else perf), coloured by layer; a slow cell's differential
+<h2>CPU profiles</h2><p class="caption">Each profiled cell's CPU in µs a request of its profiled trials, the
+profiler's own cost included: the cell's figure is its timed trials', and each graph's caption says what
+profiling cost. Frames are the language's own profiler's where the lab has one (its frames in user space),
+else perf's, coloured by layer; a slow cell's differential
 graph against its language's fastest client, red where it spends more. Click a frame to zoom, again to
 zoom out.</p>{flame.section(report.flames)}
 <h2>Machine</h2>{_pairs(run['machine'], 'machine')}

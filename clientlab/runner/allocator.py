@@ -30,8 +30,7 @@ TUNABLES = {
     # fixed at its floor, the threshold never rises: every body above it is mapped anew
     FRESH: f"glibc.malloc.mmap_threshold={FRESH_BODY}",
 }
-KIND_PREFIX = MODE_KIND
-TRIALS_PER_MODE = 2
+KIND_PREFIX = MODE_KIND   # each mode's trials: RunOptions.mode_trials
 
 
 def kind(mode: str) -> str:

@@ -65,10 +65,22 @@ class SilentEvents:
 
 class Beside(Protocol):
     """Work that takes its turn right after each timed trial of a cell, with every driver process
-    of the run stopped: the calibration loop of the same client (clientlab/selfcheck/calibrate.py)."""
+    of the run stopped: the calibration loop of the same client (clientlab/selfcheck/calibrate.py).
+
+    `most_pairs` None: each cell's own stop rule ends its trials. A number: the check paces them
+    (crosscheck --plain, the truth experiment): once a cell has its minimum of timed trials, it
+    stops when `decided` says its pairs have decided, else at this many pairs."""
+
+    most_pairs: int | None
 
     def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: ServerSide,
                     trial: Trial) -> None: ...
+
+    def decided(self, driver: str, scenario: str) -> bool: ...
+
+    def after_modes(self, driver: Driver, scenario: Scenario, work: Scenario, server: ServerSide,
+                    trials: list[Trial]) -> None:
+        """The cell's trials in its allocator modes (runner/allocator.py), once they are done."""
 
 
 @dataclass

@@ -18,6 +18,7 @@ from clientlab.drivers.protocol import DriverFault
 from clientlab.measuring import cgroup, hostprobe, limits
 from clientlab.measuring.clock import SYSTEM, Clock
 from clientlab.measuring.noise import HostProbe, NoiseMeter
+from clientlab.runner import allocator
 from clientlab.runner.cell import Beside, Cell, CellGroup, CellResult, Events, SilentEvents, TrialLog
 from clientlab.runner.deadline import NONE, Deadline
 from clientlab.runner.options import RunOptions
@@ -199,20 +200,58 @@ class CellRunner:
                 self.warming.not_steady(cell)
 
     def _take_turns(self, cells: list[Cell], deadline: Deadline) -> None:
-        """One timed trial of each open cell in turn, until every cell is done."""
+        """One timed trial of each open cell in turn, until every cell is done. With a check
+        beside the cells that paces them (Beside.most_pairs), each trial is followed by the
+        check's round, and a cell that has its minimum of trials stops once the check has
+        decided. The deadline keeps back the closing work of the cells still open (their
+        allocator modes: TimedTurns.closing_s), so that the time budget holds."""
+        beside = self.beside
+        most = beside.most_pairs if beside is not None else None
+        checked = most is not None
+        spent: dict[int, float] = {}   # paced: each cell's time in its turns and the check's rounds
+        last: dict[int, float] = {}    # ... in its last turn
         while running := [c for c in cells if c.open]:
+            if checked and not self._less_closing(deadline, cells, checked).passed():
+                running = _time_fair(running, spent, last)
             for cell in running:
-                if self.turns.out_of_time(cell, deadline):
-                    self._guard(cell, self.turns.stop_for_time)
+                turns_end = self._less_closing(deadline, cells, checked)
+                if self.turns.out_of_time(cell, turns_end, checked):
+                    with others_paused(cells, cell):
+                        self._guard(cell, self.turns.stop_for_time)
+                    self._modes_beside(cells, cell)
                     continue
-                timed = len(cell.log.timed_walls)
+                timed, started = len(cell.log.timed_walls), self.clock.monotonic()
                 with others_paused(cells, cell):
-                    self._guard(cell, lambda c: self.turns.turn(c, deadline))
-                if self.beside is not None and len(cell.log.timed_walls) > timed:
+                    self._guard(cell, lambda c: self.turns.turn(c, turns_end, most))
+                if beside is not None and len(cell.log.timed_walls) > timed:
+                    # the timed trial just made (allocator modes' trials may follow it in the log)
+                    trial = next(t for t in reversed(cell.log.trials) if t.kind == "timed")
                     # every cell's process stopped: the calibration loop has the core to itself
                     with stopped(sorted({c.pid for c in cells if c.pid is not None})):
-                        self.beside.after_trial(cell.driver, cell.scenario, cell.work, cell.server,
-                                                cell.log.trials[-1])
+                        beside.after_trial(cell.driver, cell.scenario, cell.work, cell.server, trial)
+                    if (checked and cell.open and len(cell.log.timed_walls) >= cell.options.stop.min_trials
+                            and beside.decided(cell.driver.id, cell.scenario.label)):
+                        with others_paused(cells, cell):
+                            self._guard(cell, self.turns.finish)
+                last[cell.cell_id] = self.clock.monotonic() - started
+                spent[cell.cell_id] = spent.get(cell.cell_id, 0.0) + last[cell.cell_id]
+                self._modes_beside(cells, cell)
+
+    def _less_closing(self, deadline: Deadline, cells: list[Cell], checked: bool) -> Deadline:
+        """The deadline for the cells' turns: the run's, less the closing work of the open cells."""
+        if deadline.end is None:
+            return deadline
+        return Deadline(deadline.end - sum(self.turns.closing_s(c, checked) for c in cells), deadline.clock)
+
+    def _modes_beside(self, cells: list[Cell], cell: Cell) -> None:
+        """A cell that just ended measured, with trials in its allocator modes: the check beside
+        it runs its own rounds in the same modes."""
+        if self.beside is None or cell.result is None or cell.result.status != "ok" or cell.work is None:
+            return
+        modes = [t for t in cell.log.trials if t.kind.startswith(allocator.KIND_PREFIX) and t.ok]
+        if modes:   # a cell ends once: it takes no turn after this
+            with stopped(sorted({c.pid for c in cells if c.pid is not None})):
+                self.beside.after_modes(cell.driver, cell.scenario, cell.work, cell.server, modes)
 
     def _abandon(self, cells: list[Cell], exc: BaseException) -> None:
         """The run stops: a cell with its minimum of timed trials is measured when it was Ctrl-C
@@ -234,3 +273,16 @@ class CellRunner:
         self.pool.release(cell, keep)
         for path in Path(self.scratch).glob(f"sink-{cell.tag}-*"):
             path.unlink(missing_ok=True)
+
+
+def _time_fair(cells: list[Cell], spent: dict[int, float], last: dict[int, float]) -> list[Cell]:
+    """The paced cells that take a turn in this pass: those whose time so far (their trials and
+    the check's rounds beside them) is within one turn's usual cost of the least spent. A JIT
+    runtime's pair takes half a minute (its plain loop warms up as the lab's processes do), a
+    compiled client's a second: in plain turns every pass would wait on the slow cells, and the
+    budget would end with every cell at three or four pairs, too few to decide any. So each
+    cell gets about the same time, the quick ones deciding first and leaving it to the others."""
+    floor = min(spent.get(c.cell_id, 0.0) for c in cells)
+    costs = sorted(last[c.cell_id] for c in cells if c.cell_id in last)
+    quantum = max(1.0, costs[len(costs) // 2]) if costs else 1.0
+    return [c for c in cells if spent.get(c.cell_id, 0.0) <= floor + quantum]

@@ -58,6 +58,9 @@ class RunOptions:
     # a cell whose bodies can fall into either allocator mode also gets a few trials in each, on
     # purpose (runner/allocator.py): both figures shown, never hidden
     allocator_modes: bool = True
+    # trials in each allocator mode's process: two show the mode; a check that judges each mode
+    # against the plain loop's (crosscheck --plain, truth) needs five for a 90 % interval
+    mode_trials: int = 2
 
     @classmethod
     def measuring(cls) -> "RunOptions":

@@ -22,13 +22,15 @@ class TimedTurns:
     def __init__(self, trials: Trials, warming: Warming, pool: ProcessPool, clock: Clock = SYSTEM):
         self.trials, self.warming, self.pool, self.clock = trials, warming, pool, clock
 
-    def turn(self, cell: Cell, deadline: Deadline) -> None:
+    def turn(self, cell: Cell, deadline: Deadline, most: int | None = None) -> None:
         """One timed trial; finish when the stop rule says so. A disturbed trial is stored apart and
         run again at the cell's next turn, while retries remain: the other cells' trials come
         between, and a slow phase of the host rarely outlasts them (run again at once, three
         retries in a row could all fall in one long phase). Past the deadline a disturbed trial
         is kept (flagged), so that the time budget holds. The turn may first start the cell's
-        next process (forks), and is let pass when the host is still slow after the wait."""
+        next process (forks), and is let pass when the host is still slow after the wait.
+        `most`: a check beside the cell ends its trials once it has decided (CellRunner), so the
+        cell's own stop rule does not; it stops here only at that many trials."""
         log, started = cell.log, self.clock.monotonic()
         if self._fork_due(cell) and not self._next_fork(cell):
             return
@@ -60,10 +62,16 @@ class TimedTurns:
             cell.finish("failed", f"timed trial {trial.idx}: " + "; ".join(trial.problems or []))
             return
         log.timed_walls.append(trial.wall_s or 0.0)
-        if self._stalled(cell) or cell.options.stop.done(log.timed_walls, log.timed_spent_s):
-            self._note_rewarms(cell)
-            self._allocator_modes(cell)
-            cell.finish_ok()
+        done = (len(log.timed_walls) >= most if most is not None
+                else cell.options.stop.done(log.timed_walls, log.timed_spent_s))
+        if self._stalled(cell) or done:
+            self.finish(cell)
+
+    def finish(self, cell: Cell) -> None:
+        """The cell's timed trials are done: its allocator modes, then its figures."""
+        self._note_rewarms(cell)
+        self._allocator_modes(cell)
+        cell.finish_ok()
 
     def _note_rewarms(self, cell: Cell) -> None:
         if note := self.warming.rewarm_note(cell):
@@ -78,7 +86,7 @@ class TimedTurns:
         for mode in allocator.TUNABLES:
             try:
                 self.pool.spawn(cell, env=allocator.env(mode))
-                kinds = ["warmup"] * min(1, cell.options.warmup) + [allocator.kind(mode)] * allocator.TRIALS_PER_MODE
+                kinds = ["warmup"] * min(1, cell.options.warmup) + [allocator.kind(mode)] * cell.options.mode_trials
                 for kind in kinds:
                     trial = self.trials.fresh(cell, kind, cell.log.take_idx())
                     if not trial.ok:
@@ -98,15 +106,38 @@ class TimedTurns:
         return True
 
     @staticmethod
-    def out_of_time(cell: Cell, deadline: Deadline) -> bool:
-        return deadline.passed() and len(cell.log.timed_walls) >= cell.options.stop.min_trials
+    def out_of_time(cell: Cell, deadline: Deadline, checked: bool = False) -> bool:
+        """Past the deadline, a cell with its minimum of timed trials stops; a cell whose trials a
+        check beside it paces (`checked`: crosscheck --plain, the truth experiment) stops with one:
+        there the check's pairs are the work, a JIT loop's pair takes half a minute, and a minimum
+        the budget cannot hold would be a budget in name only."""
+        least = 1 if checked else cell.options.stop.min_trials
+        return deadline.passed() and len(cell.log.timed_walls) >= least
 
     def stop_for_time(self, cell: Cell) -> None:
+        """The budget is spent: the cell stops where it is, after its allocator modes (a large
+        answer's two figures are the cell's, not the stop rule's)."""
         self._note_rewarms(cell)
-        cell.log.notes.append(f"stopped after {len(cell.log.timed_walls)} timed trials: the run's time "
-                              f"budget ({cell.options.run_budget_s:g} s) was spent")
+        n, least = len(cell.log.timed_walls), cell.options.stop.min_trials
+        short = f", short of its minimum of {least}" if n < least else ""
+        budget = f" ({cell.options.run_budget_s:g} s)" if cell.options.run_budget_s else ""
+        cell.log.notes.append(f"stopped after {n} timed trials{short}: the run's time budget{budget} was spent")
         cell.log.budget_stopped = True
+        self._allocator_modes(cell)
         cell.finish_ok()
+
+    @staticmethod
+    def closing_s(cell: Cell, checked: bool) -> float:
+        """About how long the cell's closing work takes once its trials end: its allocator modes
+        (two processes, each a start, a warm-up and the mode's trials at the cell's trial length),
+        each trial with a round of the loop beside it when a check paces the cell. The time
+        budget keeps this much back for the cells still open, so that it holds."""
+        if not cell.open or not cell.log.timed_walls or not allocator.due(cell):
+            return 0.0
+        wall = sorted(cell.log.timed_walls)[len(cell.log.timed_walls) // 2]
+        start = cell.running.startup_s if cell.running is not None else 1.0
+        per_mode = start + (1 + cell.options.mode_trials) * wall * (3 if checked else 1)
+        return 2 * per_mode
 
     @staticmethod
     def _fork_due(cell: Cell) -> bool:

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import paths
 from clientlab.analysis import stats
+from clientlab.analysis.figures import FRESH_BODY, FRESH_SHARE, PAGE
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, DriverProcess
 from clientlab.measuring import warmup
 from clientlab.measuring.procfs import cpu_seconds, page_faults, process_tree, thread_wakeups, wakeups_between
-from clientlab.record import PlainCheck
+from clientlab.record import PlainCheck, PlainMode
 from clientlab.runner import JIT_WARM_S, CellGroup, CellResult, Events, RunOptions, lab_run, loopback_config
 from clientlab.scenario import Scenario
 from clientlab.store import Store, Trial
@@ -53,6 +54,24 @@ WARMUP_MIN_ROUNDS = 2  # a plain loop's first rounds pay for its connection and 
 WARMUP_ROUND_TIMEOUT_S = 30.0  # a warm-up round at a timed trial's count, however slow the first
 JIT_WARMUP_S = 20.0    # a JIT runtime's loop warms up as the lab's processes do (WarmupPolicy.is_settled and
                        # runner.JIT_WARM_S of work), at most this much longer
+# the check's verdict on lab ÷ loop: its CI inside 1 ± TARGET, wholly outside it, or neither; an
+# interval of less coverage than this decides nothing (three pairs' min–max covers the median 75 %
+# of the time, five pairs' 94 %: the stop rule's "below ~0.9 the interval says little")
+WITHIN, OFF, NOT_DECIDED = "within", "off", "not decided"
+DECIDE_CONFIDENCE = 0.9
+
+
+def decide(ratio: stats.Summary | None, tolerance: float = TARGET) -> str:
+    """Within, off or not decided: lab ÷ loop's CI (at DECIDE_CONFIDENCE or more) inside
+    1 ± tolerance, wholly outside it, or straddling a bound (or too few pairs to say)."""
+    if ratio is None or ratio.ci_confidence < DECIDE_CONFIDENCE:
+        return NOT_DECIDED
+    low, high = 1 - tolerance, 1 + tolerance
+    if low <= ratio.ci_low and ratio.ci_high <= high:
+        return WITHIN
+    if ratio.ci_high < low or ratio.ci_low > high:
+        return OFF
+    return NOT_DECIDED
 
 
 @dataclass
@@ -230,6 +249,37 @@ class Calibration:
     reference: str = "bare"      # the loop beside the cell: the driver's own (bare) or the library's (plain)
     run_again: list[str] = field(default_factory=list)     # why each disturbed round was run again
     kept_disturbed: list[str] = field(default_factory=list)  # disturbed rounds kept: no retries left
+    note: str | None = None      # the manifest's known cause of a gap (plain_notes), with its evidence
+    # a large answer's allocator modes: each mode's trials (runner/allocator.py) beside rounds of the
+    # loop started in the same mode
+    mode_pairs: dict[str, list[Pair]] = field(default_factory=dict)
+
+    @property
+    def decision(self) -> str:
+        """Within, off or not decided (decide): what ends the cell's pairs when the check paces them."""
+        return decide(self.ratio_summary)
+
+    def mode_decision(self, mode: str) -> str:
+        pairs = self.mode_pairs.get(mode, [])
+        return decide(self._summary([p.ratio for p in pairs]))
+
+    def fresh_pages(self) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        """Of the pairs (not those held in a mode), how many of the lab's trials and of the loop's
+        rounds took a large body's pages anew (figures.FRESH_SHARE of them in page faults), each
+        of how many were read; None where no side could be told."""
+        lab, loop = [], []
+        for p in self.pairs:
+            n = p.bare.requests
+            body = (p.lab.work_bytes or 0) / n if n else 0
+            if body < FRESH_BODY:
+                continue
+            if p.lab.page_faults is not None:
+                lab.append(p.lab.page_faults / n * PAGE >= FRESH_SHARE * body)
+            if p.bare.page_faults is not None:
+                loop.append(p.bare.page_faults / n * PAGE >= FRESH_SHARE * body)
+        if not lab and not loop:
+            return None
+        return (sum(lab), len(lab)), (sum(loop), len(loop))
 
     def rounds_note(self) -> str | None:
         """How many of the loop's rounds the machine disturbed, or None."""
@@ -292,7 +342,23 @@ class Calibration:
                           lab_s_per_request=lab.median if lab else None,
                           plain_s_per_request=loop.median if loop else None,
                           pairs=len(self.pairs), compared=len(self.compared),
-                          differences=tuple(self.differences())).to_json()
+                          differences=tuple(self.differences()),
+                          decision=self.decision if ratio else None,
+                          ratio_ci_confidence=ratio.ci_confidence if ratio else None,
+                          note=self.note, modes=self.mode_figures()).to_json()
+
+    def mode_figures(self) -> tuple[PlainMode, ...]:
+        """Each allocator mode's two sides and their ratio, where the loop ran in it."""
+        out = []
+        for mode, pairs in self.mode_pairs.items():
+            if not pairs:
+                continue
+            ratio = stats.summarize([p.ratio for p in pairs])
+            out.append(PlainMode(mode=mode, lab_s_per_request=stats.median([p.lab_s for p in pairs]),
+                                 plain_s_per_request=stats.median([p.bare.per_request_s for p in pairs]),
+                                 ratio=ratio.median, ratio_ci_low=ratio.ci_low, ratio_ci_high=ratio.ci_high,
+                                 pairs=len(pairs), decision=decide(ratio)))
+        return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:
         """Every pair, for the run's record and --json."""
@@ -301,16 +367,24 @@ class Calibration:
             "warmup_rounds": self.warmup_rounds,
             "problem": self.problem, "differences": self.differences(),
             "run_again": self.run_again, "kept_disturbed": self.kept_disturbed,
-            "pairs": [{"lab_s": p.lab_s, "lab_cpu_s": p.lab_cpu_s, "bare_s": p.bare.per_request_s,
-                       "bare_cpu_s": p.bare.cpu_per_request_s, "requests": p.bare.requests,
-                       "lab_faults": p.lab.page_faults, "bare_faults": p.bare.page_faults,
-                       "lab_wakeups": p.lab.wakeups, "bare_wakeups": p.bare.wakeups, "alike": p.alike}
-                      for p in self.pairs],
+            "decision": self.decision, "note": self.note,
+            "pairs": [_pair_dict(p) for p in self.pairs],
+            "mode_pairs": {mode: [_pair_dict(p) for p in pairs] for mode, pairs in self.mode_pairs.items()},
         }
 
 
+def _pair_dict(p: Pair) -> dict[str, Any]:
+    return {"lab_s": p.lab_s, "lab_cpu_s": p.lab_cpu_s, "bare_s": p.bare.per_request_s,
+            "bare_cpu_s": p.bare.cpu_per_request_s, "requests": p.bare.requests,
+            "lab_faults": p.lab.page_faults, "bare_faults": p.bare.page_faults,
+            "lab_wakeups": p.lab.wakeups, "bare_wakeups": p.bare.wakeups, "alike": p.alike}
+
+
 class BareBeside:
-    """The runner's `beside`: a calibration loop per cell, a round right after each timed trial."""
+    """The runner's `beside`: a calibration loop per cell, a round right after each timed trial;
+    the cells' own stop rule ends their trials."""
+
+    most_pairs: int | None = None
 
     def __init__(self, cpu: int | None):
         self.cpu = cpu
@@ -320,6 +394,13 @@ class BareBeside:
 
     def calibration(self, driver: str, scenario: str) -> Calibration:
         return self.cells.setdefault((driver, scenario), Calibration(driver, scenario))
+
+    def decided(self, driver: str, scenario: str) -> bool:
+        return False
+
+    def after_modes(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any,
+                    trials: list[Trial]) -> None:
+        """The driver's own loop runs in one process of its own: its allocator mode is that one's."""
 
     def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any, trial: Trial) -> None:
         cal = self.calibration(driver.id, scenario.label)

@@ -31,6 +31,7 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,9 +42,9 @@ from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, driver_env
 from clientlab.measuring import affinity, hostprobe
 from clientlab.measuring.noise import HostProbe, Noise, watched
-from clientlab.runner import JIT_WARM_S, CellGroup, Events, RunOptions, lab_run, loopback_config
+from clientlab.runner import JIT_WARM_S, CellGroup, Deadline, Events, RunOptions, allocator, lab_run, loopback_config
 from clientlab.scenario import Scenario
-from clientlab.selfcheck.calibrate import BareRound, Calibration, Pair
+from clientlab.selfcheck.calibrate import NOT_DECIDED, OFF, WITHIN, BareRound, Calibration, Pair
 from clientlab.store import Store, Trial
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ STARTUP_RUNS = 3            # runs whose median is a process's start-up and firs
 STARTUP_SHARE = 10          # those runs make 1/STARTUP_SHARE of the round's GETs
 ROUND_TIMEOUT_FLOOR_S = 30.0
 STDERR_SHOWN = 400          # characters of a failed loop's stderr in its message
+MOST_PAIRS = 20             # a cell the check paces stops undecided at this many pairs (no time budget)
+MODE_TRIALS = 5             # pairs in each allocator mode: five pairs' min–max is a 94 % interval
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ class PlainLoop:
         if argv is None:
             raise DriverFault(f"{driver.id} has no plain loop (its manifest names no `plain`)")
         self.driver, self.argv, self.cpu, self.warmup_s = driver, argv, cpu, warmup_s
-        self.startup: tuple[int, Usage] | None = None   # GETs of the start-up runs, their median cost
+        # by allocator mode ("" none held): GETs of the start-up runs, their median cost
+        self.startups: dict[str, tuple[int, Usage]] = {}
 
     def _args(self, job: dict, count: int) -> list[str]:
         url = plain_url(job)
@@ -110,29 +114,34 @@ class PlainLoop:
             args.append(job["tls_ca"])
         return args
 
-    def start_up(self, job: dict, count: int, timeout_s: float) -> tuple[int, Usage]:
+    def start_up(self, job: dict, count: int, timeout_s: float, mode: str | None = None) -> tuple[int, Usage]:
         """The loop's process making a tenth of a round's GETs: its start-up and the first-touch
         cost of its first requests, the median of STARTUP_RUNS runs, and how many GETs they made;
-        taken once per cell (and count)."""
+        taken once per cell (and count, and allocator mode: a process held in a mode pays its own)."""
         first = count // STARTUP_SHARE
-        if self.startup is None or self.startup[0] != first:
-            runs = [self._run(self._args(job, first), timeout_s)[1] for _ in range(STARTUP_RUNS)]
-            self.startup = first, Usage(stats.median([u.cpu_s for u in runs]),
-                                        int(stats.median([float(u.page_faults) for u in runs])),
-                                        int(stats.median([float(u.wakeups) for u in runs])))
-        return self.startup
+        known = self.startups.get(mode or "")
+        if known is None or known[0] != first:
+            runs = [self._run(self._args(job, first), timeout_s, mode)[1] for _ in range(STARTUP_RUNS)]
+            known = self.startups[mode or ""] = first, Usage(
+                stats.median([u.cpu_s for u in runs]), int(stats.median([float(u.page_faults) for u in runs])),
+                int(stats.median([float(u.wakeups) for u in runs])))
+        return known
 
-    def round(self, job: dict, count: int, timeout_s: float) -> tuple[dict[str, Any], Usage]:
-        return self._run(self._args(job, count), timeout_s)
+    def round(self, job: dict, count: int, timeout_s: float, mode: str | None = None) -> tuple[dict[str, Any], Usage]:
+        return self._run(self._args(job, count), timeout_s, mode)
 
-    def _run(self, args: list[str], timeout_s: float) -> tuple[dict[str, Any], Usage]:
+    def _run(self, args: list[str], timeout_s: float, mode: str | None = None) -> tuple[dict[str, Any], Usage]:
         """One process of the loop to its end: its answer line, and the kernel's account of what it
-        cost (wait4 on it: its CPU, page faults and voluntary switches, and nothing else's)."""
+        cost (wait4 on it: its CPU, page faults and voluntary switches, and nothing else's). `mode`:
+        glibc's malloc held in that allocator mode by the tunables the lab's own process had."""
         argv = affinity.pinned([*self.argv, *args], self.cpu)
+        env = driver_env(self.driver.env())
+        if mode is not None:
+            env = {**(os.environ if env is None else env), **allocator.env(mode)}
         try:
             proc = subprocess.Popen(argv, cwd=self.driver.folder, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=driver_env(self.driver.env()), process_group=0)
+                                    env=env, process_group=0)
         except OSError as exc:
             raise DriverFault(f"cannot start the plain loop {self.argv[0]}: {exc}") from exc
         affinity.pin_late(proc.pid, self.cpu)
@@ -181,14 +190,22 @@ def _kill_group(pid: int) -> None:
 
 class PlainBeside:
     """The runner's `beside`: a fresh plain-loop process per cell round, right after each timed
-    trial, at the trial's request count."""
+    trial, at the trial's request count, and one beside each of the cell's trials in an allocator
+    mode, started in the same mode.
+
+    `decide`: the check paces the cells (Beside.most_pairs): a cell that has its minimum of
+    pairs stops once lab ÷ plain is decided (calibrate.decide: its CI wholly inside 1 ± 10 % or
+    wholly outside), and an undecided one takes further turns, at most MOST_PAIRS, until the time
+    budget ends them; `on_note` hears each decision with the count decided so far."""
 
     def __init__(self, cpu: int | None, jit_warm_s: float = JIT_WARM_S, probe: HostProbe | None = None,
-                 retries: int = 0):
+                 retries: int = 0, decide: bool = False, on_note: Callable[[str], object] | None = None):
         self.cpu = cpu
         self.jit_warm_s = jit_warm_s
         self.probe = probe          # the runner's host probe on the driver's core (None: not pinned)
         self.retries = retries      # disturbed rounds run again, at most this many a cell
+        self.most_pairs: int | None = MOST_PAIRS if decide else None
+        self.on_note = on_note
         self.loops: dict[tuple[str, str], PlainLoop] = {}
         self.cells: dict[tuple[str, str], Calibration] = {}
         self.scratch = paths.scratch_dir()
@@ -196,32 +213,78 @@ class PlainBeside:
     def calibration(self, driver: str, scenario: str) -> Calibration:
         return self.cells.setdefault((driver, scenario), Calibration(driver, scenario, reference="plain"))
 
+    def decided(self, driver: str, scenario: str) -> bool:
+        """Whether the cell needs no more pairs: its ratio decided, or its loop failed (no pair
+        to come)."""
+        cal = self.calibration(driver, scenario)
+        return cal.problem is not None or cal.decision != NOT_DECIDED
+
     def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any, trial: Trial) -> None:
         cal = self.calibration(driver.id, scenario.label)
+        cal.note = driver.plain_note(scenario.name)
         if cal.problem is not None or not trial.ok or not trial.wall_s:
             return
         try:
-            loop = self.loops.get((driver.id, scenario.label))
-            if loop is None:
-                warm = self.jit_warm_s if driver.manifest.warmup > 1 else 0.0
-                loop = self.loops[(driver.id, scenario.label)] = PlainLoop(driver, self.cpu, warm)
+            loop = self._loop(driver, scenario)
             rnd = self._round(loop, work, server, max(ROUND_TIMEOUT_FLOOR_S, 10 * trial.wall_s) + loop.warmup_s,
                               cal)
         except DriverFault as exc:
             cal.problem = str(exc).splitlines()[0]
             return
+        before = cal.decision
         cal.pairs.append(Pair(trial, rnd))
+        if self.most_pairs is not None and before == NOT_DECIDED and cal.decision != NOT_DECIDED:
+            self._say_decided(cal)
 
-    def _round(self, loop: PlainLoop, work: Scenario, server: Any, timeout_s: float, cal: Calibration) -> BareRound:
+    def after_modes(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any,
+                    trials: list[Trial]) -> None:
+        """A round of the loop, started in the same allocator mode, beside each of the cell's
+        trials in one (runner/allocator.py): the loop's process then meets the mode the lab's
+        process was held in, as a user's program in that mode would."""
+        cal = self.calibration(driver.id, scenario.label)
+        if cal.problem is not None:
+            return
+        for trial in trials:
+            mode = allocator.mode_of(trial.kind)
+            if mode is None or not trial.wall_s:
+                continue
+            try:
+                loop = self._loop(driver, scenario)
+                rnd = self._round(loop, work, server, max(ROUND_TIMEOUT_FLOOR_S, 10 * trial.wall_s) + loop.warmup_s,
+                                  cal, mode)
+            except DriverFault as exc:
+                cal.problem = f"in the {mode} mode: {str(exc).splitlines()[0]}"
+                return
+            cal.mode_pairs.setdefault(mode, []).append(Pair(trial, rnd))
+
+    def _say_decided(self, cal: Calibration) -> None:
+        if self.on_note is None:
+            return
+        r = cal.ratio_summary
+        assert r is not None
+        tally = [c.decision for c in self.cells.values() if c.pairs]
+        self.on_note(f"  {cal.driver} × {cal.scenario}: {cal.decision} after {len(cal.pairs)} pairs, lab ÷ plain "
+                     f"{r.median:.2f} ({r.ci_low:.2f}–{r.ci_high:.2f}); decided {len(tally) - tally.count(NOT_DECIDED)} "
+                     f"of {len(tally)} cells checked so far ({tally.count(WITHIN)} within, {tally.count(OFF)} off)")
+
+    def _loop(self, driver: Driver, scenario: Scenario) -> PlainLoop:
+        loop = self.loops.get((driver.id, scenario.label))
+        if loop is None:
+            warm = self.jit_warm_s if driver.manifest.warmup > 1 else 0.0
+            loop = self.loops[(driver.id, scenario.label)] = PlainLoop(driver, self.cpu, warm)
+        return loop
+
+    def _round(self, loop: PlainLoop, work: Scenario, server: Any, timeout_s: float, cal: Calibration,
+               mode: str | None = None) -> BareRound:
         planned = plan(work, server.endpoint, self.scratch, verify=False, tag=f"{os.getpid()}-plain")
         job = planned.job
         count = sum(int(r.get("repeat", 1)) for r in job["requests"])
         # a JIT runtime's warm-up costs more or less from run to run: taking it off says nothing
         jit = loop.warmup_s > 0
-        startup = None if jit else loop.start_up(job, count, timeout_s)
+        startup = None if jit else loop.start_up(job, count, timeout_s, mode)
         while True:
             server.reset()
-            (answer, usage), noise = watched(lambda: loop.round(job, count, timeout_s), self.probe,
+            (answer, usage), noise = watched(lambda: loop.round(job, count, timeout_s, mode), self.probe,
                                              hostprobe.WAIT_FAST_S)
             reason = _disturbed(noise, jit)
             if reason is None:
@@ -276,16 +339,19 @@ def _check(answer: dict[str, Any], count: int, seen: dict[str, Any], warmed: boo
 
 
 def run(store: Store, drivers: list[Driver], scenarios: list[Scenario], options: RunOptions,
-        events: Events | None = None, server_host: tuple[Host, Path] | None = None) -> tuple[int, list[Calibration]]:
+        events: Events | None = None, server_host: tuple[Host, Path] | None = None, *, decide: bool = False,
+        on_note: Callable[[str], object] | None = None) -> tuple[int, list[Calibration]]:
     """Every driver on every scenario, each cell beside its library's plain loop; the stored run's
-    id and one Calibration per cell (the pairs go into the run's record under `plain`)."""
+    id and one Calibration per cell (the pairs go into the run's record under `plain`). `decide`:
+    the check paces the cells (PlainBeside), within the options' time budget if they give one."""
     with lab_run(store, loopback_config("plain", drivers, scenarios), options, events, server_host) as lab, \
             lab.bench_server() as bench, lab.runner(bench) as runner:
         run_id = lab.run_id
         beside = runner.beside = PlainBeside(lab.placement.driver, options.jit_warm_s or JIT_WARM_S,
-                                             runner.trials.probe, options.retries)
+                                             runner.trials.probe, options.retries, decide=decide, on_note=on_note)
+        deadline = Deadline.after(options.run_budget_s, runner.clock)
         try:
-            for result in runner.run_groups([CellGroup(drivers, s) for s in scenarios]):
+            for result in runner.run_groups([CellGroup(drivers, s) for s in scenarios], deadline):
                 beside.calibration(result.driver, result.scenario).lab = result
         finally:
             store.update_config(run_id, plain=[c.to_dict() for c in beside.cells.values()])

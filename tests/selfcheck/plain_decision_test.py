@@ -1,0 +1,115 @@
+"""The plain-loop check's verdict on its pairs, its modes, and a known cause beside a miss."""
+
+from __future__ import annotations
+
+import pytest
+
+from clientlab.analysis import stats
+from clientlab.drivers import manifest
+from clientlab.errors import LabInputError
+from clientlab.output.calibration import calibration_table
+from clientlab.selfcheck.calibrate import NOT_DECIDED, OFF, WITHIN, BareRound, Calibration, Pair, decide
+from clientlab.store import Trial
+
+
+def _pair(lab_s: float, plain_s: float, requests: int = 1000, kind: str = "timed", body: int = 12,
+          lab_faults: int = 10, plain_faults: int = 10) -> Pair:
+    lab = Trial(kind=kind, idx=0, ok=True, wall_s=lab_s * requests, user_s=0.1, page_faults=lab_faults,
+                work_bytes=body * requests)
+    return Pair(lab, BareRound(plain_s * requests, requests, 0.1, plain_faults, 10))
+
+
+def test_a_ratio_is_within_or_off_only_when_its_interval_lies_wholly_on_one_side_of_a_bound():
+    assert decide(stats.summarize([1.01, 0.98, 1.03, 1.00, 0.99])) == WITHIN
+    assert decide(stats.summarize([1.30, 1.25, 1.41, 1.33, 1.28])) == OFF
+    assert decide(stats.summarize([0.70, 0.75, 0.72, 0.69, 0.71])) == OFF
+    # an interval that straddles 1.10 says nothing either way
+    assert decide(stats.summarize([1.05, 1.12, 1.08, 1.02, 1.15])) == NOT_DECIDED
+    assert decide(None) == NOT_DECIDED
+
+
+def test_three_or_four_pairs_decide_nothing_however_close_they_lie():
+    # their min–max covers the median 75 % and 88 % of the time: below the 90 % the check asks
+    assert decide(stats.summarize([1.00, 1.01, 0.99])) == NOT_DECIDED
+    assert decide(stats.summarize([1.00, 1.01, 0.99, 1.00])) == NOT_DECIDED
+    assert decide(stats.summarize([1.00, 1.01, 0.99, 1.00, 1.00])) == WITHIN
+
+
+def test_a_calibration_keeps_its_decision_and_each_allocator_modes_with_its_figures():
+    cal = Calibration("python-pycurl", "get-json-335k", reference="plain",
+                      pairs=[_pair(4e-4, 4e-4 / r) for r in (1.0, 1.02, 0.98, 1.01, 0.99)])
+    heap = [_pair(3.0e-4, 3.0e-4, kind="mode:heap") for _ in range(5)]
+    fresh = [_pair(6.0e-4, 4.0e-4 * f, kind="mode:fresh pages") for f in (1.0, 1.01, 0.99, 1.02, 0.98)]
+    cal.mode_pairs = {"heap": heap, "fresh pages": fresh}
+    kept = cal.to_figure()
+    assert kept["decision"] == WITHIN and kept["ratio_ci_confidence"] > 0.9
+    modes = {m["mode"]: m for m in kept["modes"]}
+    assert modes["heap"]["decision"] == WITHIN and modes["heap"]["pairs"] == 5
+    assert modes["fresh pages"]["decision"] == OFF and modes["fresh pages"]["ratio"] == pytest.approx(1.5)
+
+
+def test_the_table_shows_both_sides_in_each_allocator_mode_with_the_verdict_per_mode():
+    body = 335_114
+    mapped = body // 4096 * 1000   # a page fault for every 4 KB of every body
+    cal = Calibration("perl-www-curl", "get-json-335k", reference="plain",
+                      pairs=[_pair(1.26e-4, 1.26e-4 * 2.6, body=body, lab_faults=10, plain_faults=mapped)
+                             for _ in range(5)])
+    cal.mode_pairs = {"heap": [_pair(1.25e-4, 1.25e-4, body=body, kind="mode:heap") for _ in range(5)],
+                      "fresh pages": [_pair(3.3e-4, 3.3e-4, body=body, kind="mode:fresh pages") for _ in range(5)]}
+    _, notes = calibration_table([cal], "t")
+    [line] = notes
+    assert "lab 8,000 heap (5 of 5) / 3,030 fresh pages (0 of 5)" in line
+    assert "plain 8,000 heap (0 of 5) / 3,030 fresh pages (5 of 5)" in line
+    assert "heap 1.00 (1.00–1.00, 5 pairs) within, fresh pages 1.00 (1.00–1.00, 5 pairs) within" in line
+
+
+def test_a_known_cause_stands_beside_a_miss_which_still_counts_as_off():
+    cal = Calibration("node-fetch", "get-small", reference="plain",
+                      pairs=[_pair(1.5e-4, 1e-4 / r) for r in (1.0, 1.02, 0.98, 1.01, 0.99)],
+                      note="V8 compiles the fetch path over minutes (docs/evidence/truth.md#x)")
+    assert cal.decision == OFF
+    _, notes = calibration_table([cal], "t")
+    assert notes == ["node-fetch × get-small: lab 50% slower; known cause: V8 compiles the fetch path over "
+                     "minutes (docs/evidence/truth.md#x)"]
+    assert cal.to_figure()["ratio"] == pytest.approx(1.5)
+
+
+def _manifest(tmp_path, notes: str) -> manifest.Driver:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "driver.toml").write_text('id = "python-mine"\nlanguage = "python"\nlibrary = "mine"\n'
+                                        'description = "mine"\nrun = ["{here}/run"]\ncapabilities = []\n' + notes)
+    return manifest.load_manifest(folder / "driver.toml")
+
+
+def test_a_manifests_plain_note_names_its_evidence_and_the_scenarios_it_holds_for(tmp_path):
+    driver = _manifest(tmp_path, '[[plain_notes]]\nreason = "pools anew"\nevidence = "docs/evidence/truth.md#a"\n'
+                                 'scenarios = ["get-json-335k"]\n')
+    assert driver.plain_note("get-json-335k[json-335k]") == "pools anew (docs/evidence/truth.md#a)"
+    assert driver.plain_note("get-small") is None
+
+
+def test_a_plain_note_without_evidence_is_refused(tmp_path):
+    with pytest.raises(LabInputError, match="plain_notes.0.evidence"):
+        _manifest(tmp_path, '[[plain_notes]]\nreason = "pools anew"\nevidence = "trust me"\n')
+
+
+def test_the_truth_verdict_counts_a_cell_with_a_known_cause_as_off_and_shows_the_cause():
+    from clientlab.experiment import spec
+    from clientlab.experiment.verdict import REFUTED, judge
+    from clientlab.record import Cell, CellFigures, PlainCheck, WallStats
+
+    def cell(driver: str, decision: str, ratio: float, note: str | None = None) -> Cell:
+        plain = PlainCheck(ratio=ratio, ratio_ci_low=ratio - 0.02, ratio_ci_high=ratio + 0.02, compared=5, pairs=5,
+                           decision=decision, note=note)
+        figures = CellFigures(wall_s=WallStats(median=0.1), throughput=10.0, unit="req/s", plain=plain)
+        return Cell(driver=driver, scenario="get-small", status="ok", params={"part": "p"}, figures=figures)
+
+    claim = spec.Claim.model_validate({"says": "s", "check": "matches_plain", "a": {"part": "p"}, "tolerance": 0.10})
+    verdict = judge(claim, [cell("x", "within", 1.0), cell("y", "off", 1.5, "a JIT (docs/evidence/truth.md)")], {})
+    assert verdict.outcome == REFUTED
+    assert ("y × get-small: lab ÷ plain 1.50 (CI 1.48–1.52, 5 pairs): refuted; known cause: a JIT "
+            "(docs/evidence/truth.md)") in verdict.evidence
+    # the check's own verdict rules: an interval inside the bounds but of too little coverage decides nothing
+    undecided = judge(claim, [cell("z", "not decided", 1.0)], {})
+    assert undecided.outcome == "not decided"
