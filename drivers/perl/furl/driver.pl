@@ -26,13 +26,18 @@ sub prepare {
     return {furl => $furl};
 }
 
+# "HTTP/1.1" => "1.1": each protocol string's label looked up once
+my %HTTP;
+
 sub run {
     my ($job, $client, $report) = @_;
     my $furl = $client->{furl};
-    LabDriver::each_request($job, $report, sub {
+    # entry by entry: its headers, form and arguments built once, then its repeats, each a request
+    # (a transfer with files of its own also opens them), as a program repeating one request does
+    LabDriver::each_entry($job, $report, sub {
         my ($r, $req) = @_;
         my @headers = %{$req->{headers} || {}};
-        my ($content, $sink);
+        my $content;
         if (defined $req->{form}) {
             if (LabDriver::is_multipart($req)) {
                 (my $type, $content) = LabDriver::multipart($req->{form});
@@ -43,28 +48,40 @@ sub run {
             }
         }
         elsif (defined $req->{body_file}) {
-            open $content, '<:raw', $req->{body_file} or die "$req->{body_file}: $!\n";    # streamed
             push @headers, 'Content-Type' => $req->{content_type} // 'application/octet-stream';
         }
-        if (LabDriver::to_file($req)) {
-            open $sink, '>:raw', $req->{sink_path} or die "$req->{sink_path}: $!\n";
-        }
-        my $res = $furl->request(
-            method => uc $req->{method}, url => $req->{url}, headers => \@headers,
+        my @args = (method => uc $req->{method}, url => $req->{url}, headers => \@headers,
             defined $content ? (content => $content) : (),
-            $sink ? (write_file => $sink) : (),
             # Furl follows up to 7 by default: only an entry that wants its 3xx says otherwise
-            LabDriver::no_follow($req) ? (max_redirects => 0) : (),
-        );
-        if ($sink) {
-            close $sink or die "writing $req->{sink_path}: $!\n";
+            LabDriver::no_follow($req) ? (max_redirects => 0) : ());
+        if (!defined $req->{body_file} && !LabDriver::to_file($req)) {
+            return sub {
+                my $res = $furl->request(@args);
+                my $status = $res->code;
+                # Furl answers its own failures (connect, timeout, ...) as a 500 marked
+                # X-Internal-Response: only a 500 is looked at
+                die $res->content . "\n" if $status == 500 && $res->header('X-Internal-Response');
+                $report->body($r, $status, $HTTP{$res->protocol} //= LabDriver::http_label($res->protocol),
+                    \$res->content);
+            };
         }
-        # Furl answers its own failures (connect, timeout, ...) as a 500 marked X-Internal-Response:
-        # only a 500 is looked at, the header lookup costing a small answer's request a few per cent
-        die $res->content . "\n" if $res->code == 500 && $res->header('X-Internal-Response');
-        my $http = LabDriver::http_label($res->protocol);
-        return $report->file($r, $res->code, $http, $req->{sink_path}) if $sink;
-        $report->body($r, $res->code, $http, \$res->content);
+        return sub {
+            my ($upload, $sink);
+            if (defined $req->{body_file}) {
+                open $upload, '<:raw', $req->{body_file} or die "$req->{body_file}: $!\n";    # streamed
+            }
+            if (LabDriver::to_file($req)) {
+                open $sink, '>:raw', $req->{sink_path} or die "$req->{sink_path}: $!\n";
+            }
+            my $res = $furl->request(@args, $upload ? (content => $upload) : (), $sink ? (write_file => $sink) : ());
+            if ($sink) {
+                close $sink or die "writing $req->{sink_path}: $!\n";
+            }
+            die $res->content . "\n" if $res->code == 500 && $res->header('X-Internal-Response');
+            my $http = LabDriver::http_label($res->protocol);
+            return $report->file($r, $res->code, $http, $req->{sink_path}) if $sink;
+            $report->body($r, $res->code, $http, \$res->content);
+        };
     });
 }
 
