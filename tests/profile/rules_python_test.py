@@ -1,0 +1,48 @@
+"""Python drivers' layers where the client is C under Python: pycurl's wheel bundles its own
+libcurl (and OpenSSL) under names with a hash, and py-spy names pycurl's C code by source file.
+Their CPU is the library's, not the lab's driver code that called perform()."""
+
+import pytest
+
+from clientlab.profile.layers import layers
+from clientlab.profile.rules import Rules
+
+CURL = "libcurl-330bcbb6.so.4.8.0"
+REQUEST = ("Loop.on_go (drivers/python/_lib/labdriver.py);Driver.run_all (drivers/python/_lib/labdriver.py);"
+           f"PycurlDriver.request (drivers/python/pycurl/driver.py);do_curl_perform (easyperform.c);"
+           f"curl_easy_perform ({CURL});curl_multi_perform ({CURL});multi_perform ({CURL})")
+# py-spy's stacks of a large body read by pycurl (their shape as py-spy --native wrote them):
+# libcurl handing each piece to pycurl's write callback, which copies it into the user's BytesIO
+# in an unnamed libc function; libcurl parsing the response; a receive
+BODY = (f"{REQUEST};Curl_client_write ({CURL});cw_out_write ({CURL});write_callback (easycb.c);"
+        "util_write_callback (easycb.c);? (libc.so.6)")
+PARSE = f"{REQUEST};Curl_http_readwrite_headers ({CURL});Curl_http_parse_header ({CURL})"
+RECV = f"{REQUEST};Curl_sendrecv ({CURL});cf_socket_recv ({CURL});recv (libc.so.6)"
+HARNESS = "Loop.on_go (drivers/python/_lib/labdriver.py);Driver.run_all (drivers/python/_lib/labdriver.py)"
+
+
+@pytest.fixture
+def rules():
+    return Rules.load("python", "drivers/python/pycurl")
+
+
+def test_libcurl_bundled_in_a_wheel_under_a_hashed_name_is_the_library(rules):
+    assert rules.layer_of(PARSE) == "library"
+    assert rules.layer_of(f"{REQUEST};Curl_ossl_recv ({CURL});SSL_read (libssl-8b66dd34.so.3)") == "tls"
+    assert rules.layer_of(f"{REQUEST};inflate (libz-0fa4e9d2.so.1.3)") == "compression"
+
+
+def test_a_body_copied_in_pycurls_write_callback_is_the_library_not_the_driver_that_called_perform(rules):
+    assert rules.layer_of(BODY) == "library"
+    assert rules.layer_of("PycurlDriver.request (drivers/python/pycurl/driver.py);do_curl_setopt (easyopt.c)") == "library"
+
+
+def test_a_cell_whose_cpu_is_in_libcurl_under_python_is_counted_as_library(rules):
+    spy = {BODY: 60, PARSE: 20, RECV: 10, HARNESS: 2}
+    perf = {"python3 (process);tcp_recvmsg (kernel)": 10, f"python3 (process);multi_perform ({CURL})": 90}
+    got = layers({"perf": perf, "py-spy": spy}, rules, cpu_s=1.0, requests=1000, overhead=None)
+    library, harness = got.share_of("library"), got.share_of("harness")
+    assert library is not None and harness is not None
+    # the kernel's 10 % from perf; of the rest, py-spy's 80 of 82 CPU samples in libcurl and pycurl
+    assert library.share == pytest.approx(0.9 * 80 / 82, abs=1e-4)   # shares are kept to 5 places
+    assert harness.share == pytest.approx(0.9 * 2 / 82, abs=1e-4)
