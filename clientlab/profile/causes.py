@@ -184,12 +184,14 @@ def finding(store: Store, slow: dict, fast: dict) -> dict[str, Any]:
 
 
 def layers_line(cell: dict) -> str:
-    """'where the CPU went: library 310 µs, kernel 90 µs, …' from a cell's layers."""
+    """'where the CPU went in the profiled trials …: library 310 µs, kernel 90 µs, …' from a cell's
+    layers: µs a request of its profiled trials, the profiler's own cost in them."""
     layers = (cell.get("figures") or {}).get("layers")
     if not layers:
         return ""
     shares = sorted((s for s in layers["shares"] if s["us_per_request"] >= 0.5), key=lambda s: -s["us_per_request"])
-    return "where the CPU went: " + ", ".join(f"{s['layer']} {s['us_per_request']:.0f} µs" for s in shares)
+    return ("where the CPU went in the profiled trials (the profiler's cost included): "
+            + ", ".join(f"{s['layer']} {s['us_per_request']:.0f} µs" for s in shares))
 
 
 def _short(frame: str) -> str:

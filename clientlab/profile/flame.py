@@ -88,9 +88,12 @@ def run_flames(store: Store, cells: list[dict[str, Any]]) -> list[Flame]:
             continue
         figs = c.get("figures") or {}
         cost = figs["layers"].get("overhead")
-        caption = layers_line(c) + (f"; profiling cost {cost * 100:+.0f} % wall time ({figs['layers']['profiler']}, "
-                                    f"{figs['layers']['samples']:,} samples)" if cost is not None else "")
-        out.append(Flame(f"flame-{c['id']}", f"{c['driver']} × {c['scenario']}: µs a request", "profile",
+        cpu_cost = (figs.get("profile") or {}).get("cpu_overhead")
+        caption = layers_line(c) + (f"; profiling cost {cost * 100:+.0f} % wall time"
+                                    + (f", {cpu_cost * 100:+.0f} % CPU a request" if cpu_cost is not None else "")
+                                    + f" ({figs['layers']['profiler']}, {figs['layers']['samples']:,} samples)"
+                                    if cost is not None else "")
+        out.append(Flame(f"flame-{c['id']}", f"{c['driver']} × {c['scenario']}: µs a request of the profiled trials", "profile",
                          tree(w, rules), caption))
         for finding in (c.get("figures") or {}).get("findings") or []:
             fast = by_driver.get((finding.get("against"), c["scenario"])) if finding.get("rule") == "cpu-gap" else None

@@ -1,5 +1,5 @@
 """A cell's profile as text, 80 columns wide (`clientlab show RUN --cell D:S --profile`): its
-layers in µs a request, the harness's share, the top paths by self time, the profilers' cost and
+layers in µs a request of its profiled trials (the profiler's own cost included), the harness's share, the top paths by self time, the profilers' cost and
 blind spots."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def render(store: Store, cell: dict[str, Any]) -> str:
     if cost:
         lines.append(_fit("  profiling cost against the timed trials: " + ", ".join(cost)))
     total_us = sum(s["us_per_request"] for s in layers["shares"])
-    lines.append(f"  CPU a request in the profiled trials: {total_us:,.1f} µs, by layer:")
+    lines.extend(_basis(total_us, prof.get("cpu_overhead")))
     for s in layers["shares"]:
         if s["share"] <= 0 and s["layer"] not in ("harness", "unattributed"):
             continue
@@ -81,12 +81,23 @@ def render(store: Store, cell: dict[str, Any]) -> str:
                           f"{UNATTRIBUTED_TARGET * 100:.0f} % target (frames no rule places)"))
     paths = top_paths(store, cell)
     if paths:
-        lines.append("  top paths by self time (µs a request, leaf ← callers):")
+        lines.append("  top paths by self time (profiled µs a request, leaf ← callers):")
         for us, sh, frames in paths:
             lines.append(_fit(f"  {us:>8,.1f} {sh * 100:>5.1f} %  " + " ← ".join(_short(f) for f in frames)))
     for name, text in (prof.get("blind_spots") or {}).items():
         lines.append(_fit(f"  {name} cannot see: {text}", 10_000))
     return "\n".join(_wrap(line) for line in lines)
+
+
+def _basis(total_us: float, cpu_overhead: float | None) -> list[str]:
+    """What the layers' µs are: the profiled trials' CPU a request, the profiler's own cost in it
+    (a tracer such as NYTProf doubles it), beside the timed trials' figure. They are not scaled to
+    the timed trials' CPU: a profiler's cost does not fall on each layer in proportion (NYTProf's
+    own C code is in the runtime layer), so a scaled layer would be a figure nobody measured."""
+    timed = (f" (the timed trials, the cell's figure: {total_us / (1 + cpu_overhead):,.1f} µs)"
+             if cpu_overhead is not None and cpu_overhead > -1 else "")
+    return ["  CPU a request in the profiled trials, the profiler's own cost included:",
+            f"  {total_us:,.1f} µs{timed}; by layer:"]
 
 
 def _wrap(line: str) -> str:
