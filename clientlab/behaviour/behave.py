@@ -228,6 +228,9 @@ def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store
                         cells.append(result)
                         on_cell(result)
         status = "done"
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM where the command turns it into one
+        status = "interrupted"
+        raise
     finally:
         if store and run_id is not None:
             store.finish_run(run_id, status)

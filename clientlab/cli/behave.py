@@ -26,6 +26,7 @@ from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 from clientlab.measuring import machine
 from clientlab.output.behave import matrix_json, matrix_lines
+from clientlab.runner import stop_on_sigterm
 
 
 @main.command("behave")
@@ -74,7 +75,8 @@ def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tupl
 
     err.print(f"behave: {len(drivers)} driver(s) × {len(cases)} case(s) × {' and '.join(settings)}, each cell in a "
               "driver process of its own", highlight=False)
-    run_id, cells = behave.run_matrix(drivers, cases, store, config, machine.describe(), progress, settings)
+    with stop_on_sigterm():  # a stopped matrix is stored as interrupted, its finished cells kept
+        run_id, cells = behave.run_matrix(drivers, cases, store, config, machine.describe(), progress, settings)
     if json_path:
         text = json.dumps(matrix_json(cells, cases, run_id), indent=2)
         if json_path == "-":

@@ -47,6 +47,17 @@ def test_sigterm_exits_130_and_keeps_what_was_measured(lab):
         assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
 
 
+def test_sigterm_stops_behave_as_interrupted_and_keeps_its_finished_cells(lab):
+    proc = lab.start("behave", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference",
+                     "-s", "short-body,stall-headers,trickle-body", "--settings", "defaults")
+    wait_for(lambda: db_count(lab.db, "SELECT COUNT(*) FROM cells WHERE finished_at IS NOT NULL"))
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    with sqlite3.connect(lab.db) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+        assert conn.execute("SELECT COUNT(*) FROM cells WHERE finished_at IS NOT NULL").fetchone()[0] >= 1
+
 @pytest.mark.parametrize("command", [[], ["run"], ["experiment"]])
 def test_help_documents_the_exit_codes(lab, command):
     proc = lab.run(*command, "--help")
