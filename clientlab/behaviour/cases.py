@@ -424,6 +424,8 @@ def _judge_see_other(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
 
 
 OUT_OF_MEMORY = ("memoryerror", "outofmemory", "out of memory", "cannot allocate memory", "enomem", "heap out of")
+OWN_OOM_SHARE = 0.25  # an out-of-memory error below this share of the cap is not the cap's doing
+TIMED_OUT = ("timeout", "timed out", "time out", "deadline")
 
 
 def _judge_memory(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome:
@@ -457,9 +459,18 @@ def _judge_memory_outcome(bc: BehaviourCase, seen: Observed) -> BehaviourOutcome
     # a bomb's out of memory is the runtime's (a JVM's heap, sized from the cap); a head of 1 MiB
     # cannot exhaust the cap, so there the words are the client's limit (libcurl says a header
     # over its maximum is CURLE_OUT_OF_MEMORY)
-    if c.check == "bomb" and seen.errors and any(m in error.lower() for m in OUT_OF_MEMORY):
+    # ... unless the peak stayed far below the cap: then the words are the decoder's own failure
+    # (libcurl reports a brotli decoder's error as CURLE_OUT_OF_MEMORY), an error that ended it
+    held = seen.peak_bytes is None or seen.peak_bytes >= cap * MIB * OWN_OOM_SHARE
+    if c.check == "bomb" and seen.errors and held and any(m in error.lower() for m in OUT_OF_MEMORY):
         return BehaviourOutcome(bc.name, "held-all", f"its runtime ran out of memory under the {cap} MiB cap "
                                 f"({peak}): {error}")
+    # a time limit that fired while the client was still decoding is a deadline, not a limit on
+    # what it decodes: with a longer timeout it would have gone on to the cap
+    if c.check == "bomb" and seen.errors and seen.elapsed_s is not None and seen.elapsed_s >= c.timeout_s \
+            and any(m in error.lower() for m in TIMED_OUT):
+        return BehaviourOutcome(bc.name, "timed-out", f"its {c.timeout_s:g} s time limit ended the decoding "
+                                f"after {seen.elapsed_s:.1f} s ({peak}), no limit on the decoded size: {error}")
     if seen.elapsed_s is None:
         return BehaviourOutcome(bc.name, "hung", f"nothing within {bc.limit_s:g} s ({peak}): the lab killed it")
     if seen.responses:

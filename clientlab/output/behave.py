@@ -48,6 +48,7 @@ LEGEND = (
     ("POST/BODY", "after a 303: the POST repeated / a GET with the body"),
     ("ok:NM", "a bomb or an oversized head refused with an error, at a peak of N MiB"),
     ("HELDALL", "ended by the memory cap, or out of memory: it held what it decoded"),
+    ("TIMEOUT", "a bomb's decoding ended by the job's time limit: no limit on its size"),
     ("TOOK:NM", "an oversized head taken whole, at a peak of N MiB"),
     ("raw:NM", "a bomb handed over still encoded (not inflated), at a peak of N MiB"),
     ("LOST:k", "k unprocessed streams reported as errors, not sent again"),
@@ -112,7 +113,7 @@ def code(cell: BehaveCell, bc: BehaviourCase) -> str:
             "kept-body": "BODY", "held-all": "HELDALL", "inflated": "INFLATED", "accepted": "TOOK",
             "no-cap": "nocap", "not-multiplexed": "NOMUX", "starved": "STARVED", "fast-failed": "FASTERR",
             "no-recommendation": "—", "no-fallback": "NONEXT", "dark-untried": "NODARK", "no-namespace": "nons",
-            "cert-accepted": "ACCEPTED", "exceeded": "EXCEEDED", "not-asked": "NOTASKED",
+            "cert-accepted": "ACCEPTED", "timed-out": "TIMEOUT", "exceeded": "EXCEEDED", "not-asked": "NOTASKED",
             "not-installed": "n/i"}.get(o, o[:COLUMN - 1])
 
 

@@ -157,6 +157,26 @@ def test_a_bomb_is_judged_under_its_cap_and_its_peak_is_in_the_cell():
     assert code(cell, bomb) == "ok:41M"
 
 
+def test_an_out_of_memory_error_far_below_the_cap_is_the_decoders_own_error():
+    bomb = CASES["br-bomb"]  # 512 MiB cap
+    seen = [{"r": 0, "message": "[27] Out of memory"}]
+    ledger = [{"path": "/fault/br-bomb", "accept_encoding": "deflate, gzip, br, zstd"}]
+    own = judge(bomb, Observed(0.4, [], seen, ledger, 67 << 20))
+    assert own.outcome == "ok" and "peak 67 MiB" in own.detail
+    near = judge(bomb, Observed(0.4, [], seen, ledger, 400 << 20))
+    assert near.outcome == "held-all"
+
+
+def test_a_time_limit_that_ends_a_bomb_mid_decode_is_not_a_limit_kept():
+    bomb = CASES["gzip-bomb"]
+    late = bomb.case.timeout_s + 0.2
+    timed = judge(bomb, Observed(late, [], [{"r": 0, "message": "java.io.InterruptedIOException: timeout"}], [],
+                                 439 << 20))
+    assert timed.outcome == "timed-out" and code(behave.BehaveCell("d", bomb.name, "ok", timed), bomb) == "TIMEOUT"
+    early = judge(bomb, Observed(0.5, [], [{"r": 0, "message": "read timed out"}], [], 439 << 20))
+    assert early.outcome == "ok"  # an error before the time limit ends it is the client's own
+
+
 def test_a_bomb_whose_decoded_size_fits_under_its_cap_is_refused(tmp_path):
     path = tmp_path / "small-bomb.toml"
     path.write_text('description = "x"\nfault = "gzip-bomb"\nquery = { mib = 256 }\ntimeout_s = 5\n'
