@@ -25,8 +25,14 @@ MAX_PATHS = 6
 # the language passes through (the interpreter's dispatch loop, its call machinery, a thread's
 # start). Such a frame is never a path's end: its samples go to the nearest frame above it that is
 # named, so a body copied in an unnamed libc function is named by the library function that
-# copied it. Nor is it named as a path's caller.
-UNNAMED = re.compile(r"^(\?|\[unknown\]|0x[0-9a-f]+|)$")
+# copied it. Nor is it named as a path's caller. V8 names an anonymous function by its file alone
+# (`JS: node:internal/deps/undici/undici`, the position dropped on folding): no name to look up,
+# and every closure of a bundle folds into it. Go's runtime has no interpreter but the same kind of
+# plumbing: a goroutine's root and stack switches (`runtime.goexit`, `mcall`, `systemstack`), and
+# the allocator's entry points every `new`, `make`, `append` and string conversion goes through
+# (`runtime.newobject → runtime.mallocgc → …`), whose samples are the memory of the library
+# function that allocated.
+UNNAMED = re.compile(r"^(\?|\[unknown\]|0x[0-9a-f]+|JS:(\s.*)?|)$")
 PLUMBING = re.compile(
     r"^(_PyEval_EvalFrame\w*|_PyEval_Vector|_PyFunction_Vectorcall|_?PyObject_(Vectorcall|Call)\w*|"
     r"method_vectorcall\w*|cfunction_\w*call\w*|slot_tp_\w+|vectorcall_\w+|"
@@ -35,7 +41,10 @@ PLUMBING = re.compile(
     r"Builtins_(JSEntry\w*|InterpreterEntryTrampoline|CallFunction\w*|Call_\w+|"
     r"InterpreterPushArgs\w*|ArgumentsAdaptorTrampoline|AsyncFunctionAwaitResolveClosure|RunMicrotasks\w*)|"
     r"_PyRun_\w+|run_mod|run_eval_code_obj|PyEval_EvalCode|pymain_\w+|Py_RunMain|Py_BytesMain|"
-    r"__libc_start\w*|_start|start_thread|clone3?|thread_start)$")
+    r"__libc_start\w*|_start|start_thread|clone3?|thread_start|"
+    r"runtime\.(goexit[\w.]*|main|mcall[\w.]*|systemstack[\w.]*|mstart[\w.]*|morestack[\w.]*|asmcgocall[\w.]*|"
+    r"newobject|mallocgc\w*|makeslice\w*|growslice|makemap\w*|convT\w*|rawstring\w*|rawbyteslice|"
+    r"slicebytetostring|concatstring\w*|memmove[\w.]*|memclrNoHeapPointers[\w.]*|nextFreeFast))$")
 
 
 def telling(frame: str, rules: Rules) -> bool:

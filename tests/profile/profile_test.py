@@ -328,3 +328,35 @@ def test_a_python_thread_blocked_on_a_lock_is_no_cpu_of_the_library():
                "PyThread_acquire_lock_timed (libpython3.11.so.1.0);? (libc.so.6);? (libc.so.6)")
     assert rules.layer_of(waiting) == "kernel"
     assert rules.layer_of("Session.send (niquests/sessions.py);? (libc.so.6)") == "library"
+
+
+def test_a_go_allocation_is_named_by_the_library_function_that_allocated():
+    # under perf a Go allocation is runtime.newobject → mallocgc → its size class's path, every
+    # goroutine's root runtime.goexit: neither says whose code allocated
+    rules = Rules.load("go", "drivers/go/x")
+    root = "runtime.goexit.abi0 (drivers/go/x/build/driver);net/http.(*persistConn).readLoop (drivers/go/x/build/driver)"
+    read = f"{root};net/http.ReadResponse (drivers/go/x/build/driver)"
+    alloc = ("runtime.newobject (drivers/go/x/build/driver);runtime.mallocgc (drivers/go/x/build/driver);"
+             "runtime.mallocgcSmallScanNoHeader (drivers/go/x/build/driver)")
+    write = "runtime.goexit.abi0 (drivers/go/x/build/driver);net/http.(*persistConn).writeLoop (drivers/go/x/build/driver)"
+    fast = _weighted({read: 100, write: 300}, 1.0)
+    slow = _weighted({read: 100, write: 300, f"{read};{alloc}": 300}, 1.0)
+    found = paths(slow, fast, rules)
+    assert [(p.frames, p.held_in) for p in found] == [
+        (("net/http.(*persistConn).readLoop (drivers/go/x/build/driver)", "net/http.ReadResponse (drivers/go/x/build/driver)"),
+         "memory")]
+    assert found[0].us == pytest.approx(300.0)
+
+
+def test_an_anonymous_javascript_function_is_named_by_the_function_that_called_it():
+    # V8's perf map names an anonymous function by its file alone: every closure of undici's
+    # bundle would fold into one frame with no name to look up
+    rules = Rules.load("node", "drivers/node/fetch")
+    base = "JS:processTicksAndRejections node:internal/process/task_queues (jit);JS:onHeadersComplete node:internal/deps/undici/undici (jit)"
+    write = "JS:processTicksAndRejections node:internal/process/task_queues (jit);JS:writeH1 node:internal/deps/undici/undici (jit)"
+    fast = _weighted({base: 100, write: 300}, 1.0)
+    slow = _weighted({base: 100, write: 300, f"{base};JS: node:internal/deps/undici/undici (jit)": 300}, 1.0)
+    found = paths(slow, fast, rules)
+    assert found[0].frames[-1] == "JS:onHeadersComplete node:internal/deps/undici/undici (jit)"
+    assert found[0].us == pytest.approx(300.0)
+    assert all(not p.frames[-1].startswith("JS: ") for p in found)
