@@ -189,7 +189,11 @@ def _callers(w: Weighted, frame: str, rules: Rules, depth: int = 2) -> tuple[str
     """The `depth` telling frames nearest above `frame` (its deepest place on a stack) in most of
     its samples, caller first: the interpreter's call machinery and unnamed frames between them
     are passed over, and so are the runtime's generic C functions where the language's own code
-    calls it (`SocketIO.readinto` rather than the buffered reader's C code under it)."""
+    calls it (`SocketIO.readinto` rather than the buffered reader's C code under it), and for a
+    path in the kernel the kernel's own frames and libc's system-call wrappers, where user code
+    called them: a context switch is named by the code that waited (Asio's
+    `scheduler::do_run_one`), not by `schedule → __schedule`."""
+    in_kernel = rules.layer_of(frame) == "kernel"
     chains: Counter[tuple[str, ...]] = Counter()
     for stack, n in w.folded.items():
         fr = frames_of(stack)
@@ -200,7 +204,8 @@ def _callers(w: Weighted, frame: str, rules: Rules, depth: int = 2) -> tuple[str
                 if f != frame and telling(f, rules) and (not above or above[-1] != f):
                     above.append(f)
             own = [f for f in above if not rules.generic(f)]
-            chains[tuple(reversed((own or above)[:depth]))] += n
+            user = [f for f in own if rules.layer_of(f) != "kernel"] if in_kernel else []
+            chains[tuple(reversed((user or own or above)[:depth]))] += n
     return chains.most_common(1)[0][0] if chains else ()
 
 

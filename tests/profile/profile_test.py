@@ -360,3 +360,18 @@ def test_an_anonymous_javascript_function_is_named_by_the_function_that_called_i
     assert found[0].frames[-1] == "JS:onHeadersComplete node:internal/deps/undici/undici (jit)"
     assert found[0].us == pytest.approx(300.0)
     assert all(not p.frames[-1].startswith("JS: ") for p in found)
+
+
+def test_a_path_in_the_kernel_is_named_by_the_user_code_that_entered_it():
+    # a context switch under a thread pool's wait: the kernel's frames say only that it switched
+    rules = Rules.load("cpp", "drivers/cpp/x")
+    wait = ("start_thread (libc.so.6);boost::asio::detail::scheduler::run (libcpprest.so.2.10);"
+            "boost::asio::detail::scheduler::do_run_one (libcpprest.so.2.10);__futex_abstimed_wait_common (libc.so.6);"
+            "entry_SYSCALL_64_after_hwframe (kernel);do_syscall_64 (kernel);__x64_sys_futex (kernel);"
+            "schedule (kernel);__schedule (kernel);finish_task_switch.isra.0 (kernel)")
+    work = "start_thread (libc.so.6);boost::asio::detail::scheduler::run (libcpprest.so.2.10);web::http::parse (libcpprest.so.2.10)"
+    found = paths(_weighted({work: 100, wait: 300}, 1.0), _weighted({work: 100}, 1.0), rules)
+    assert found[0].frames == ("boost::asio::detail::scheduler::run (libcpprest.so.2.10)",
+                               "boost::asio::detail::scheduler::do_run_one (libcpprest.so.2.10)",
+                               "finish_task_switch.isra.0 (kernel)")
+    assert found[0].us == pytest.approx(300.0)
