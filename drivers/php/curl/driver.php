@@ -71,10 +71,15 @@ final class CurlDriver extends Lab\Driver
                 continue;
             }
             $files = Lab\Curl\files($req);
-            if (!$files && !$state->h2cFix && $this->beforeEach === null) {
+            if (!$files && !$state->h2cFix) {
                 // the common entry, written out: each repeat a curl_exec (its body a string: no
-                // file sink) and its answer read back, nothing else a request
+                // file sink) and its answer read back, nothing else a request (but a test
+                // driver's planted work, so that it differs from this driver by that alone)
+                $before = $this->beforeEach;
                 for ($i = 0; $i < $n; $i++) {
+                    if ($before !== null) {
+                        $before();
+                    }
                     $body = curl_exec($ch);
                     if ($body === false) {
                         Lab\Curl\respond($ch, $r, curl_errno($ch), null, $report);
