@@ -36,27 +36,33 @@ def test_bad_usage_or_input_exits_2(lab, args):
     assert "Traceback" not in proc.stderr
 
 
-def test_sigterm_exits_130_and_keeps_what_was_measured(lab):
-    proc = lab.start("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-hang", "-s", "get-small",
-                     "-p", "count=5", "--trials", "1", "--warmup", "0")
-    wait_for(lambda: db_count(lab.db, "SELECT COUNT(*) FROM cells"))
+def _stopped_by_sigterm(lab, proc, started: str) -> sqlite3.Connection:
+    """SIGTERM once `started` counts something: the command exits 130 and stores its run as
+    interrupted; the store, open, for what else the test reads."""
+    wait_for(lambda: db_count(lab.db, started))
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    with sqlite3.connect(lab.db) as conn:
-        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+    conn = sqlite3.connect(lab.db)
+    assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+    return conn
+
+
+def test_sigterm_exits_130_and_keeps_what_was_measured(lab):
+    proc = lab.start("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-hang", "-s", "get-small",
+                     "-p", "count=5", "--trials", "1", "--warmup", "0")
+    _stopped_by_sigterm(lab, proc, "SELECT COUNT(*) FROM cells").close()
 
 
 def test_sigterm_stops_behave_as_interrupted_and_keeps_its_finished_cells(lab):
     proc = lab.start("behave", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference",
                      "-s", "short-body,stall-headers,trickle-body", "--settings", "defaults")
-    wait_for(lambda: db_count(lab.db, "SELECT COUNT(*) FROM cells WHERE finished_at IS NOT NULL"))
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    with sqlite3.connect(lab.db) as conn:
-        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
-        assert conn.execute("SELECT COUNT(*) FROM cells WHERE finished_at IS NOT NULL").fetchone()[0] >= 1
+    finished = "SELECT COUNT(*) FROM cells WHERE finished_at IS NOT NULL"
+    conn = _stopped_by_sigterm(lab, proc, finished)
+    with conn:
+        assert conn.execute(finished).fetchone()[0] >= 1
+    conn.close()
+
 
 @pytest.mark.parametrize("command", [[], ["run"], ["experiment"]])
 def test_help_documents_the_exit_codes(lab, command):
