@@ -11,18 +11,17 @@ import click
 from rich.markup import escape
 
 from clientlab.behaviour import behave, cases as behaviour
+from clientlab.cli.choice import chosen_drivers
 from clientlab.cli.common import (
     chosen_store,
     driver_path_option,
     err,
-    load_drivers,
     main,
     no_wait_option,
     split_names,
     store_option,
     take_lab_lock,
 )
-from clientlab.drivers import manifest
 from clientlab.errors import LabInputError
 from clientlab.measuring import machine
 from clientlab.output.behave import matrix_json, matrix_lines
@@ -34,7 +33,8 @@ from clientlab.runner import stop_on_sigterm
 @store_option
 @no_wait_option
 @click.option("-d", "--drivers", "driver_names", multiple=True,
-              help="Drivers (comma-separated). Default: the default drivers (one a language).")
+              help="Drivers (comma-separated or repeated; 'all', or a glob such as 'python-*', as run takes "
+                   "them). Default: the installed default drivers (one a language).")
 @click.option("-s", "--cases", "case_names", multiple=True,
               help="Behaviour cases (comma-separated; behaviours/*.toml). Default: every one.")
 @click.option("--settings", "setting_names", default=",".join(behave.SETTINGS), show_default=True,
@@ -63,7 +63,7 @@ def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tupl
     if not given or any(s not in behave.SETTINGS for s in given):
         raise LabInputError(f"--settings {setting_names!r}: name one or both of {', '.join(behave.SETTINGS)}")
     settings = tuple(s for s in behave.SETTINGS if s in given)  # defaults first: "=" cells copy it
-    drivers = manifest.select(load_drivers(driver_paths), split_names(driver_names))
+    drivers = chosen_drivers(driver_paths, driver_names)
     take_lab_lock(no_wait)
     store = None if no_store else chosen_store()
     config = {"command": "clientlab " + shlex.join(sys.argv[1:])}

@@ -1,5 +1,5 @@
-"""What a run runs: the drivers and the scenarios chosen on the command line, as `run` and a
-fleet run (`run --on`) choose them."""
+"""What a run runs: the drivers and the scenarios chosen on the command line, as `run`, a
+fleet run (`run --on`) and `behave` choose them."""
 
 from __future__ import annotations
 
@@ -16,15 +16,14 @@ from clientlab.errors import LabInputError
 
 def chosen_drivers(driver_paths: tuple[Path, ...], driver_names: tuple[str, ...],
                    readiness: builder.Readiness | None = None) -> list[manifest.Driver]:
-    """The drivers named (all: every one), or every installed default driver, saying which are
-    skipped. `readiness`: the command's, so that its run reads no driver's build inputs again."""
-    drivers = load_drivers(driver_paths)
+    """The drivers named (`all`: every one; a glob such as `python-*`: those it matches), or
+    every installed default driver; of a set the command chose (the default one, `all`, a glob),
+    the uninstalled are skipped, saying so, while a driver named by its id stays. `run`,
+    `behave` and a fleet run choose here. `readiness`: the command's, so that its run reads no
+    driver's build inputs again."""
     wanted = split_names(driver_names)
-    every = wanted == ["all"]
-    chosen = [d for d in drivers] if every else manifest.select(drivers, wanted)
-    if every:
-        wanted = None
-    if not wanted:
+    chosen = manifest.select(load_drivers(driver_paths), wanted)
+    if not manifest.names_each(wanted):
         readiness = readiness or builder.Readiness()
         skipped = {d.id: why for d in chosen if (why := readiness.missing(d))}
         for d_id, why in skipped.items():

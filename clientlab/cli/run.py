@@ -74,7 +74,8 @@ def _job_size_renamed(_ctx: click.Context, _param: click.Parameter, value: int |
 @scenario_path_option
 @no_wait_option
 @click.option("-d", "--drivers", "driver_names", multiple=True,
-              help="Drivers to run (comma-separated or repeated). Default: every installed default driver.")
+              help="Drivers to run (comma-separated or repeated; 'all', or a glob such as 'python-*'). "
+                   "Default: every installed default driver.")
 @click.option("-s", "--scenarios", "scenario_names", multiple=True,
               help="Scenarios to run (comma-separated or repeated). Default: the default scenarios.")
 @click.option("-p", "--param", "params", multiple=True, metavar="[SCENARIO.]NAME=VALUE",

@@ -7,6 +7,7 @@ nothing outside its folder. The format is documented in docs/driver-protocol.md.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -289,13 +290,44 @@ def variant(drivers: dict[str, Driver], driver_id: str) -> Driver | None:
     return None
 
 
+EVERY = "all"   # -d all: every driver found
+
+
+def is_pattern(name: str) -> bool:
+    """Whether a -d name stands for several drivers (`all`, or a glob such as `python-*`)."""
+    return name == EVERY or any(ch in name for ch in "*?[")
+
+
+def names_each(wanted: list[str] | None) -> bool:
+    """Whether `wanted` names each driver by its id (no `all`, no glob, not the default set):
+    a command then runs those drivers or says why not, where it would skip an uninstalled one
+    of a set it chose itself."""
+    return bool(wanted) and not any(is_pattern(w) for w in wanted)  # type: ignore[union-attr]
+
+
 def select(drivers: list[Driver], wanted: list[str] | None) -> list[Driver]:
-    """The drivers named in `wanted` (all default ones when None); unknown names are an error."""
+    """The drivers named in `wanted` (all default ones when None), in the order named, each once:
+    an id, `all` (every driver found, in the order found) or a glob of ids (`python-*`, fnmatch's
+    rules, those it matches in the order found). An unknown id, or a glob that matches none, is
+    an error. `run`, `behave` and the checks all choose their drivers here."""
     if not wanted:
         return [d for d in drivers if d.manifest.default]
     by_id = {d.id: d for d in drivers}
-    unknown = [w for w in wanted if w not in by_id]
+    chosen: dict[str, Driver] = {}
+    unknown: list[str] = []
+    for w in wanted:
+        if w == EVERY:
+            matched = list(by_id)
+        elif is_pattern(w):
+            matched = [i for i in by_id if fnmatch.fnmatchcase(i, w)]
+            if not matched:
+                unknown.append(f"{w} (a pattern that matches no driver)")
+        else:
+            matched = [w] if w in by_id else []
+            if not matched:
+                unknown.append(f"{w}{did_you_mean(w, by_id)}")
+        chosen.update((i, by_id[i]) for i in matched if i not in chosen)
     if unknown:
-        named = "; ".join(f"{w}{did_you_mean(w, by_id)}" for w in unknown)
-        raise LabInputError(f"unknown driver(s): {named}. `clientlab drivers` lists the {len(by_id)} there are")
-    return [by_id[w] for w in wanted]
+        raise LabInputError(f"unknown driver(s): {'; '.join(unknown)}. `clientlab drivers` lists the {len(by_id)} "
+                            "there are")
+    return list(chosen.values())

@@ -164,6 +164,21 @@ def test_unknown_driver_is_a_clear_error(lab_home):
     assert proc.returncode == 2 and "unknown driver(s): python-nope" in proc.stderr
 
 
+def test_behave_chooses_its_drivers_as_run_does(lab_home):
+    # a glob: the drivers it matches, each judged
+    proc = clientlab("behave", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-recommends-*", "-s", "short-body",
+                     "--settings", "defaults", "--no-store", "--json", "-", home=lab_home)
+    assert proc.returncode == 0, proc.stderr
+    cells = json.loads(proc.stdout)["cells"]
+    assert sorted((c["driver"], c["outcome"]) for c in cells) == [
+        ("python-fake-recommends-deadline", "ok"), ("python-fake-recommends-per-read", "ok")]
+    # one piece of code chooses for both commands: the same names, the same refusal
+    for command in ("run", "behave"):
+        proc = clientlab(command, "--driver-path", str(TESTDRIVERS), "-d", "all,zzz-*", home=lab_home)
+        assert proc.returncode == 2 and "unknown driver(s): zzz-* (a pattern that matches no driver)" in proc.stderr, \
+            (command, proc.stderr)
+
+
 def test_show_without_runs_says_so(lab_home):
     proc = clientlab("show", "last", home=lab_home)
     assert proc.returncode == 2 and "no runs stored yet" in proc.stderr

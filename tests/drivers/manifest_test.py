@@ -62,6 +62,32 @@ def test_an_unknown_driver_name_is_an_error_that_suggests_the_nearest_and_where_
         manifest.select(drivers, ["zzz"])  # nothing near: no guess
 
 
+def test_all_and_globs_choose_drivers_in_the_order_found_each_once():
+    drivers, _ = manifest.discover([TESTDRIVERS])
+    found = [d.id for d in drivers]
+    assert [d.id for d in manifest.select(drivers, ["all"])] == found
+    recommends = [i for i in found if i.startswith("python-fake-recommends-")]
+    assert len(recommends) == 2
+    assert [d.id for d in manifest.select(drivers, ["python-fake-recommends-*"])] == recommends
+    # a name given twice (by its id and by a glob) is chosen once, where it was named first
+    chosen = [d.id for d in manifest.select(drivers, ["python-fake-reference", "python-fake-re*"])]
+    assert chosen[0] == "python-fake-reference" and len(chosen) == len(set(chosen))
+    assert set(chosen) == {i for i in found if i.startswith("python-fake-re")}
+
+
+def test_a_glob_that_matches_no_driver_is_an_error_naming_it():
+    drivers, _ = manifest.discover([TESTDRIVERS])
+    with pytest.raises(LabInputError, match=r"unknown driver\(s\): zzz-\* \(a pattern that matches no driver\)"):
+        manifest.select(drivers, ["python-fake-reference", "zzz-*"])
+
+
+def test_only_ids_name_each_driver():
+    assert manifest.names_each(["python-requests", "c-libcurl"])
+    assert not manifest.names_each(None)
+    assert not manifest.names_each(["all"])
+    assert not manifest.names_each(["python-requests", "go-*"])
+
+
 def test_test_drivers_stay_out_of_default_runs():
     drivers, _ = manifest.discover([TESTDRIVERS])
     assert not any(d.id.startswith("python-fake") for d in manifest.select(drivers, None))
