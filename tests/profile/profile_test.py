@@ -160,6 +160,10 @@ def test_a_faster_cell_has_no_paths():
     ("readline (gems/excon-0.88.0/lib/excon/socket.rb)", "head-read-a-byte-a-call"),
     ("Net::HTTP::Methods::can_read (perlsub)", "select-before-each-read"),
     ("current_async_library (httpcore/_synchronization.py)", "import-per-request"),
+    ("JS:setProxy file:///d/node_modules/axios/lib/adapters/http.js (jit)", "env-proxy-per-request"),
+    ("JS:getProxyForUrl file:///d/node_modules/proxy-from-env/index.js (jit)", "env-proxy-per-request"),
+    ("JS:shouldBypassProxy file:///d/node_modules/axios/lib/helpers/shouldBypassProxy.js (jit)",
+     "env-proxy-per-request"),
 ])
 def test_known_paths_are_named_by_their_cause(frame, cause):
     c = cause_of(Path(("main (x)", frame), 10.0, 10.0, 0.0, "library"))
@@ -176,6 +180,15 @@ def test_a_php_callback_is_a_cause_only_where_libcurl_calls_it():
 
 def test_an_unknown_path_has_no_cause():
     assert cause_of(Path(("main (x)", "parse (x/client.py)"), 10.0, 10.0, 0.0, "library")) is None
+
+
+def test_a_proxy_is_a_cause_only_in_axios_and_proxy_from_env():
+    # node's HTTP parser calls back into JavaScript through frames named Parser::Proxy: no look-up
+    parser = "node::http_parser::Parser::Proxy<int (node::http_parser::Parser::*)(), " \
+             "&node::http_parser::Parser::on_headers_complete>::Raw (node)"
+    elsewhere = "JS:setProxy file:///d/node_modules/other-client/lib/agent.js (jit)"
+    for frame in (parser, elsewhere):
+        assert cause_of(Path(("main (x)", frame), 10.0, 10.0, 0.0, "library")) is None
 
 
 def test_a_jit_functions_frames_fold_to_one_whatever_tier_compiled_it():
