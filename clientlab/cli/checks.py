@@ -12,6 +12,7 @@ import click
 from clientlab import scenario
 from clientlab.analysis.stats import StopRule
 from clientlab.cli.common import (
+    EXIT_FAILED,
     MEASURING,
     HTTP_VERSIONS,
     chosen_store,
@@ -37,8 +38,22 @@ from clientlab.store import Store
 if TYPE_CHECKING:
     from clientlab.hosts.hostsfile import Host
 
+# the check's answer as an exit code (selfcheck/calibrate.py Verdicts.overall): within 0, a cell
+# off 1, else a cell not decided 4 (never with --bare, which judges its cells by the median)
+EXIT_OFF, EXIT_NOT_DECIDED = EXIT_FAILED, 4
+CROSSCHECK_EXIT_CODES = """\b
+Exit codes:
+  0    every ratio agrees (--bare: its median within 10 %; --plain: every cell within, its
+       ratio's CI at 90 % coverage or more inside 0.90–1.10)
+  1    a ratio does not (--plain: a cell off, its CI wholly outside 0.90–1.10)
+  2    bad usage or input
+  3    the lab itself broke
+  4    --plain: no cell off, but one not decided (its CI straddles a bound or covers less than
+       90 %: too few pairs; or it has no ratio: its loop or its cell failed)
+  130  interrupted (Ctrl-C or SIGTERM)"""
 
-@main.command("crosscheck")
+
+@main.command("crosscheck", epilog=CROSSCHECK_EXIT_CODES)
 @driver_path_option
 @click.option("-d", "--drivers", "driver_names", multiple=True,
               help="Drivers to check (comma-separated). Default: every installed default driver.")
@@ -99,9 +114,7 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
     large answer's cell is also checked in each allocator mode, both sides held in it.
 
     With --bare or --plain and --server-host NAME, the cells and their loops both reach the bench
-    server on that host, across the network. Against nginx, both servers run here.
-
-    Exit code 0 when every ratio agrees, 1 when one does not."""
+    server on that host, across the network. Against nginx, both servers run here."""
     from clientlab.selfcheck import calibrate, crosscheck
 
     if bare and plain:
@@ -169,7 +182,7 @@ def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions
                server_host: tuple[Host, Path] | None, reference: str, decide: bool = False) -> None:
     """crosscheck --bare or --plain: the cells beside their loops, a table, exit 1 past the target."""
     from clientlab.selfcheck import calibrate, plainloop
-    from clientlab.output.calibration import calibration_table
+    from clientlab.output.calibration import calibration_table, verdicts_line
 
     with stop_on_sigterm(), ProgressEvents(len(drivers) * len(scenarios), err, len(drivers)) as events:
         if reference == "plain":
@@ -187,19 +200,18 @@ def _calibrate(store: Store, drivers: list, scenarios: list, options: RunOptions
         out.print(note)
     if json_path:
         json_path.write_text(json.dumps([c.to_dict() for c in cells], indent=1))
-    judged = [c for c in cells if c.within_target is not None]
-    missed = [c for c in judged if not c.within_target]
-    out.print(f"{len(judged) - len(missed)} of {len(judged)} cells within {calibrate.TARGET:.0%} of the "
-              f"{'library' if reference == 'plain' else 'driver'}'s plain loop"
-              + (f"; not: {', '.join(f'{c.driver} × {c.scenario}' for c in missed)}" if missed else ""),
-              highlight=False)
-    if decide:
-        said = [c.decision for c in judged]
-        out.print(f"decided: {said.count(calibrate.WITHIN)} within, {said.count(calibrate.OFF)} off, "
-                  f"{said.count(calibrate.NOT_DECIDED)} not decided (the ratio's CI at 90 % coverage or more)",
-                  highlight=False)
-    if missed:
-        raise SystemExit(1)
+    out.print(verdicts_line(cells), highlight=False)
+    if code := check_exit_code(cells):
+        raise SystemExit(code)
+
+
+def check_exit_code(cells: list) -> int:
+    """crosscheck --bare's or --plain's exit code: the check's answer over its cells (calibrate's
+    Verdicts, which the summary line says too)."""
+    from clientlab.selfcheck import calibrate
+
+    answer = calibrate.Verdicts.of(cells).overall
+    return {calibrate.OFF: EXIT_OFF, calibrate.NOT_DECIDED: EXIT_NOT_DECIDED}.get(answer or calibrate.WITHIN, 0)
 
 
 @main.command("selfbench")

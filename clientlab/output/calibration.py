@@ -8,7 +8,7 @@ from rich.table import Table
 
 from clientlab.analysis.figures import FRESH_MODE
 from clientlab.analysis.stats import Summary, median, summarize
-from clientlab.selfcheck.calibrate import TARGET, WITHIN, Calibration
+from clientlab.selfcheck.calibrate import DECIDE_CONFIDENCE, NOT_DECIDED, OFF, TARGET, WITHIN, Calibration, Verdicts
 
 CAPTIONS = {
     "bare": ("lab and bare: requests per second (median of the compared pairs, ± half the CI of the median); "
@@ -60,11 +60,18 @@ def verdict(cal: Calibration) -> str | None:
     if r is None:
         return None
     why = cal.differences()
-    if abs(r.median - 1) <= TARGET:
+    said = cal.verdict
+    if said == WITHIN:
         # within the target; pairs left out are still said
         return f"within {TARGET:.0%}: {'; '.join(why)}" if len(cal.compared) < len(cal.pairs) else None
-    side = "slower" if r.median > 1 else "faster"
-    return f"lab {abs(r.median - 1):.0%} {side}" + (f": {'; '.join(why)}" if why else "")
+    if said == NOT_DECIDED:
+        head = "not decided: " + (
+            f"{len(cal.compared)} pairs' CI covers the median {r.ci_confidence:.0%} of the time, under "
+            f"{DECIDE_CONFIDENCE:.0%}" if r.ci_confidence < DECIDE_CONFIDENCE
+            else f"its CI {r.ci_low:.2f}–{r.ci_high:.2f} straddles a bound of {1 - TARGET:.2f}–{1 + TARGET:.2f}")
+    else:
+        head = f"lab {abs(r.median - 1):.0%} {'slower' if r.median > 1 else 'faster'}"
+    return head + (f": {'; '.join(why)}" if why else "")
 
 
 def modes_line(cal: Calibration) -> str | None:
@@ -108,8 +115,8 @@ def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list
             if i:
                 table.add_section()
             table.add_row(f"[bold]{escape(c.scenario)}[/]")  # get-small[timeout_s=5.0] is not markup
-        within = c.within_target
-        style = "" if within is None else "green" if within else "bold red"
+        said = c.verdict if c.pairs else None
+        style = {WITHIN: "green", OFF: "bold red", NOT_DECIDED: "yellow"}.get(said or "", "")
         shown = ratio(c.ratio_summary)
         decided = f"{len(c.pairs)} {c.decision}" if c.pairs else "—"
         table.add_row(c.driver, rate(c.lab_summary), rate(c.bare_summary),
@@ -120,3 +127,20 @@ def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list
         if why:
             notes.append(f"{c.driver} × {escape(c.scenario)}: {why}")
     return table, notes
+
+
+def verdicts_line(cells: list[Calibration]) -> str:
+    """The check's answer in one line, from the cells' verdicts (Calibration.verdict, the same
+    that colour the table and set the exit code): how many are within, and which are off or not
+    decided."""
+    said = Verdicts.of(cells)
+    reference = cells[0].reference if cells else "bare"
+    named = lambda group: ", ".join(f"{c.driver} × {c.scenario}" for c in group)
+    if reference != "plain":
+        return (f"{len(said.within)} of {said.judged} cells within {TARGET:.0%} of the driver's plain loop"
+                + (f"; not: {named(said.off)}" if said.off else ""))
+    return (f"{len(said.within)} of {said.judged} cells within {TARGET:.0%} of the library's plain loop (lab ÷ plain's "
+            f"CI, at {DECIDE_CONFIDENCE:.0%} coverage or more, inside {1 - TARGET:.2f}–{1 + TARGET:.2f}); "
+            f"{len(said.off)} off (wholly outside)" + (f": {named(said.off)}" if said.off else "")
+            + f"; {len(said.not_decided)} not decided (a CI that straddles a bound or covers too little, or no ratio)"
+            + (f": {named(said.not_decided)}" if said.not_decided else ""))

@@ -317,8 +317,22 @@ class Calibration:
 
     @property
     def within_target(self) -> bool | None:
+        """The median alone within 1 ± TARGET (None: no ratio); the driver's own loop (--bare) is
+        judged by it. The plain-loop check judges by `verdict`."""
         r = self.ratio_summary
         return None if r is None else abs(r.median - 1) <= TARGET
+
+    @property
+    def verdict(self) -> str | None:
+        """What the check says of the cell, the one verdict its table, its summary and its exit code
+        give: beside the library's plain loop, `decision` (a cell without a ratio, whose loop or
+        cell failed, is not decided: the check could not decide it); beside the driver's own
+        loop, whose cells end by their own stop rule and so often have too few pairs for a 90 %
+        interval, its median within 1 ± TARGET or not (None without a ratio: not judged)."""
+        if self.reference == "plain":
+            return self.decision
+        within = self.within_target
+        return None if within is None else WITHIN if within else OFF
 
     def differences(self) -> list[str]:
         """What the lab's trials did differently from the loop's rounds: how many pairs were left
@@ -371,6 +385,34 @@ class Calibration:
             "pairs": [_pair_dict(p) for p in self.pairs],
             "mode_pairs": {mode: [_pair_dict(p) for p in pairs] for mode, pairs in self.mode_pairs.items()},
         }
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """A check's cells by their verdict (Calibration.verdict); cells not judged are left out."""
+
+    within: tuple[Calibration, ...]
+    off: tuple[Calibration, ...]
+    not_decided: tuple[Calibration, ...]
+
+    @classmethod
+    def of(cls, cells: list[Calibration]) -> Verdicts:
+        said = [(c, c.verdict) for c in cells]
+        return cls(*(tuple(c for c, v in said if v == wanted) for wanted in (WITHIN, OFF, NOT_DECIDED)))
+
+    @property
+    def judged(self) -> int:
+        return len(self.within) + len(self.off) + len(self.not_decided)
+
+    @property
+    def overall(self) -> str | None:
+        """The check's answer: off when one cell is off, else not decided when one is, else within
+        (None: no cell judged)."""
+        if self.off:
+            return OFF
+        if self.not_decided:
+            return NOT_DECIDED
+        return WITHIN if self.within else None
 
 
 def _pair_dict(p: Pair) -> dict[str, Any]:

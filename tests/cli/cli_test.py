@@ -233,6 +233,19 @@ def test_crosscheck_bare_prints_lab_over_bare_per_cell_and_writes_every_pair(lab
     assert len(pairs["python-fake-reference"]["pairs"]) == 3 and pairs["python-fake-no-bare"]["pairs"] == []
 
 
+def test_crosscheck_plain_exits_4_when_no_cell_is_off_but_one_is_not_decided(lab_home):
+    # three pairs' interval covers the median 75 % of the time, under the 90 % a decision needs,
+    # and a plain loop that crashes leaves its cell no ratio: neither is decided, whatever the host
+    proc = clientlab("crosscheck", "--plain", "--driver-path", str(TESTDRIVERS),
+                     "-d", "python-fake-reference,python-fake-plain-crash", "-s", "get-small", "-p", "count=30",
+                     "--trials", "3", "--placement", "free", home=lab_home)
+    assert proc.returncode == 4, proc.stderr
+    summary = proc.stdout.replace("\n", " ")
+    assert "0 of 2 cells within 10% of the library's plain loop" in summary
+    assert "2 not decided" in summary and "python-fake-plain-crash × get-small" in summary
+    assert "4    --plain: no cell off, but one not decided" in clientlab("crosscheck", "--help", home=lab_home).stdout
+
+
 def test_a_table_in_a_pipe_keeps_its_columns_readable(lab_home):
     run = clientlab("run", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "get-small",
                     "-p", "count=10", "--trials", "1", "--warmup", "0", home=lab_home)

@@ -113,3 +113,48 @@ def test_the_truth_verdict_counts_a_cell_with_a_known_cause_as_off_and_shows_the
     # the check's own verdict rules: an interval inside the bounds but of too little coverage decides nothing
     undecided = judge(claim, [cell("z", "not decided", 1.0)], {})
     assert undecided.outcome == "not decided"
+
+
+def _cells(*ratios: tuple[float, ...], reference: str = "plain") -> list[Calibration]:
+    return [Calibration(f"d{i}", "get-small", reference=reference, pairs=[_pair(1e-4 * r, 1e-4) for r in rs])
+            for i, rs in enumerate(ratios)]
+
+
+WITHIN_5 = (1.00, 1.01, 0.99, 1.02, 0.98)
+OFF_5 = (1.30, 1.31, 1.29, 1.32, 1.28)
+STRADDLING_5 = (1.05, 1.12, 1.08, 1.02, 1.15)   # median 1.08, within by the median alone
+
+
+def test_the_plain_checks_summary_and_exit_code_follow_the_cells_decisions_not_their_medians():
+    from clientlab.cli.checks import check_exit_code
+    from clientlab.output.calibration import verdicts_line
+
+    assert check_exit_code(_cells(WITHIN_5, WITHIN_5)) == 0
+    assert check_exit_code(_cells(WITHIN_5, OFF_5, STRADDLING_5)) == 1
+    # a median of 1.08 was "within" by the old rule: its interval straddles 1.10, so it is not decided
+    straddling = _cells(WITHIN_5, STRADDLING_5)
+    assert check_exit_code(straddling) == 4
+    assert verdicts_line(straddling).startswith("1 of 2 cells within 10% of the library's plain loop")
+    assert "0 off (wholly outside); 1 not decided" in verdicts_line(straddling)
+    assert verdicts_line(straddling).endswith(": d1 × get-small")
+    # three pairs however close, or a cell whose loop failed (no ratio), decide nothing either
+    failed = Calibration("d9", "get-small", reference="plain", problem="the plain loop exited 3")
+    assert check_exit_code(_cells((1.0, 1.0, 1.0))) == 4
+    assert check_exit_code([*_cells(WITHIN_5), failed]) == 4
+
+
+def test_the_table_colours_and_explains_a_cell_by_the_same_verdict_as_the_exit_code():
+    [straddling] = _cells(STRADDLING_5)
+    table, notes = calibration_table([straddling], "t")
+    assert notes == ["d0 × get-small: not decided: its CI 1.02–1.15 straddles a bound of 0.90–1.10"]
+    [few] = _cells((1.0, 1.0, 1.0))
+    _, notes = calibration_table([few], "t")
+    assert notes == ["d0 × get-small: not decided: 3 pairs' CI covers the median 75% of the time, under 90%"]
+
+
+def test_the_bare_check_keeps_judging_its_cells_by_the_median():
+    from clientlab.cli.checks import check_exit_code
+
+    # its cells end by their own stop rule: three pairs within by the median pass
+    assert check_exit_code(_cells((1.0, 1.0, 1.0), STRADDLING_5, reference="bare")) == 0
+    assert check_exit_code(_cells(WITHIN_5, OFF_5, reference="bare")) == 1
