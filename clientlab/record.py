@@ -208,6 +208,12 @@ class PlainMode(Record):
     ratio_ci_high: float | None = key()
     pairs: int = key(0)
     decision: str | None = key()
+    # of the check's own pairs (not held in a mode): how many of the lab's trials and of the loop's
+    # rounds (each a fresh process) fell into this mode, of how many could be told
+    lab_own: int | None = key(omit_default=True)
+    lab_own_of: int | None = key(omit_default=True)
+    plain_own: int | None = key(omit_default=True)
+    plain_own_of: int | None = key(omit_default=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from clientlab import export as exporters
 from clientlab import scenario
 from clientlab.drivers import manifest
 from clientlab.errors import LabError, LabInputError
-from clientlab.output.cellfigures import said_once_line
+from clientlab.output.cellfigures import allocator_modes_line, said_once_line
 from clientlab.output.diagnosis import print_findings
 from clientlab.output.long import long_lines, summary_lines
 from clientlab.output.markdown import markdown_text
@@ -257,6 +257,8 @@ def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         print_wrapped(out, CAPTION, rest="", style="dim")
     if (line := said_once_line(cells)) is not None:
         print_wrapped(out, line, rest="", style="magenta")
+    if (line := allocator_modes_line(cells)) is not None:
+        print_wrapped(out, line, rest="", style="dim")
     print_findings(out, cells)
     print_what_ran(out, cells)
     for line in summary_lines(cells, out.width):

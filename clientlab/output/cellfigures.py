@@ -103,6 +103,25 @@ def said_once(cells: list[Cell]) -> frozenset[str]:
     return frozenset({BUDGET_CUT}) if ok and cut > ok / 2 else frozenset()
 
 
+ALLOCATOR_MODES = (
+    "heap / fresh pages: a large body's memory stays on glibc's heap or is mapped anew from the kernel "
+    "for every answer; each figure is a process held in that mode on purpose, and (k of n) counts the "
+    "cell's own timed trials that fell into it. What sets the mode in a user's program: glibc's mmap "
+    "threshold, which rises to the largest block the process has freed, so a process that once freed "
+    "a block larger than its bodies keeps them on the heap, and one whose body buffers only grew by "
+    "steps past the body maps every body anew; MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ (or "
+    "GLIBC_TUNABLES' glibc.malloc.mmap_threshold and trim_threshold) above the body size keep bodies "
+    "on the heap (docs/measurement.md, \"Two modes of a large answer\")")
+
+
+def allocator_modes_line(cells: list[Cell]) -> str | None:
+    """What the two allocator figures mean and what sets the mode for a user's program, once under
+    a table where a cell shows them; else None."""
+    shown = any(c.measured and c.figures is not None and c.figures.modes and c.figures.modes[0].cause == "allocator"
+                for c in cells)
+    return ALLOCATOR_MODES if shown else None
+
+
 def said_once_line(cells: list[Cell]) -> str | None:
     """'cut by time budget: 50 of 80 cells …' when `said_once` holds the flag, else None."""
     if BUDGET_CUT not in said_once(cells):

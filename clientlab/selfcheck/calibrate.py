@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import paths
 from clientlab.analysis import stats
-from clientlab.analysis.figures import FRESH_BODY, FRESH_SHARE, PAGE
+from clientlab.analysis.figures import FRESH_BODY, FRESH_MODE, FRESH_SHARE, PAGE
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, DriverProcess
@@ -364,14 +364,21 @@ class Calibration:
     def mode_figures(self) -> tuple[PlainMode, ...]:
         """Each allocator mode's two sides and their ratio, where the loop ran in it."""
         out = []
+        own = self.fresh_pages()
         for mode, pairs in self.mode_pairs.items():
             if not pairs:
                 continue
             ratio = stats.summarize([p.ratio for p in pairs])
+            counts: dict[str, int | None] = {}
+            for side, index in (("lab", 0), ("plain", 1)):
+                fresh, told = own[index] if own is not None else (0, 0)
+                if told:
+                    counts[f"{side}_own"] = fresh if mode == FRESH_MODE else told - fresh
+                    counts[f"{side}_own_of"] = told
             out.append(PlainMode(mode=mode, lab_s_per_request=stats.median([p.lab_s for p in pairs]),
                                  plain_s_per_request=stats.median([p.bare.per_request_s for p in pairs]),
                                  ratio=ratio.median, ratio_ci_low=ratio.ci_low, ratio_ci_high=ratio.ci_high,
-                                 pairs=len(pairs), decision=decide(ratio)))
+                                 pairs=len(pairs), decision=decide(ratio), **counts))
         return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:

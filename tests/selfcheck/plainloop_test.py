@@ -100,3 +100,42 @@ def test_with_no_retries_left_a_disturbed_plain_round_is_kept_and_said(bench_ser
     assert cal.run_again == [] and len(cal.kept_disturbed) == 1
     assert "the host slowed the driver's core" in cal.kept_disturbed[0]
     assert cal.rounds_note() == "1 plain rounds disturbed, 0 run again, 1 kept disturbed (no retries left)"
+
+
+def test_a_large_answers_allocator_modes_reach_the_show_and_both_exports_for_both_sides(store, test_drivers):
+    import csv
+    import dataclasses
+    import io
+
+    from clientlab.export import csv_export, json_export
+    from clientlab.output.cellfigures import allocator_modes_line, throughput
+
+    options = dataclasses.replace(_options(3), mode_trials=2)
+    run_id, _ = plainloop.run(store, [test_drivers["python-fake-reference"]],
+                              [shipped("get-small", count=5, size=200_000)], options)
+    [cell] = store.cell_records(run_id)
+    # both sides in each mode, and how many of each side's own trials or rounds fell into it
+    modes = {m.mode: m for m in cell.figures.plain.modes}
+    assert set(modes) == {"heap", "fresh pages"}
+    heap, fresh = modes["heap"], modes["fresh pages"]
+    assert heap.pairs == fresh.pairs == 2 and all(m.lab_s_per_request and m.plain_s_per_request for m in modes.values())
+    assert heap.lab_own + fresh.lab_own == heap.lab_own_of == 3
+    assert heap.plain_own + fresh.plain_own == heap.plain_own_of == 3
+    [row] = csv.DictReader(io.StringIO(csv_export.render(store, run_id)))
+    for name, m in (("heap", heap), ("fresh", fresh)):
+        assert float(row[f"plain_{name}_plain_per_s"]) == pytest.approx(1 / m.plain_s_per_request)
+        assert float(row[f"plain_{name}_lab_per_s"]) == pytest.approx(1 / m.lab_s_per_request)
+        assert row[f"plain_{name}_pairs"] == "2" and row[f"plain_{name}_plain_own_of"] == "3"
+    assert row["plain_decision"] == "not decided" and row["plain_pairs"] == "3"
+    exported = json_export.document(store, run_id)["cells"][0]["figures"]["plain"]["modes"]
+    assert {m["mode"]: m["plain_own"] for m in exported} == {"heap": heap.plain_own, "fresh pages": fresh.plain_own}
+    # the cell's own figure: both allocator modes where they cost apart, with what sets the mode
+    # for a user's program under the table; one figure where they did not, and its notes say why
+    if cell.figures.modes:
+        assert [m.label for m in cell.figures.modes] == ["heap", "fresh pages"]
+        assert " heap (" in throughput(cell.figures) and " fresh pages (" in throughput(cell.figures)
+        assert "What sets the mode in a user's program" in (allocator_modes_line([cell]) or "")
+        assert row["mode1_label"] == "heap" and row["mode2_label"] == "fresh pages"
+    else:
+        assert any(n.startswith(("one figure", "one allocator mode")) for n in cell.figures.notes or ())
+        assert allocator_modes_line([cell]) is None and row["mode1_label"] == ""
