@@ -4,6 +4,7 @@ exit codes, the `main` group and the entry point, and the printing of a stored r
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +22,7 @@ from clientlab.output.cellfigures import allocator_modes_line, said_once_line
 from clientlab.output.diagnosis import print_findings
 from clientlab.output.long import long_lines, summary_lines
 from clientlab.output.markdown import markdown_text
+from clientlab.output.runstatus import status_words, times_line
 from clientlab.output.table import CAPTION, results_table
 from clientlab.output.whatran import print_what_ran
 from clientlab.output.wrap import print_wrapped
@@ -231,7 +233,7 @@ def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         placement += ", trials interleaved by scenario"
     if (config.forks or 1) > 1:
         placement += f", each cell's trials over {config.forks} processes"
-    title = (f"run {run_id} ({run['status']}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
+    title = (f"run {run_id} ({status_words(run, socket.gethostname())}) — {m.get('cpu_model')}, {m.get('cores')} cores, "
              f"kernel {m.get('kernel')}, network {network_line(config.net)}{placement}")
     cells = store.cell_records(run_id)
     if not cells:
@@ -241,6 +243,7 @@ def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         from clientlab.output.behave import stored_matrix_lines
 
         print_wrapped(out, title, rest="  ")
+        print_wrapped(out, times_line(run), rest="  ")
         click.echo("\n".join(stored_matrix_lines(cells, run_id)))
         return
     if fmt == "auto":  # ranked per scenario whatever the width: the form the README teaches to read

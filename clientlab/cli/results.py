@@ -86,10 +86,14 @@ def runs_cmd(limit: int) -> None:
     for column in ("id", "status", "started", "drivers", "scenarios"):
         table.add_column(column)
     import datetime as dt
+    import socket
+
+    from clientlab.output.runstatus import status_words
+
     for run in store.runs(limit):
         started = dt.datetime.fromtimestamp(run["started_at"]).strftime("%Y-%m-%d %H:%M")
         config = RunConfig.from_json(run["config"])
-        table.add_row(str(run["id"]), run["status"], started, ", ".join(config.drivers or ()),
+        table.add_row(str(run["id"]), status_words(run, socket.gethostname(), short=True), started, ", ".join(config.drivers or ()),
                       ", ".join(config.scenarios or ()))
     out.print(table)
 
@@ -227,11 +231,11 @@ def _compare_behave(store, a: int, b: int, json_path: Path | None, html_path: Pa
 
 def _behave_title(store, run_id: int) -> str:  # noqa: ANN001
     """When and where a behave run ran, and how long it took."""
-    import datetime as dt
+    import socket
+
+    from clientlab.output.runstatus import status_words, times_line
 
     run = store.run(run_id)
     m = run["machine"] or {}
-    started = dt.datetime.fromtimestamp(run["started_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    took = f", {run['finished_at'] - run['started_at']:.0f} s" if run.get("finished_at") else ""
-    return (f"run {run_id} ({run['status']}), {started}{took}: {m.get('cpu_model')}, {m.get('cores')} cores, "
-            f"kernel {m.get('kernel')}")
+    return (f"run {run_id} ({status_words(run, socket.gethostname())}), {times_line(run)}: {m.get('cpu_model')}, "
+            f"{m.get('cores')} cores, kernel {m.get('kernel')}")

@@ -29,6 +29,12 @@ _INSERT_TRIAL = trials.insert()
 KILLED_CELL = "killed: the lab was killed while this cell ran (its finished trials are kept)"
 
 
+def ended_cell(status: str) -> str:
+    """The reason of a cell still `running` when its run ended `status` (interrupted, failed: a
+    stop that came between the cell's start and its finish)."""
+    return f"{status}: the run ended while this cell ran (its finished trials are kept)"
+
+
 @dataclass
 class Trial:
     """One measured (or failed) trial."""
@@ -101,8 +107,16 @@ class Store:
 
     def mark_killed_runs(self) -> list[int]:
         """Mark every `running` run whose process is gone as killed (its finished cells stay as
-        they are; the cell it was in is failed, with its trials kept). Returns their ids."""
+        they are; the cell it was in is failed, with its trials kept), and fail a cell left
+        `running` in a run that ended (a store written before finish_run closed them). Returns
+        the killed runs' ids. Statuses and reasons only: no figure or trial changes."""
         with self.engine.begin() as conn:
+            ended = conn.execute(sa.select(cells.c.id, runs.c.status, runs.c.finished_at).join(runs).where(
+                cells.c.status == "running", runs.c.status != "running")).all()
+            for cell_id, status, finished_at in ended:
+                conn.execute(cells.update().where(cells.c.id == cell_id, cells.c.status == "running")
+                             .values(status="failed", reason=ended_cell(status),
+                                     finished_at=sa.func.coalesce(cells.c.finished_at, finished_at)))
             running = conn.execute(sa.select(runs).where(runs.c.status == "running")).mappings().all()
             killed = [row["id"] for row in running if run_process_gone(row)]
             for run_id in killed:
@@ -144,7 +158,14 @@ class Store:
             raise LabInputError(f"a run with uid {uid} is already stored in {self.where}") from None
 
     def finish_run(self, run_id: int, status: str) -> None:
-        self._write(runs.update().where(runs.c.id == run_id).values(status=status, finished_at=time.time()))
+        """The run ended `status`; a cell of it still `running` (the stop came between its start
+        and its finish) is failed with the reason, its trials kept: no cell of an ended run is
+        left running."""
+        now = time.time()
+        with self.engine.begin() as conn:
+            conn.execute(cells.update().where(cells.c.run_id == run_id, cells.c.status == "running")
+                         .values(status="failed", reason=ended_cell(status), finished_at=now))
+            conn.execute(runs.update().where(runs.c.id == run_id).values(status=status, finished_at=now))
 
     def start_cell(self, run_id: int, driver: str, scenario: str, params: dict, metric: str,
                    departures: list[str] | None = None) -> int:

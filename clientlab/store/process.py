@@ -48,6 +48,8 @@ def run_process_gone(row: Mapping[str, Any]) -> bool:
 
 
 def pid_alive(pid: int | None) -> bool:
+    """Whether `pid` is a live process: a zombie (it exited, its parent has not reaped it yet)
+    answers signal 0 as a live one does, and records nothing more."""
     if not pid:
         return False
     try:
@@ -55,5 +57,14 @@ def pid_alive(pid: int | None) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return process_state(pid) != "Z"
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of /proc/PID/stat (R, S, D, Z...), or None where it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2:].split()[0]
+    except (OSError, ValueError, IndexError):
+        return None

@@ -38,13 +38,14 @@ def test_bad_usage_or_input_exits_2(lab, args):
 
 def _stopped_by_sigterm(lab, proc, started: str) -> sqlite3.Connection:
     """SIGTERM once `started` counts something: the command exits 130 and stores its run as
-    interrupted; the store, open, for what else the test reads."""
+    interrupted, no cell of it left running; the store, open, for what else the test reads."""
     wait_for(lambda: db_count(lab.db, started))
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     conn = sqlite3.connect(lab.db)
     assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+    assert conn.execute("SELECT COUNT(*) FROM cells WHERE status = 'running'").fetchone()[0] == 0
     return conn
 
 

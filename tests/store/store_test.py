@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -13,6 +14,8 @@ from clientlab.errors import LabInputError
 from clientlab.record import CellFigures, RunConfig
 from clientlab.store import KILLED_CELL, Store, Trial
 from clientlab.store import schema
+from clientlab.store.core import ended_cell
+from clientlab.store.process import pid_alive, process_state
 from clientlab.store.schema import runs
 from tests.store.testruns import CONFIG, MACHINE, finished_run
 
@@ -93,6 +96,49 @@ def test_a_running_run_whose_process_is_gone_is_marked_killed_on_opening(store_u
     assert again.run(run_id)["status"] == "killed"
     cell = again.cells(run_id)[0]
     assert (cell["status"], cell["reason"], len(again.trials(cell_id))) == ("failed", KILLED_CELL, 1)
+
+
+def test_a_run_that_ends_leaves_no_cell_running(store_url):
+    # a stop between a cell's start and its finish (Ctrl-C, SIGTERM, a lab error)
+    store = Store(store_url)
+    run_id = store.start_run(MACHINE, CONFIG)
+    done = store.start_cell(run_id, "d", "get-small", {}, "requests")
+    store.finish_cell(done, "ok", None, {"throughput": 5.0}, {"lib": "1"})
+    busy = store.start_cell(run_id, "d", "post-form", {}, "requests")
+    store.add_trial(busy, Trial(kind="verify", idx=0, ok=True))
+    store.finish_run(run_id, "interrupted")
+    first, second = store.cells(run_id)
+    assert (first["status"], first["figures"]) == ("ok", {"throughput": 5.0})
+    assert (second["status"], second["reason"]) == ("failed", ended_cell("interrupted"))
+    assert second["finished_at"] is not None and len(store.trials(busy)) == 1
+
+
+def test_a_cell_left_running_in_an_ended_run_is_failed_when_the_store_opens(store_url):
+    # as a store written before finish_run closed them holds it
+    store = Store(store_url)
+    run_id = store.start_run(MACHINE, CONFIG)
+    busy = store.start_cell(run_id, "d", "get-small", {}, "requests")
+    store.add_trial(busy, Trial(kind="timed", idx=0, ok=True, wall_s=1.0))
+    with store.engine.begin() as conn:
+        conn.execute(runs.update().where(runs.c.id == run_id).values(status="failed", finished_at=123.0))
+    again = Store(store_url)
+    cell = again.cells(run_id)[0]
+    assert (cell["status"], cell["reason"], cell["finished_at"]) == ("failed", ended_cell("failed"), 123.0)
+    assert again.run(run_id)["status"] == "failed" and len(again.trials(busy)) == 1
+
+
+def test_a_zombie_lab_is_a_gone_process():
+    # a lab that exited but was not reaped answers signal 0 as a live one does
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while process_state(proc.pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process_state(proc.pid) == "Z"
+        assert not pid_alive(proc.pid)
+    finally:
+        proc.wait()
+    assert pid_alive(os.getpid())
 
 
 def test_the_store_says_where_it_is_without_a_password(store_url):
