@@ -10,6 +10,7 @@ with the reason and its last stderr lines, as in a run; the matrix goes on.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from clientlab.store import Store
 START_S = 60.0    # a driver's hello and ready (a JVM's start on a busy host)
 REPORT_S = 30.0   # its report after done
 LATE_TRIES = 3    # a late deadline is tried again, up to this many tries in all (run_judged)
+STOP_WAIT_S = 30.0  # a stopped parallel matrix waits at most this long for its workers' cells in flight
 
 
 # the matrix's two columns a case: the library's defaults (the job's timeout_s set the way the
@@ -196,37 +198,59 @@ def same_as_defaults(defaults: BehaveCell, driver: manifest.Driver) -> BehaveCel
 
 def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store: Store | None,
                config: dict, machine: dict, on_cell: Callable[[BehaveCell], None] = lambda _c: None,
-               settings: tuple[str, ...] = SETTINGS) -> tuple[int | None, list[BehaveCell]]:
+               settings: tuple[str, ...] = SETTINGS, jobs: int = 1) -> tuple[int | None, list[BehaveCell]]:
     """Every driver on every case with each of `settings`, driver by driver; each cell stored as
-    it completes."""
+    it completes. With `jobs` above 1, that many drivers at once, each worker with a bench server
+    of its own (a ledger is a server's, so two drivers never share one); the cells come back in
+    the drivers' order."""
     run_id = store.start_run(machine, {**config, "kind": "behave", "drivers": [d.id for d in drivers],
-                                       "scenarios": [c.name for c in cases]}) if store else None
-    cells: list[BehaveCell] = []
+                                       "scenarios": [c.name for c in cases], "jobs": jobs}) if store else None
+    by_driver: dict[str, list[BehaveCell]] = {d.id: [] for d in drivers}
     status = "failed"
+    guard = threading.Lock()   # the store and the caller's progress are used by one worker at a time
+    stop = threading.Event()
+
+    def record(result: BehaveCell, cell_id: int | None) -> None:
+        with guard:
+            if stop.is_set():
+                return  # in flight when the matrix was stopped: its driver may have had the Ctrl-C too
+            if store and cell_id is not None:
+                store.finish_cell(cell_id, result.status,
+                                  None if result.status == "ok" else result.outcome.detail,
+                                  CellFigures(behaviours=(result.outcome,)), result.versions or None)
+            by_driver[result.driver].append(result)
+            on_cell(result)
+
+    def start(driver: manifest.Driver, bc: BehaviourCase, params: dict) -> int | None:
+        with guard:
+            return store.start_cell(run_id, driver.id, bc.name, params, "behaviour") if store else None
+
+    def one_driver(driver: manifest.Driver, server: BenchServer) -> None:
+        rec = driver.manifest.behaviour.recommended
+        for bc in cases:
+            done: dict[str, BehaveCell] = {}
+            for setting in settings:
+                if stop.is_set():
+                    return
+                # a recommendation that is how the driver sets timeout_s anyway: the defaults' job
+                same = setting == "recommended" and rec is not None and rec.by == "timeout_s" \
+                    and "defaults" in done
+                cell_id = start(driver, bc, {**bc.params(), **setting_params(setting, recommendation(driver), same)})
+                if same:
+                    result = same_as_defaults(done["defaults"], driver)
+                else:
+                    result = run_judged(lambda s=setting: run_cell(driver, bc, server, s), bc.case.timeout_s)
+                done[setting] = result
+                record(result, cell_id)
+
     try:
-        with BenchServer() as server:
-            fault_origin(server)
-            for driver in drivers:
-                rec = driver.manifest.behaviour.recommended
-                for bc in cases:
-                    done: dict[str, BehaveCell] = {}
-                    for setting in settings:
-                        # a recommendation that is how the driver sets timeout_s anyway: the defaults' job
-                        same = setting == "recommended" and rec is not None and rec.by == "timeout_s" \
-                            and "defaults" in done
-                        params = {**bc.params(), **setting_params(setting, recommendation(driver), same)}
-                        cell_id = store.start_cell(run_id, driver.id, bc.name, params, "behaviour") if store else None
-                        if same:
-                            result = same_as_defaults(done["defaults"], driver)
-                        else:
-                            result = run_judged(lambda s=setting: run_cell(driver, bc, server, s), bc.case.timeout_s)
-                        done[setting] = result
-                        if store and cell_id is not None:
-                            store.finish_cell(cell_id, result.status,
-                                              None if result.status == "ok" else result.outcome.detail,
-                                              CellFigures(behaviours=(result.outcome,)), result.versions or None)
-                        cells.append(result)
-                        on_cell(result)
+        if jobs <= 1:
+            with BenchServer() as server:
+                fault_origin(server)
+                for driver in drivers:
+                    one_driver(driver, server)
+        else:
+            _in_parallel(drivers, jobs, one_driver, stop)
         status = "done"
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM where the command turns it into one
         status = "interrupted"
@@ -234,4 +258,44 @@ def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store
     finally:
         if store and run_id is not None:
             store.finish_run(run_id, status)
-    return run_id, cells
+    return run_id, [c for d in by_driver.values() for c in d]
+
+
+def _in_parallel(drivers: list[manifest.Driver], jobs: int,
+                 one_driver: Callable[[manifest.Driver, BenchServer], None], stop: threading.Event) -> None:
+    """`jobs` workers, each with its own bench server, take the drivers in order. A stop (Ctrl-C
+    or SIGTERM in the main thread) lets each worker end its current cell, then raises; a worker's
+    error (the bench server died) ends the others the same way and is raised here."""
+    queue = list(reversed(drivers))
+    taking = threading.Lock()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            with BenchServer() as server:
+                fault_origin(server)
+                while not stop.is_set():
+                    with taking:
+                        if not queue:
+                            return
+                        driver = queue.pop()
+                    one_driver(driver, server)
+        except BaseException as exc:  # re-raised in the main thread, which owns the run's status
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=worker, name=f"behave-{n}", daemon=True) for n in range(min(jobs, len(drivers)))]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)   # a short join keeps the main thread free for Ctrl-C and SIGTERM
+    except KeyboardInterrupt:
+        stop.set()
+        until = time.monotonic() + STOP_WAIT_S
+        for t in threads:
+            t.join(max(0.0, until - time.monotonic()))
+        raise
+    if errors:
+        raise errors[0]

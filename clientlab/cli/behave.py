@@ -43,8 +43,14 @@ from clientlab.runner import stop_on_sigterm
                    "recommendation for production, its manifest's [behaviour.recommended]; '—' where it has none).")
 @click.option("--json", "json_path", metavar="FILE", help="Also write the matrix as JSON to FILE ('-': stdout, instead of the table).")
 @click.option("--no-store", is_flag=True, help="Do not store the outcomes as a run.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="Drivers at once, each with a bench server of its own. Most cells wait on a stall or a "
+                   "deadline, so several at once take a fraction of the time; on a busy host a deadline's "
+                   "overshoot can grow (a late cell is tried again, the earliest try counts). The run stores "
+                   "how many.")
 def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tuple[str, ...],
-               case_names: tuple[str, ...], setting_names: str, json_path: str | None, no_store: bool) -> None:
+               case_names: tuple[str, ...], setting_names: str, json_path: str | None, no_store: bool,
+               jobs: int) -> None:
     """Every chosen driver on every behaviour case against the bench server's fault origins: a
     stall before the answer, a trickled body, a body short of its length, a chunked body without
     its end, a redirect to another origin with credentials, a slow origin beside a fast one, and
@@ -74,9 +80,10 @@ def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tupl
                   + (" (= defaults)" if cell.same_as_defaults else ""), highlight=False)
 
     err.print(f"behave: {len(drivers)} driver(s) × {len(cases)} case(s) × {' and '.join(settings)}, each cell in a "
-              "driver process of its own", highlight=False)
+              "driver process of its own" + (f", {jobs} drivers at once" if jobs > 1 else ""), highlight=False)
     with stop_on_sigterm():  # a stopped matrix is stored as interrupted, its finished cells kept
-        run_id, cells = behave.run_matrix(drivers, cases, store, config, machine.describe(), progress, settings)
+        run_id, cells = behave.run_matrix(drivers, cases, store, config, machine.describe(), progress, settings,
+                                          jobs)
     if json_path:
         text = json.dumps(matrix_json(cells, cases, run_id), indent=2)
         if json_path == "-":

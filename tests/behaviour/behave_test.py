@@ -202,6 +202,20 @@ def test_the_matrix_is_stored_and_fits_80_columns(store, test_drivers):
 
 
 @pytest.mark.serial
+def test_drivers_run_at_once_each_judged_by_its_own_servers_ledger(store, test_drivers):
+    """Three drivers, two at a time: a ledger is one bench server's, so a worker's server judges
+    only its own driver's requests; the outcomes and their order are those of one at a time."""
+    cases = [CASES["short-body"], CASES["redirect-other-host"]]
+    drivers = [test_drivers["python-fake-reference"], test_drivers["python-fake-lenient"],
+               test_drivers["python-fake-careful"]]
+    one, _ = behave.run_matrix(drivers, cases, store, {"command": "test"}, {}, settings=("defaults",))
+    two, cells = behave.run_matrix(drivers, cases, store, {"command": "test"}, {}, settings=("defaults",), jobs=2)
+    outcomes = [(c.driver, c.case, c.outcome.outcome) for c in cells]
+    assert outcomes == [(c.driver, c.scenario, c.figures.behaviours[0].outcome) for c in store.cell_records(one)]
+    assert [o for _, _, o in outcomes] == ["ok", "leaked", "accepted-short", outcomes[3][2], "ok", "ok"]
+    assert store.run_config(two).jobs == 2 and store.run(two)["status"] == "done"
+
+
 def test_behave_end_to_end_on_two_real_drivers(lab_home, tmp_path):
     out = tmp_path / "behave.json"
     result = CliRunner().invoke(main, ["behave", "-d", "python-requests,c-libcurl", "--json", str(out)])
