@@ -245,6 +245,9 @@ class PlainCheck(Record):
     note: str | None = key(omit_default=True)
     # a large answer's two allocator modes, each side held in each by the same tunables
     modes: tuple[PlainMode, ...] = key((), load=_records(PlainMode), omit_default=True)
+    # each side's spread: half its median's CI over the compared pairs, relative to the median
+    lab_precision: float | None = key(omit_default=True)
+    plain_precision: float | None = key(omit_default=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,7 +514,6 @@ class RunConfig(Record):
     interleave: str | None = key(omit_default=True)
     time_budget_s: float | None = key(omit_default=True)
     forks: int | None = key(omit_default=True)
-    jobs: int | None = key(omit_default=True)          # behave: drivers at once, each with its own bench server
     runtimes: tuple[str, ...] | None = key(load=tuple, omit_default=True)
     cells_planned: int | None = key(omit_default=True)
     server_host: str | None = key(omit_default=True)

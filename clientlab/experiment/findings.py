@@ -10,6 +10,7 @@ import datetime
 import re
 from pathlib import Path
 
+from clientlab.experiment.plaintable import plain_table
 from clientlab.experiment.plan import plan
 from clientlab.experiment.spec import Experiment
 from clientlab.experiment.verdict import judge_run, metric_value, show
@@ -59,6 +60,8 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
             lines.append(f"| {_cell_text(v.claim.says)} | {evidence} | **{v.outcome}** |")
     else:
         lines += part_tables(experiment, cells)
+    if experiment.beside == "plain":
+        lines += plain_lines(experiment, cells)
     lines += ["", "<details><summary>Every cell of the run</summary>", "",
               "| part | driver | scenario | status | median time | throughput | CPU usr+sys | peak RSS |",
               "|---|---|---|---|---|---|---|---|"]
@@ -124,6 +127,28 @@ def part_tables(experiment: Experiment, cells: list[Cell]) -> list[str]:
             lines.append(f"| {d} | " + " | ".join(row) + " |")
         lines += ["", "Fastest: " + "; ".join(f"{sc}: {d}" for sc, d in fastest.items()) + ". "
                   "Cheapest in CPU per request: " + "; ".join(f"{sc}: {d}" for sc, d in cheapest.items()) + "."]
+    return lines
+
+
+def plain_lines(experiment: Experiment, cells: list[Cell]) -> list[str]:
+    """Every driver beside its plain loop (plaintable.py): per part, the loop's rate, the lab's and
+    lab ÷ plain with their spreads (± half the median's CI; the ratio's CI and verdict), both
+    allocator modes where a cell's two cost apart, with how many of each side's own trials or rounds
+    fell into each; then each miss with its cause."""
+    t = plain_table(experiment, cells)
+    lines = ["", "### Every driver beside its plain loop", "",
+             "Per part: the plain loop's rate and the lab's (req/s, ± half the median's CI), lab ÷ plain "
+             "(time a request, pair by pair: its median, its CI, the verdict and the pairs compared); a "
+             "cell whose allocator modes cost apart gives both sides in each (held in it on purpose; in "
+             "brackets, how many of the side's own trials or rounds fell into it).", "",
+             "| driver | " + " | ".join(f"{p}: plain req/s | lab req/s | lab ÷ plain" for p in t.parts) + " |",
+             "|---|" + "---|---|---|" * len(t.parts)]
+    for driver in t.rows:
+        lines.append(f"| {driver} | " + " | ".join(_cell_text(text) for text in t.row(driver, "<br>")) + " |")
+    lines += ["", f"Misses (off their plain loop: the ratio's CI, at 90 % coverage or more, wholly outside "
+                  f"0.90–1.10): {len(t.misses)}; not decided: {len(t.not_decided)}."]
+    if t.misses:
+        lines += [""] + [f"- {m.driver} × {m.part}: {m.ratio}. " + _cell_text("; ".join(m.causes)) for m in t.misses]
     return lines
 
 

@@ -3,8 +3,10 @@ whether it holds."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
+from clientlab.experiment.plaintable import plain_table
 from clientlab.experiment.spec import Experiment
 from clientlab.experiment.verdict import judge_run
 from clientlab.store import Store
@@ -19,3 +21,25 @@ def verdicts_table(e: Experiment, store: Store, run_id: int, host: str | None = 
     for v in judge_run(e, store.cell_records(run_id)):
         table.add_row(v.claim.says, "\n".join(v.evidence), v.outcome)
     return table
+
+
+def plain_check_table(e: Experiment, store: Store, run_id: int) -> tuple[Table, list[str]] | None:
+    """For an experiment beside the plain loop (truth): every driver, per part, the loop's rate, the
+    lab's and lab ÷ plain with their spreads, both allocator modes where a cell's two cost apart;
+    and a line per miss with its cause. None for any other experiment."""
+    if e.beside != "plain":
+        return None
+    t = plain_table(e, store.cell_records(run_id))
+    table = Table(title=f"{e.name}: every driver beside its library's plain loop (run {run_id})",
+                  caption="req/s ± half the median's CI; lab ÷ plain: time a request, pair by pair (median, CI, "
+                          "verdict, pairs); a second line: each allocator mode, where the cell's two cost apart "
+                          "(in brackets, the side's own trials or rounds in it)")
+    table.add_column("driver", no_wrap=True)
+    for part in t.parts:
+        for what in ("plain", "lab", "lab ÷ plain"):
+            table.add_column(f"{part}\n{what}", overflow="fold")
+    for driver in t.rows:
+        table.add_row(driver, *(escape(text) for text in t.row(driver, "\n")))
+    lines = [f"misses (off their plain loop): {len(t.misses)}; not decided: {len(t.not_decided)}"]
+    lines += [f"  {m.driver} × {m.part}: {m.ratio}: {'; '.join(m.causes)}" for m in t.misses]
+    return table, lines

@@ -359,7 +359,9 @@ class Calibration:
                           differences=tuple(self.differences()),
                           decision=self.decision if ratio else None,
                           ratio_ci_confidence=ratio.ci_confidence if ratio else None,
-                          note=self.note, modes=self.mode_figures()).to_json()
+                          note=self.note, modes=self.mode_figures(),
+                          lab_precision=lab.precision if lab else None,
+                          plain_precision=loop.precision if loop else None).to_json()
 
     def mode_figures(self) -> tuple[PlainMode, ...]:
         """Each allocator mode's two sides and their ratio, where the loop ran in it."""

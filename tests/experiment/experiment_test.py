@@ -162,6 +162,9 @@ def test_quick_form_runs_and_writes_its_findings_section(name, store, tmp_path):
     assert f"<!-- experiment:{name} start -->" in text and f"Run {result.run_id} (quick form" in text
     for claim in e.claims:
         assert claim.says.replace("|", "\\|") in text
+    if e.beside == "plain":  # every driver beside its plain loop, a row each
+        assert "### Every driver beside its plain loop" in text
+        assert all(f"| {c.driver} | " in text for c in plan(e, quick=True))
 
 
 def test_a_claim_about_every_client_holds_only_if_it_holds_for_each():
