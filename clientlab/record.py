@@ -514,6 +514,7 @@ class RunConfig(Record):
     interleave: str | None = key(omit_default=True)
     time_budget_s: float | None = key(omit_default=True)
     forks: int | None = key(omit_default=True)
+    jobs: int | None = key(omit_default=True)          # behave: drivers at once, each with its own bench server
     runtimes: tuple[str, ...] | None = key(load=tuple, omit_default=True)
     cells_planned: int | None = key(omit_default=True)
     server_host: str | None = key(omit_default=True)
