@@ -81,23 +81,39 @@ sub arguments {
     return \%args;
 }
 
+# "HTTP/1.1" => "1.1": each protocol string's label looked up once
+my %HTTP;
+
 sub run {
     my ($job, $client, $report) = @_;
     my $cache = $client->{cache};
-    my ($entry, $args);    # the entry whose arguments are built, and those
-    LabDriver::each_request($job, $report, sub {
-        my ($r, $req) = @_;
-        if (!defined $entry || $entry != $r) {
-            undef $entry;
-            $args = arguments($job, $client, $req);
-            $entry = $r;
+    my $reqs = $job->{requests};
+    # entry by entry: its arguments built once, then its repeats written out, each a Hijk::request
+    # and its answer read back (an upload's file read in first), as a program repeating one
+    # request writes its loop: no call of the lab's a request but the report's
+    for my $r (0 .. $#$reqs) {
+        my $req = $reqs->[$r];
+        my $n = $req->{repeat} // 1;
+        my $args = eval { arguments($job, $client, $req) };
+        if (!$args) {
+            my $why = $@ || 'building the request failed';
+            $report->fail($r, $why) for 1 .. $n;
+            next;
         }
-        $args->{body} = slurp($req->{body_file}) if defined $req->{body_file};
-        my $res = Hijk::request($args);
-        %{$args->{socket_cache}} = () if !$cache && $args->{socket_cache};    # keep-alive off: no socket kept
-        die 'Hijk: ' . error_text($res) . "\n" if $res->{error};
-        $report->body($r, $res->{status}, LabDriver::http_label($res->{proto}), \$res->{body});
-    });
+        my $upload = $req->{body_file};
+        my $own = $cache ? undef : $args->{socket_cache};    # keep-alive off: no socket kept
+        for (1 .. $n) {
+            eval {
+                $args->{body} = slurp($upload) if defined $upload;
+                my $res = Hijk::request($args);
+                %$own = () if $own;
+                die 'Hijk: ' . error_text($res) . "\n" if $res->{error};
+                my $proto = $res->{proto} // '';
+                $report->body($r, $res->{status}, $HTTP{$proto} //= LabDriver::http_label($proto), \$res->{body});
+                1;
+            } or $report->fail($r, $@ || 'unknown error');
+        }
+    }
 }
 
 sub finish {
