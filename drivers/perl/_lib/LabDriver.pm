@@ -50,28 +50,6 @@ sub each_request {
     }
 }
 
-# Every entry of the job in order: $setup->($r, $req) builds once what the entry's requests share
-# (its headers, its arguments), as a program repeating one request does, and returns the code of
-# one request, called as often as the entry's repeat. A request that dies becomes an error of the
-# report; a setup that dies fails each of the entry's requests.
-sub each_entry {
-    my ($job, $report, $setup) = @_;
-    my $reqs = $job->{requests};
-    for my $r (0 .. $#$reqs) {
-        my $req = $reqs->[$r];
-        my $n = $req->{repeat} // 1;
-        my $one = eval { $setup->($r, $req) };
-        if (!$one) {
-            my $why = $@ || 'setting up the request failed';
-            $report->fail($r, $why) for 1 .. $n;
-            next;
-        }
-        for (1 .. $n) {
-            eval { $one->(); 1 } or $report->fail($r, $@ || 'unknown error');
-        }
-    }
-}
-
 # True when the entry's form goes as multipart/form-data.
 sub is_multipart {
     my ($req) = @_;

@@ -26,63 +26,89 @@ sub prepare {
     return {furl => $furl};
 }
 
+# Furl's arguments for one entry of the job, built once for all its repeats: its headers, its
+# form (Furl urlencodes a list of pairs) and its redirect limit
+sub arguments {
+    my ($req) = @_;
+    my @headers = %{$req->{headers} || {}};
+    my $content;
+    if (defined $req->{form}) {
+        if (LabDriver::is_multipart($req)) {
+            (my $type, $content) = LabDriver::multipart($req->{form});
+            push @headers, 'Content-Type' => $type;
+        }
+        else {
+            $content = [map { @$_ } LabDriver::form_pairs($req->{form})];    # Furl urlencodes it
+        }
+    }
+    elsif (defined $req->{body_file}) {
+        push @headers, 'Content-Type' => $req->{content_type} // 'application/octet-stream';
+    }
+    return [method => uc $req->{method}, url => $req->{url}, headers => \@headers,
+        defined $content ? (content => $content) : (),
+        # Furl follows up to 7 by default: only an entry that wants its 3xx says otherwise
+        LabDriver::no_follow($req) ? (max_redirects => 0) : ()];
+}
+
+# One request of an entry with files of its own: the upload streamed from its file, the body
+# streamed to the sink's
+sub with_files {
+    my ($furl, $report, $r, $req, $args) = @_;
+    my ($upload, $sink);
+    if (defined $req->{body_file}) {
+        open $upload, '<:raw', $req->{body_file} or die "$req->{body_file}: $!\n";    # streamed
+    }
+    if (LabDriver::to_file($req)) {
+        open $sink, '>:raw', $req->{sink_path} or die "$req->{sink_path}: $!\n";
+    }
+    my $res = $furl->request(@$args, $upload ? (content => $upload) : (), $sink ? (write_file => $sink) : ());
+    if ($sink) {
+        close $sink or die "writing $req->{sink_path}: $!\n";
+    }
+    die $res->content . "\n" if $res->code == 500 && $res->header('X-Internal-Response');
+    my $http = LabDriver::http_label($res->protocol);
+    return $report->file($r, $res->code, $http, $req->{sink_path}) if $sink;
+    $report->body($r, $res->code, $http, \$res->content);
+}
+
 # "HTTP/1.1" => "1.1": each protocol string's label looked up once
 my %HTTP;
 
 sub run {
     my ($job, $client, $report) = @_;
     my $furl = $client->{furl};
-    # entry by entry: its headers, form and arguments built once, then its repeats, each a request
-    # (a transfer with files of its own also opens them), as a program repeating one request does
-    LabDriver::each_entry($job, $report, sub {
-        my ($r, $req) = @_;
-        my @headers = %{$req->{headers} || {}};
-        my $content;
-        if (defined $req->{form}) {
-            if (LabDriver::is_multipart($req)) {
-                (my $type, $content) = LabDriver::multipart($req->{form});
-                push @headers, 'Content-Type' => $type;
-            }
-            else {
-                $content = [map { @$_ } LabDriver::form_pairs($req->{form})];    # Furl urlencodes it
-            }
+    my $reqs = $job->{requests};
+    # entry by entry: its arguments built once, then its repeats written out, each a request and
+    # its answer read back (a transfer with files of its own also opens them), as a program
+    # repeating one request writes its loop: no call of the lab's a request but the report's
+    for my $r (0 .. $#$reqs) {
+        my $req = $reqs->[$r];
+        my $n = $req->{repeat} // 1;
+        my $args = eval { arguments($req) };
+        if (!$args) {
+            my $why = $@ || 'building the request failed';
+            $report->fail($r, $why) for 1 .. $n;
+            next;
         }
-        elsif (defined $req->{body_file}) {
-            push @headers, 'Content-Type' => $req->{content_type} // 'application/octet-stream';
+        if (defined $req->{body_file} || LabDriver::to_file($req)) {
+            for (1 .. $n) {
+                eval { with_files($furl, $report, $r, $req, $args); 1 } or $report->fail($r, $@ || 'unknown error');
+            }
+            next;
         }
-        my @args = (method => uc $req->{method}, url => $req->{url}, headers => \@headers,
-            defined $content ? (content => $content) : (),
-            # Furl follows up to 7 by default: only an entry that wants its 3xx says otherwise
-            LabDriver::no_follow($req) ? (max_redirects => 0) : ());
-        if (!defined $req->{body_file} && !LabDriver::to_file($req)) {
-            return sub {
-                my $res = $furl->request(@args);
+        for (1 .. $n) {
+            eval {
+                my $res = $furl->request(@$args);
                 my $status = $res->code;
                 # Furl answers its own failures (connect, timeout, ...) as a 500 marked
                 # X-Internal-Response: only a 500 is looked at
                 die $res->content . "\n" if $status == 500 && $res->header('X-Internal-Response');
                 $report->body($r, $status, $HTTP{$res->protocol} //= LabDriver::http_label($res->protocol),
                     \$res->content);
-            };
+                1;
+            } or $report->fail($r, $@ || 'unknown error');
         }
-        return sub {
-            my ($upload, $sink);
-            if (defined $req->{body_file}) {
-                open $upload, '<:raw', $req->{body_file} or die "$req->{body_file}: $!\n";    # streamed
-            }
-            if (LabDriver::to_file($req)) {
-                open $sink, '>:raw', $req->{sink_path} or die "$req->{sink_path}: $!\n";
-            }
-            my $res = $furl->request(@args, $upload ? (content => $upload) : (), $sink ? (write_file => $sink) : ());
-            if ($sink) {
-                close $sink or die "writing $req->{sink_path}: $!\n";
-            }
-            die $res->content . "\n" if $res->code == 500 && $res->header('X-Internal-Response');
-            my $http = LabDriver::http_label($res->protocol);
-            return $report->file($r, $res->code, $http, $req->{sink_path}) if $sink;
-            $report->body($r, $res->code, $http, \$res->content);
-        };
-    });
+    }
 }
 
 sub finish {
