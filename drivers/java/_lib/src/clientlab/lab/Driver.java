@@ -109,12 +109,17 @@ public abstract class Driver {
         }
     }
 
-    /** One request into the report; a failure is reported, never fatal. */
+    /**
+     * One request into the report; a failure is reported, never fatal. An answer too large for
+     * the heap (a decompression bomb held whole) throws OutOfMemoryError from the library's call,
+     * as it would in the user's program: it is that request's failure, and what the request held
+     * is garbage once the error has left the call.
+     */
     protected final void once(Request req, Outcomes report) {
         Response resp;
         try {
             resp = request(req);
-        } catch (Exception exc) {
+        } catch (Exception | OutOfMemoryError exc) {
             report.fail(req, exc);
             return;
         }

@@ -55,6 +55,17 @@ public final class Lab {
         Writer proto = new BufferedWriter(new OutputStreamWriter(
                 new FileOutputStream(FileDescriptor.out), StandardCharsets.UTF_8));
         System.setOut(System.err);
+        // out of memory in a request's own call fails that request (Driver.once); in a thread
+        // of the library's that nobody waits on, it would leave the client limping on: the
+        // driver exits, as -XX:+ExitOnOutOfMemoryError would, its words on stderr
+        Thread.setDefaultUncaughtExceptionHandler((thread, exc) -> {
+            System.err.println("Exception in thread \"" + thread.getName() + "\"");
+            exc.printStackTrace();
+            if (exc instanceof OutOfMemoryError) {
+                System.err.println("Terminating due to " + exc);
+                Runtime.getRuntime().halt(3);
+            }
+        });
         int status = 0;
         try {
             new Lab(driver, proto).run();
@@ -249,7 +260,7 @@ public final class Lab {
         List<Request> work = job.work();
         try {
             driver.runAll(job, work, report);
-        } catch (Exception e) {
+        } catch (Exception | OutOfMemoryError e) { // one the driver's own loop let through
             e.printStackTrace();
             send("error", "message", "the run failed: " + Report.cause(e));
             closeQuietly();
@@ -295,7 +306,7 @@ public final class Lab {
             start = System.nanoTime();
             driver.runAll(job, work, tally);
             end = System.nanoTime();
-        } catch (Exception e) {
+        } catch (Exception | OutOfMemoryError e) {
             e.printStackTrace();
             send("error", "message", "the run failed: " + Report.cause(e));
             dropClient(); // the next round starts over on a new client

@@ -139,6 +139,9 @@ abstract class KtorDriver<T : HttpClientEngineConfig>(
         } catch (exc: Exception) { // a time-out arrives as a cancellation: it is this request's failure
             outcomes.fail(req, exc)
             return
+        } catch (exc: OutOfMemoryError) { // an answer too large for the heap (a bomb held whole): this request's too
+            outcomes.fail(req, exc)
+            return
         }
         outcomes.add(req, resp)
     }
