@@ -99,7 +99,7 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, se
     if bc.case.check == "next-address":
         if reason := namespaces.why_unavailable():
             return cell("unsupported", "no-namespace", f"the case needs a network namespace: {reason}")
-        with darkfirst.DarkFirstHost() as dark:
+        with darkfirst.DarkFirstHost(v6=bc.case.fault == "dark-first-v6") as dark:
             assert dark.server is not None
             _, port = fault_origin(dark.server)
             judged = _run_cell(driver, bc, dark.server, dark.host, port, [*dark.prefix, *driver.argv], None, cell,

@@ -29,14 +29,16 @@ Fault = Literal["stall-headers", "trickle", "short-body", "chunked-no-end", "red
                 "many-headers", "h2-goaway", "h2-refused", "h2-max-streams", "gzip-truncated", "br-bomb",
                 "tls-expired", "tls-wrong-name", "tls-untrusted", "tls-self-signed", "tls-stall",
                 # the lab's, not the server's: origin a reached by a host name whose first address
-                # never answers (clientlab/netlab/darkfirst.py)
-                "dark-first"]
+                # never answers (clientlab/netlab/darkfirst.py); -v6: a dark IPv6 address and
+                # origin a's IPv4 one, the resolver's RFC 6724 sort putting the IPv6 one first
+                "dark-first", "dark-first-v6"]
 REDIRECTS = ("redirect-other", "redirect-other-host", "redirect-to-plain")
 Check = Literal["deadline", "truncation", "credentials", "retry", "see-other", "bomb", "headers", "streams", "certificate", "pool",
                 "next-address"]
 # where a fault is served, when not on origin a: (scheme, the listening line's key, the path)
 ORIGINS = {"connect-dark": ("http", "fault_dark", "/fault/landing"),
            "dark-first": ("http", "fault_a", "/fault/landing"),
+           "dark-first-v6": ("http", "fault_a", "/fault/landing"),
            "redirect-to-plain": ("https", "fault_s", "/fault/redirect-to-plain"),
            "h2-goaway": ("https", "fault_h2", "/fault/h2-goaway"),
            "h2-refused": ("https", "fault_h2", "/fault/h2-refused")}
@@ -59,7 +61,7 @@ ENCODED = ("gzip-bomb", "br-bomb", "gzip-truncated")  # the answer is content-co
 Encoding = Literal["gzip", "library"]
 # each check's fault, where it has one of its own
 CHECK_FAULT = {"retry": ("keepalive-race",), "see-other": ("see-other",), "bomb": BOMBS,
-               "certificate": tuple(CERTIFICATE_FAULTS), "next-address": ("dark-first",)}
+               "certificate": tuple(CERTIFICATE_FAULTS), "next-address": ("dark-first", "dark-first-v6")}
 HEADER_FAULTS = ("big-header", "many-headers")
 MIB = 1 << 20
 

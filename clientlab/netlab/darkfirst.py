@@ -23,6 +23,16 @@ address's subnet only; the client's address is a /32, so no destination is on it
 rule ties, and the file's order stands: the dark address first for every resolver. The
 namespace's resolv.conf names 127.0.0.1, where nothing listens: a name that is not in the file
 fails at once instead of leaving the namespace.
+
+With `v6` (the `happy-eyeballs-v6` case) the name is RFC 8305's own shape: a dark IPv6 address and
+the answering IPv4 one. The client namespace gets a global IPv6 source address (2001:db8:77::1 on
+its loopback: documentation space, which RFC 6724's policy table files under ::/0) and a route to
+the dark 2001:db8:77:3::1 through clab-hed, so an RFC 6724 sort finds the IPv6 destination
+usable, with a source of its scope and label, and puts it first by precedence (40 against IPv4's
+35). The hosts file lists the IPv4 address first: an IPv6 address that comes first does so
+because the resolver sorted it there, as it would two answers of DNS, not because the file said
+so. clab-hed then carries IPv6 with no address of its own and no router solicitations, so that
+the packets it sends are those to the dark address alone.
 """
 
 from __future__ import annotations
@@ -38,6 +48,8 @@ from clientlab.servers.bench import BenchServer
 
 DARK_DEV, SINK_DEV = "clab-hed", "clab-hes"
 DARK_IP = "10.77.3.1"
+DARK_IP6 = "2001:db8:77:3::1"     # the v6 case's dark address (RFC 3849 documentation space)
+CLIENT_IP6 = "2001:db8:77::1"     # the client namespace's global IPv6 source address
 HOST = "dark-first.lab.test"
 NOBODY_MAC = "02:00:00:00:00:01"   # a locally administered address no device here has
 
@@ -50,15 +62,17 @@ class DarkFirstHost:
 
     host = HOST
 
-    def __init__(self) -> None:
+    def __init__(self, v6: bool = False) -> None:
         reason = namespaces.why_unavailable()
         if reason:
             raise LabError(f"the dark-first host name: {reason}")
+        self.v6 = v6
+        self.dark_ip = DARK_IP6 if v6 else DARK_IP
         self._claim = namespaces.claim()
         self.server: BenchServer | None = None
         try:
             namespaces.remove_all()
-            _create()
+            _create(v6)
             self.server = BenchServer(host=SERVER_IP, control_host=CONTROL_IP, wrap=in_ns(SERVER_NS))
         except BaseException:
             self.stop()
@@ -91,7 +105,7 @@ class DarkFirstHost:
         self.stop()
 
 
-def _create() -> None:
+def _create(v6: bool = False) -> None:
     namespaces.create(data_veth=False)
     sh("ip", "link", "add", CLIENT_DEV, "netns", CLIENT_NS, "type", "veth", "peer", "name", SERVER_DEV,
        "netns", SERVER_NS)
@@ -103,18 +117,27 @@ def _create() -> None:
     sh("ip", "-n", CLIENT_NS, "link", "set", CLIENT_DEV, "up")
     sh("ip", "-n", CLIENT_NS, "route", "add", f"{SERVER_IP}/32", "dev", CLIENT_DEV)
     sh("ip", "-n", CLIENT_NS, "link", "add", DARK_DEV, "type", "veth", "peer", "name", SINK_DEV)
+    # no IPv6 on the sink; none on the dark end either, but for the v6 case, where it carries
+    # IPv6 with no address (so no duplicate address detection nor MLD report for one) and no
+    # router solicitation: any of those would count as packets sent to the dark address
+    sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", f"net.ipv6.conf.{SINK_DEV}.disable_ipv6=1")
+    if v6:
+        for key, value in (("addr_gen_mode", 1), ("router_solicitations", 0), ("accept_ra", 0), ("accept_dad", 0)):
+            sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", f"net.ipv6.conf.{DARK_DEV}.{key}={value}")
+    else:
+        sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", f"net.ipv6.conf.{DARK_DEV}.disable_ipv6=1")
     for dev in (DARK_DEV, SINK_DEV):
-        # no IPv6 on the pair: its router solicitations and MLD reports would count as packets
-        # sent to the dark address
-        sh(*in_ns(CLIENT_NS), "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1")
         sh("ip", "-n", CLIENT_NS, "link", "set", dev, "up")
-    # a fixed neighbour: no ARP, whose unanswered requests would end the connect with
-    # "no route to host" after 3 s
-    sh("ip", "-n", CLIENT_NS, "neigh", "add", DARK_IP, "lladdr", NOBODY_MAC, "dev", DARK_DEV, "nud", "permanent")
-    sh("ip", "-n", CLIENT_NS, "route", "add", f"{DARK_IP}/32", "dev", DARK_DEV)
+    dark = DARK_IP6 if v6 else DARK_IP
+    if v6:
+        sh("ip", "-n", CLIENT_NS, "addr", "add", f"{CLIENT_IP6}/128", "dev", "lo", "nodad")
+    # a fixed neighbour: no ARP (nor neighbour solicitation), whose unanswered requests would end
+    # the connect with "no route to host" after 3 s
+    sh("ip", "-n", CLIENT_NS, "neigh", "add", dark, "lladdr", NOBODY_MAC, "dev", DARK_DEV, "nud", "permanent")
+    sh("ip", "-n", CLIENT_NS, "route", "add", f"{dark}/{128 if v6 else 32}", "dev", DARK_DEV)
     folder = NETNS_ETC / CLIENT_NS
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "hosts").write_text(hosts_file(_machine_hosts()))
+    (folder / "hosts").write_text(hosts_file(_machine_hosts(), v6))
     (folder / "resolv.conf").write_text("# clientlab: the dark-first host name's namespace resolves from its "
                                         "hosts file alone\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
 
@@ -126,9 +149,13 @@ def _machine_hosts() -> str:
         return "127.0.0.1 localhost\n::1 localhost\n"
 
 
-def hosts_file(machine: str) -> str:
+def hosts_file(machine: str, v6: bool = False) -> str:
     """The machine's hosts file (its own names stay resolvable: a JVM looks up its host name)
-    with the name's two addresses after it, the dark one first."""
+    with the name's two addresses after it: the dark one first; with `v6`, the answering IPv4
+    one first and the dark IPv6 one after it (a resolver that sorts by RFC 6724 puts it first)."""
     kept = [line for line in machine.splitlines() if HOST not in line.split("#", 1)[0].split()[1:]]
+    if v6:
+        return "\n".join([*kept, f"# clientlab: {HOST}, a dark IPv6 address and an answering IPv4 one",
+                          f"{SERVER_IP} {HOST}", f"{DARK_IP6} {HOST}", ""])
     return "\n".join([*kept, f"# clientlab: {HOST}, its first address dark", f"{DARK_IP} {HOST}",
                       f"{SERVER_IP} {HOST}", ""])

@@ -22,6 +22,7 @@ from tests.support.netlab import leftovers
 
 CASES = {bc.name: bc for bc in behaviour.discover().found}
 EYEBALLS = CASES["happy-eyeballs"]
+EYEBALLS_V6 = CASES["happy-eyeballs-v6"]   # a dark IPv6 address, the answering IPv4 one
 ANSWERED = [{"r": 0, "status": 200, "bytes": 6}]
 AT_THE_SERVER = [{"origin": "a", "path": "/fault/landing", "method": "GET"}]
 needs_namespaces = pytest.mark.skipif(namespaces.why_unavailable() is not None, reason=str(namespaces.why_unavailable()))
@@ -74,6 +75,29 @@ def test_a_client_that_races_the_next_address_passes_one_that_waits_does_not(tes
     lenient = behave.run_cell(test_drivers["python-fake-lenient"], EYEBALLS, None)  # type: ignore[arg-type]
     assert careful.status == reference.status == lenient.status == "ok"
     # each tried the dark address first: a SYN reached it before the bench server answered
+    for cell in (careful, reference, lenient):
+        assert "SYNs to the dark address: 0" not in (cell.outcome.detail or ""), cell.outcome
+    assert careful.outcome.outcome in ("ok", "slow-fallback"), careful.outcome
+    assert reference.outcome.outcome == "slow-fallback", reference.outcome
+    assert lenient.outcome.outcome == "no-fallback", lenient.outcome
+    assert leftovers() == []
+
+
+def test_the_v6_case_asks_the_same_landing_by_the_same_name():
+    job = EYEBALLS_V6.job(darkfirst.HOST, 4711, {"fault_a": 4711})
+    assert [r["url"] for r in job["requests"]] == [f"http://{darkfirst.HOST}:4711/fault/landing"]
+    assert EYEBALLS_V6.case.check == "next-address" and EYEBALLS_V6.label != EYEBALLS.label
+
+
+@needs_namespaces
+@pytest.mark.xdist_group("netlab")   # the namespaces hold the network lab's claim
+def test_a_dark_ipv6_address_sorted_first_tells_a_racing_client_from_one_that_waits(test_drivers):
+    # the fake drivers connect to getaddrinfo's addresses in its order: glibc's RFC 6724 sort puts
+    # the dark IPv6 address before the IPv4 one the hosts file lists first
+    careful = behave.run_cell(test_drivers["python-fake-careful"], EYEBALLS_V6, None)  # type: ignore[arg-type]
+    reference = behave.run_cell(test_drivers["python-fake-reference"], EYEBALLS_V6, None)  # type: ignore[arg-type]
+    lenient = behave.run_cell(test_drivers["python-fake-lenient"], EYEBALLS_V6, None)  # type: ignore[arg-type]
+    assert careful.status == reference.status == lenient.status == "ok"
     for cell in (careful, reference, lenient):
         assert "SYNs to the dark address: 0" not in (cell.outcome.detail or ""), cell.outcome
     assert careful.outcome.outcome in ("ok", "slow-fallback"), careful.outcome

@@ -56,6 +56,34 @@ def test_getaddrinfo_gives_the_dark_address_first_and_only_the_second_answers():
     assert leftovers() == []
 
 
+def test_the_v6_hosts_file_lists_the_ipv4_address_first():
+    lines = darkfirst.hosts_file("127.0.0.1 localhost\n", v6=True).splitlines()
+    named = [line.split()[0] for line in lines if line.endswith(darkfirst.HOST) and not line.startswith("#")]
+    assert named == [darkfirst.SERVER_IP, darkfirst.DARK_IP6]
+
+
+@needs_namespaces
+@on_the_netlab
+def test_rfc_6724_puts_the_dark_ipv6_address_first_and_only_the_ipv4_one_answers():
+    with darkfirst.DarkFirstHost(v6=True) as lab:
+        assert lab.server is not None
+        port = lab.server.info["fault_a"]
+        # the file lists the IPv4 address first: glibc's sort (precedence 40 against 35, the IPv6
+        # destination usable from the namespace's global source) puts the IPv6 one first
+        order = in_namespace(sys.executable, "-c", "import socket; print(' '.join(a[4][0] for a in socket.getaddrinfo("
+                             f"'{darkfirst.HOST}', {port}, type=socket.SOCK_STREAM)))")
+        assert order.stdout.split() == [darkfirst.DARK_IP6, darkfirst.SERVER_IP], order.stderr
+        assert lab.dark_packets() == 0   # the dark end sends nothing of its own (no RS, DAD, MLD)
+        dark = in_namespace(sys.executable, "-c", "import socket; socket.create_connection("
+                            f"('{darkfirst.DARK_IP6}', {port}), timeout=0.5)")
+        assert "timed out" in dark.stderr
+        assert lab.dark_packets() >= 1
+        second = in_namespace(sys.executable, "-c", "import urllib.request; print(urllib.request.urlopen("
+                              f"'http://{darkfirst.SERVER_IP}:{port}/fault/landing', timeout=10).status)")
+        assert second.stdout.strip() == "200", second.stderr
+    assert leftovers() == []
+
+
 @needs_namespaces
 @on_the_netlab
 def test_nothing_is_left_when_the_set_up_fails_half_way(monkeypatch):
