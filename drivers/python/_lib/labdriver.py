@@ -657,10 +657,38 @@ def leave_import_path(*folders: str) -> None:
     sys.path[:] = [p for p in sys.path if os.path.abspath(p) not in drop]
 
 
+class LineWriter:
+    """Protocol lines written whole to a file descriptor, however many write(2) calls that takes.
+
+    Python's buffered writer can return a short count from a write that a signal or a ptrace stop
+    interrupted (a pipe full with a report of thousands of responses, while a profiler that stops
+    the process at each sample, py-spy --native, is attached), and the text layer over it drops
+    the rest: the lab then read 64 KiB of a report and the next message on one line. Here a short
+    write is followed by the rest."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def write(self, text: str) -> None:
+        """Write all of `text`, encoded as UTF-8."""
+        data = memoryview(text.encode())
+        while data:
+            data = data[os.write(self.fd, data):]  # os.write retries EINTR itself (PEP 475)
+
+    def flush(self) -> None:
+        """Nothing is held back: every write went to the descriptor."""
+
+
 def main(driver: Driver) -> None:
     """Run `driver` on stdin/stdout."""
     leave_import_path()
-    out = sys.stdout
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError):  # a stream with no descriptor (io.UnsupportedOperation): as it is
+        out: Any = sys.stdout
+    else:
+        sys.stdout.flush()
+        out = LineWriter(fd)
     sys.stdout = sys.stderr  # a stray print() from a library must not break the protocol
     loop = Loop(driver, sys.stdin.buffer, out)
     try:

@@ -432,3 +432,25 @@ def test_request_is_a_plain_get_only_without_anything_asked_beyond_the_url():
     for extra in ({"headers": {"X-A": "1"}}, {"follow_redirects": False}, {"method": "POST"},
                   {"form": {"a": "b"}}, {"body_file": "/dev/null"}, {"sink": "file", "sink_path": "/tmp/x"}):
         assert not labdriver.Request.parse(0, {"method": "GET", "url": url, **extra}).plain_get, extra
+
+
+def test_line_writer_writes_the_rest_of_a_line_after_short_writes(monkeypatch):
+    # a write that a signal or a profiler's ptrace stop interrupts on a full pipe returns short
+    read_end, write_end = os.pipe()
+    real_write = os.write
+    calls = []
+
+    def short_write(fd, data):
+        calls.append(len(data))
+        return real_write(fd, bytes(data[:1000]))
+
+    monkeypatch.setattr(os, "write", short_write)
+    line = json.dumps({"type": "report", "responses": [{"r": 0, "status": 200, "bytes": 1024}] * 100}) + "\n"
+    try:
+        labdriver.LineWriter(write_end).write(line)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as got:
+            assert got.read().decode() == line
+    finally:
+        monkeypatch.undo()
+    assert len(calls) > 1
