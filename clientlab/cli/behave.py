@@ -25,6 +25,7 @@ from clientlab.cli.common import (
 from clientlab.errors import LabInputError
 from clientlab.measuring import machine
 from clientlab.output.behave import matrix_json, matrix_lines
+from clientlab.output.behavefindings import findings_lines
 from clientlab.runner import stop_on_sigterm
 
 
@@ -91,6 +92,6 @@ def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tupl
         else:
             Path(json_path).write_text(text + "\n")
     if json_path != "-":
-        click.echo("\n".join(matrix_lines(cells, cases, run_id)))
+        click.echo("\n".join(matrix_lines(cells, cases, run_id, findings_lines(cells, cases))))
     if any(c.status == "failed" for c in cells):
         sys.exit(1)

@@ -240,11 +240,12 @@ def print_run(store: Store, run_id: int, fmt: str = "auto") -> None:
         out.print(f"{title}: no cells measured")
         return
     if config.kind == "behave":  # a behaviour matrix: outcomes, not figures (docs/behaviour.md)
-        from clientlab.output.behave import stored_matrix_lines
+        from clientlab.output.behave import stored_matrix, stored_matrix_lines
+        from clientlab.output.behavefindings import findings_lines
 
         print_wrapped(out, title, rest="  ")
         print_wrapped(out, times_line(run), rest="  ")
-        click.echo("\n".join(stored_matrix_lines(cells, run_id)))
+        click.echo("\n".join(stored_matrix_lines(cells, run_id, findings_lines(*stored_matrix(cells)))))
         return
     if fmt == "auto":  # ranked per scenario whatever the width: the form the README teaches to read
         fmt = "long"

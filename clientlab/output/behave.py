@@ -74,9 +74,17 @@ LEGEND = (
 
 PEAK_CODES = {"ok": "ok", "accepted": "TOOK", "undecoded": "raw"}  # outcomes shown with the driver's peak memory
 
+# what a cell's outcome says of the client: kept its promise, or the cell shows nothing (every
+# other outcome is a finding)
+KEPT = {"ok", "undecoded"}
+SHOWS_NOTHING = {"unsupported", "not-installed", "not-sent", "not-reused", "no-cap", "not-followed", "not-multiplexed",
+                 "not-asked", "no-recommendation", "dark-untried", "no-namespace"}
 
-def _wrapped(text: str, indent: str) -> list[str]:
+
+def wrapped(text: str, indent: str) -> list[str]:
+    """`text` wrapped at the matrix's 80 columns, its later lines indented by `indent`."""
     return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [""]
+
 
 
 def overshoot_ms(cell: BehaveCell, bc: BehaviourCase) -> int | None:
@@ -135,7 +143,10 @@ def recommendations(cells: list[BehaveCell]) -> dict[str, dict | None]:
     return out
 
 
-def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int | None) -> list[str]:
+def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: int | None,
+                 sections: list[str] | None = None) -> list[str]:
+    """The matrix, its cases, legend, recommendations and evidence, then `sections` (lines the
+    caller adds: output/behavefindings.py's views), the versions and the run's id."""
     by = {(c.driver, c.case, c.setting): c for c in cells}
     table = rows(cells)
     name_w = max([len(label) for _, _, label in table] + [6]) + 1
@@ -151,7 +162,7 @@ def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: in
         lines.append("")
     lines.append("cases:")
     for bc in cases:
-        lines += _wrapped(f"  {bc.label:<9} {bc.name}: {CORRECT[bc.case.check]} (timeout {bc.case.timeout_s:g} s)", " " * 12)
+        lines += wrapped(f"  {bc.label:<9} {bc.name}: {CORRECT[bc.case.check]} (timeout {bc.case.timeout_s:g} s)", " " * 12)
     lines.append("")
     lines += [f"{mark:<9}{meaning}" for mark, meaning in LEGEND]
     lines.append("")
@@ -160,9 +171,9 @@ def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: in
         lines.append("recommended settings (the library's own docs, for production use):")
         for d, rec in recommended.items():
             if rec is None:
-                lines += _wrapped(f"  {d}: — no documented recommendation", " " * 6)
+                lines += wrapped(f"  {d}: — no documented recommendation", " " * 6)
             else:
-                lines += _wrapped(f"  {d}: {rec['setting']}. {rec['why']} ({rec['source']})", " " * 6)
+                lines += wrapped(f"  {d}: {rec['setting']}. {rec['why']} ({rec['source']})", " " * 6)
         lines.append("")
     evidence = [c for c in cells if c.outcome.outcome not in ("ok", "no-recommendation") and not c.same_as_defaults]
     if evidence:
@@ -170,14 +181,15 @@ def matrix_lines(cells: list[BehaveCell], cases: list[BehaviourCase], run_id: in
         for c in evidence:
             detail = (c.outcome.detail or "").splitlines()
             which = " (recommended)" if c.setting == "recommended" else ""
-            lines += _wrapped(f"  {c.driver} {c.case}{which}: {detail[0] if detail else ''}", " " * 6)
+            lines += wrapped(f"  {c.driver} {c.case}{which}: {detail[0] if detail else ''}", " " * 6)
             for extra in detail[1:]:
-                lines += _wrapped(f"      {extra}", " " * 6)
+                lines += wrapped(f"      {extra}", " " * 6)
         lines.append("")
+    lines += sections or []
     lines.append("versions:")
     for d in dict.fromkeys(c.driver for c in cells):
         versions = next((c.versions for c in cells if c.driver == d and c.versions), {})
-        lines += _wrapped(f"  {d}: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "-"), " " * 6)
+        lines += wrapped(f"  {d}: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "-"), " " * 6)
     if run_id is not None:
         lines.append(f"stored as run {run_id}")
     return lines
@@ -218,10 +230,10 @@ def stored_matrix(stored: list[Cell]) -> tuple[list[BehaveCell], list[BehaviourC
     return cells, list(cases.values())
 
 
-def stored_matrix_lines(stored: list[Cell], run_id: int) -> list[str]:
+def stored_matrix_lines(stored: list[Cell], run_id: int, sections: list[str] | None = None) -> list[str]:
     """The matrix of a stored run of kind behave, as `clientlab show` prints it."""
     cells, cases = stored_matrix(stored)
-    return matrix_lines(cells, cases, run_id)
+    return matrix_lines(cells, cases, run_id, sections)
 
 
 def changes(a: list[Cell], b: list[Cell]) -> list[dict[str, Any]]:
@@ -264,8 +276,8 @@ def change_lines(run_a: int, run_b: int, changed: list[dict[str, Any]], common: 
         which = " (recommended)" if ch["setting"] == "recommended" else ""
         lines.append(f"  {ch['driver']} {ch['case']}{which}: {ch['a']} → {ch['b']}")
         for side in ("a", "b"):
-            lines += _wrapped(f"      {side.upper()}: {ch['detail_' + side] or '-'}", " " * 9)
+            lines += wrapped(f"      {side.upper()}: {ch['detail_' + side] or '-'}", " " * 9)
         if ch["versions"]:
-            lines += _wrapped("      versions: " + ", ".join(f"{k} {va or '-'} → {vb or '-'}"
+            lines += wrapped("      versions: " + ", ".join(f"{k} {va or '-'} → {vb or '-'}"
                                                           for k, (va, vb) in sorted(ch["versions"].items())), " " * 9)
     return lines

@@ -9,12 +9,8 @@ from html import escape
 
 from clientlab.behaviour.behave import BehaveCell
 from clientlab.behaviour.cases import BehaviourCase
-from clientlab.output.behave import CORRECT, LEGEND, code, recommendations, rows
-
-# what a cell's outcome says of the client: kept its promise, did not, or the cell shows nothing
-KEPT = {"ok", "undecoded"}
-SHOWS_NOTHING = {"unsupported", "not-installed", "not-sent", "not-reused", "no-cap", "not-followed", "not-multiplexed", "not-asked",
-                 "no-recommendation", "dark-untried", "no-namespace"}
+from clientlab.output.behave import CORRECT, KEPT, LEGEND, SHOWS_NOTHING, code, recommendations, rows
+from clientlab.output.behavefindings import cve_failures, disagreements
 
 
 def e(value: object) -> str:
@@ -40,6 +36,19 @@ def _cell(cell: BehaveCell | None, bc: BehaviourCase) -> str:
             f'<div class="evidence">{e(detail) or "—"}</div></details></td>')
 
 
+def _section(title: str, caption: str, heads: tuple[str, str, str],
+             rows_: list[tuple[str, str, list[tuple[str, str]]]]) -> str:
+    """A findings section: a row a (first, second) pair, its behaviours each a code and who showed
+    it; nothing where there are no rows."""
+    if not rows_:
+        return ""
+    body = "".join(f"<tr><th>{e(a)}</th><td>{e(b)}</td><td>"
+                   + "<br>".join(f"<code>{e(code_)}</code>: {e(who)}" for code_, who in said) + "</td></tr>"
+                   for a, b, said in rows_)
+    return (f'<h2>{e(title)}</h2><p class="caption">{e(caption)}</p><table><tr>'
+            + "".join(f"<th>{e(h)}</th>" for h in heads) + f"</tr>{body}</table>")
+
+
 def page(run_id: int, title: str, cells: list[BehaveCell], cases: list[BehaviourCase]) -> str:
     drivers = list(dict.fromkeys(c.driver for c in cells))
     by = {(c.driver, c.case, c.setting): c for c in cells}
@@ -59,6 +68,17 @@ def page(run_id: int, title: str, cells: list[BehaveCell], cases: list[Behaviour
     described = "".join(
         f"<tr><td><code>{e(bc.label)}</code></td><td>{e(bc.name)}</td><td>{e(bc.case.description)}</td>"
         f"<td>{e(CORRECT[bc.case.check])}</td><td>{e(', '.join(bc.case.references))}</td></tr>" for bc in cases)
+    splits_part = _section(
+        "Clients of one language that disagree", "The defaults column: each language and case whose clients did "
+        "different things (codes without their figures; cells that show nothing or broke left out).",
+        ("language", "case", "what each did"),
+        [(sp.language, sp.case, [(b, ", ".join(ds)) for b, ds in sp.behaviours]) for sp in disagreements(cells, cases)])
+    cves_part = _section(
+        "Failures in a published CVE's class", "The defaults column: each case whose references name a CVE, its "
+        "failing cells by what the client did, each driver with the versions its hello named (runtimes and TLS "
+        "libraries left out).", ("case", "CVEs", "failures"),
+        [(f.case, ", ".join(f.cves), [(b, "; ".join(f"{d} ({v})" for d, v in ds)) for b, ds in f.failures])
+         for f in cve_failures(cells, cases)])
     versions = "".join(
         f"<tr><th>{e(d)}</th><td>{e(', '.join(f'{k} {v}' for k, v in next((c.versions for c in cells if c.driver == d and c.versions), {}).items()) or '—')}</td></tr>"
         for d in drivers)
@@ -88,6 +108,8 @@ not (a finding); orange: the driver broke; grey: the cell shows nothing (unsuppo
 client never reached the fault). Under each driver, its library's documented recommended setting
 (recommended; "=" where that is the job of the row above, faded). Hover over a cell for its evidence, or click it.</p>
 <div class="wide"><table class="matrix"><tr><th>driver</th>{head}</tr>{body}</table></div>
+{splits_part}
+{cves_part}
 <h2>Codes</h2><table>{legend}</table>
 {recommended_part}
 <h2>Cases</h2><table><tr><th>column</th><th>case</th><th>the server</th><th>correct</th><th>references</th></tr>{described}</table>
