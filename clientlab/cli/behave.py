@@ -26,6 +26,7 @@ from clientlab.errors import LabInputError
 from clientlab.measuring import machine
 from clientlab.output.behave import matrix_json, matrix_lines
 from clientlab.output.behavefindings import findings_lines
+from clientlab.output.runstatus import times_line
 from clientlab.runner import stop_on_sigterm
 
 
@@ -85,13 +86,20 @@ def behave_cmd(driver_paths: tuple[Path, ...], no_wait: bool, driver_names: tupl
     with stop_on_sigterm():  # a stopped matrix is stored as interrupted, its finished cells kept
         run_id, cells = behave.run_matrix(drivers, cases, store, config, machine.describe(), progress, settings,
                                           jobs)
+    run = store.run(run_id) if store and run_id is not None else None
     if json_path:
-        text = json.dumps(matrix_json(cells, cases, run_id), indent=2)
+        doc = matrix_json(cells, cases, run_id)
+        if run is not None:  # the matrix's time, by the store's clock
+            doc.update(started_at=run["started_at"], finished_at=run["finished_at"],
+                       wall_s=round(run["finished_at"] - run["started_at"], 1))
+        text = json.dumps(doc, indent=2)
         if json_path == "-":
             click.echo(text)
         else:
             Path(json_path).write_text(text + "\n")
     if json_path != "-":
+        if run is not None:
+            click.echo(times_line(run))
         click.echo("\n".join(matrix_lines(cells, cases, run_id, findings_lines(cells, cases))))
     if any(c.status == "failed" for c in cells):
         sys.exit(1)

@@ -179,6 +179,16 @@ def test_behave_chooses_its_drivers_as_run_does(lab_home):
             (command, proc.stderr)
 
 
+def test_behave_gives_the_stored_matrixs_time(lab_home):
+    args = ["behave", "--driver-path", str(TESTDRIVERS), "-d", "python-fake-reference", "-s", "short-body",
+            "--settings", "defaults"]
+    doc = json.loads(clientlab(*args, "--json", "-", home=lab_home).stdout)
+    assert doc["run"] and doc["finished_at"] >= doc["started_at"] and doc["wall_s"] >= 0
+    printed = clientlab(*args, home=lab_home)
+    assert printed.returncode == 0 and printed.stdout.startswith("started "), printed.stdout[:200]
+    assert "wall " in printed.stdout.splitlines()[0]
+
+
 def test_show_without_runs_says_so(lab_home):
     proc = clientlab("show", "last", home=lab_home)
     assert proc.returncode == 2 and "no runs stored yet" in proc.stderr
