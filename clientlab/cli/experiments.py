@@ -156,7 +156,7 @@ def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extr
     """One experiment into one stored run, its findings section written even when interrupted."""
     from clientlab.experiment import findings
     from clientlab.experiment.execute import count_cells, run_experiment
-    from clientlab.output.verdicts import plain_check_table, verdicts_table
+    from clientlab.output.verdicts import print_verdicts
 
     total = count_cells(e, quick)
     err.print(f"experiment {e.name} ({'quick' if quick else 'full'}): {total} cells, "
@@ -173,11 +173,7 @@ def _run_one(store: Store, e: Experiment, quick: bool, options: RunOptions, extr
         raise SystemExit(130)
     diagnose_and_store(store, result.run_id)
     findings.update(findings_path, e.name, findings.section(e, store, result.run_id))
-    out.print(verdicts_table(e, store, result.run_id))
-    if (checked := plain_check_table(e, store, result.run_id)) is not None:
-        out.print(checked[0])
-        for line in checked[1]:
-            out.print(line, highlight=False)
+    print_verdicts(out, e, store, result.run_id)
     err.print(f"run {result.run_id}: findings written to {findings_path}", highlight=False)
     return result.run_id
 

@@ -102,7 +102,7 @@ def experiments_on_hosts(ctx: click.Context, on_hosts: str, chosen: list[Experim
     from clientlab.experiment.spec import source_of
     from clientlab.fleet.experiments import Chosen
     from clientlab.fleet.experiments import experiments_on_hosts as launch
-    from clientlab.output.verdicts import verdicts_table
+    from clientlab.output.verdicts import print_verdicts
     from clientlab.runner import stop_on_sigterm
 
     _refuse_what_an_experiment_fleet_cannot_do(ctx)
@@ -115,7 +115,7 @@ def experiments_on_hosts(ctx: click.Context, on_hosts: str, chosen: list[Experim
         err.print(escape(line), highlight=False)
 
     def show_verdicts(e: Experiment, run_id: int, host: str | None) -> None:
-        out.print(verdicts_table(e, store, run_id, host))
+        print_verdicts(out, e, store, run_id, host)
 
     experiments = [Chosen(e, source_of(e.name, experiment_path)) for e in chosen]
     try:

@@ -3,6 +3,7 @@ whether it holds."""
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -43,3 +44,13 @@ def plain_check_table(e: Experiment, store: Store, run_id: int) -> tuple[Table, 
     lines = [f"misses (off their plain loop): {len(t.misses)}; not decided: {len(t.not_decided)}"]
     lines += [f"  {m.driver} × {m.part}: {m.ratio}: {'; '.join(m.causes)}" for m in t.misses]
     return table, lines
+
+
+def print_verdicts(console: Console, e: Experiment, store: Store, run_id: int, host: str | None = None) -> None:
+    """An experiment's claims judged (verdicts_table) and, for one beside the plain loop, every
+    driver beside it (plain_check_table)."""
+    console.print(verdicts_table(e, store, run_id, host))
+    if (checked := plain_check_table(e, store, run_id)) is not None:
+        console.print(checked[0])
+        for line in checked[1]:
+            console.print(line, highlight=False)

@@ -101,17 +101,17 @@ def test_a_cell_of_one_pair_claims_no_spread():
 def test_the_terminal_gives_the_same_table_and_a_line_per_miss(store):
     from rich.console import Console
 
-    from clientlab.output.verdicts import plain_check_table
+    from clientlab.output.verdicts import plain_check_table, print_verdicts
 
     run_id = store.start_run({}, {"experiment": "truth"})
     for c in CELLS:
         cell_id = store.start_cell(run_id, c.driver, c.scenario, dict(c.params), "throughput")
         store.finish_cell(cell_id, c.status, c.reason, c.figures.to_json() if c.figures else None, {})
-    table, lines = plain_check_table(TRUTH, store, run_id)
     console = Console(width=400, record=True)
-    console.print(table)
+    print_verdicts(console, TRUTH, store, run_id)
     shown = console.export_text()
+    assert "truth: the article's claims" in shown and "every driver beside its library's plain loop" in shown
     assert "2,703 heap (5 of 5) / 1,587 fresh pages (0 of 5)" in shown and "python-aioquic" in shown
-    assert lines[0] == "misses (off their plain loop): 3; not decided: 1"
-    assert "  ruby-excon × small-12: 1.20 (1.18–1.23) off, 5 pairs: cause not found" in lines
+    assert "misses (off their plain loop): 3; not decided: 1" in shown
+    assert "  ruby-excon × small-12: 1.20 (1.18–1.23) off, 5 pairs: cause not found" in shown
     assert plain_check_table(spec.scan()[0]["perl-clients"], store, run_id) is None
