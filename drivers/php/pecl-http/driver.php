@@ -40,7 +40,8 @@ final class PeclHttpDriver extends Lab\Driver
         return $client;
     }
 
-    private static function request(array $job, array $req): http\Client\Request
+    /** the headers an entry's requests send */
+    private static function headers(array $job, array $req): array
     {
         $headers = $req['headers'] ?? [];
         if (!$job['keep_alive']) {
@@ -49,7 +50,13 @@ final class PeclHttpDriver extends Lab\Driver
         if (!empty($job['accept_gzip'])) {
             $headers['Accept-Encoding'] = 'gzip';
         }
-        $request = new http\Client\Request(strtoupper($req['method']), $req['url'], $headers);
+        return $headers;
+    }
+
+    /** a request of an entry with a body or a redirect setting of its own */
+    private static function request(array $req, string $method, array $headers): http\Client\Request
+    {
+        $request = new http\Client\Request($method, $req['url'], $headers);
         if (isset($req['form'])) {
             $body = new http\Message\Body();
             if (Lab\is_multipart($req)) {
@@ -74,21 +81,31 @@ final class PeclHttpDriver extends Lab\Driver
     {
         /** @var http\Client $client */
         $client = $state;
-        foreach (Lab\work($job) as [$r, $req]) {
-            $request = self::request($job, $req);
-            try {
-                $client->enqueue($request)->send();
-                $response = $client->getResponse($request);
-                if ($response === null) {
-                    $report->fail($r, 'no response: ' . json_encode($client->getTransferInfo($request)->error ?? ''));
-                    continue;
+        // entry by entry: its method and headers worked out once, then its repeats, each a new
+        // Request (as pecl_http's docs make one per request; a body or a redirect setting added
+        // where the entry has one), sent, and its answer read back
+        foreach ($job['requests'] as $r => $req) {
+            $n = (int)($req['repeat'] ?? 1);
+            $method = strtoupper($req['method']);
+            $url = $req['url'];
+            $headers = self::headers($job, $req);
+            $plain = !isset($req['form']) && empty($req['body_file']) && !Lab\follow_redirects($req);
+            for ($i = 0; $i < $n; $i++) {
+                $request = $plain ? new http\Client\Request($method, $url, $headers) : self::request($req, $method, $headers);
+                try {
+                    $client->enqueue($request)->send();
+                    $response = $client->getResponse($request);
+                    if ($response === null) {
+                        $report->fail($r, 'no response: ' . json_encode($client->getTransferInfo($request)->error ?? ''));
+                        continue;
+                    }
+                    $http = $response->getHttpVersion();
+                    $report->add($r, $response->getResponseCode(), $http === '2.0' ? '2' : $http, $response->getBody()->toString());
+                } catch (\Throwable $e) {
+                    $report->failWith($r, $e);
+                } finally {
+                    $client->dequeue($request);
                 }
-                $http = $response->getHttpVersion() === '2.0' ? '2' : $response->getHttpVersion();
-                $report->add($r, $response->getResponseCode(), $http, $response->getBody()->toString());
-            } catch (\Throwable $e) {
-                $report->failWith($r, $e);
-            } finally {
-                $client->dequeue($request);
             }
         }
     }
