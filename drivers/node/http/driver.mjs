@@ -23,19 +23,17 @@ function bodyStream(res, acceptGzip) {
 /** Every chunk of a stream, in one Buffer, collected from its 'data' events until 'end', as
  * Node's http docs read a response: an async iterator over the stream (`for await`) cost about
  * a fifth more CPU a 12-byte request than the docs' loop does. A stream that closes before its
- * end (the connection reset mid-body) fails the request. */
-function readAll(stream) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    let ended = false;
-    stream.on('data', (chunk) => chunks.push(chunk));
-    stream.on('end', () => {
-      ended = true;
-      resolve(Buffer.concat(chunks));
-    });
-    stream.on('error', reject);
-    stream.on('close', () => ended || reject(new Error('the response closed before its body ended')));
+ * end (the connection reset mid-body) fails the request. `done(err, body)` is called once. */
+function readAll(stream, done) {
+  const chunks = [];
+  let ended = false;
+  stream.on('data', (chunk) => chunks.push(chunk));
+  stream.on('end', () => {
+    ended = true;
+    done(null, Buffer.concat(chunks));
   });
+  stream.on('error', done);
+  stream.on('close', () => ended || done(new Error('the response closed before its body ended')));
 }
 
 class HttpDriver extends AgentDriver {
@@ -48,48 +46,64 @@ class HttpDriver extends AgentDriver {
 
   async open(job) {
     await super.open(job);
-    this.headers = { ...connectionHeaders(job) };
+    const headers = { ...connectionHeaders(job) };
     // node:http sends no Accept-Encoding of its own
-    if (job.acceptGzip) this.headers['accept-encoding'] = 'gzip';
-    if (job.option('expect_100')) this.headers.expect = '100-continue';
+    if (job.acceptGzip) headers['accept-encoding'] = 'gzip';
+    const expect = job.option('expect_100');
+    // each entry's URL, module and options, built once as a program does before its loop: a
+    // request of it then passes the same options object (node:http copies what it changes)
+    this.entries = job.requests.map((req) => {
+      const secure = req.url.startsWith('https:');
+      const entryHeaders = { ...req.uploadHeaders(), ...headers };
+      if (expect && req.hasBody) entryHeaders.expect = '100-continue';
+      return {
+        url: req.url,
+        module: secure ? https : http,
+        options: {
+          method: req.method,
+          headers: entryHeaders,
+          agent: secure ? this.agents.https : this.agents.http,
+          ...job.timeoutOptions('timeout'),
+        },
+      };
+    });
   }
 
   request(req) {
-    return new Promise((resolve, reject) => {
-      const url = new URL(req.url);
-      const secure = url.protocol === 'https:';
-      const headers = { ...req.uploadHeaders(), ...this.headers };
-      let body = null;
+    const { url, module, options } = this.entries[req.r];
+    let body = null;
+    let opts = options;
+    if (req.form) { // a form body is built for each request, as a program builds what it sends
+      const headers = { ...options.headers };
       if (req.multipart) {
         const form = multipartBody(req.form);
         body = form.body;
         headers['content-type'] = form.contentType;
-      } else if (req.form) {
+      } else {
         body = Buffer.from(req.urlencoded());
         headers['content-type'] = 'application/x-www-form-urlencoded';
       }
-      if (body) headers['content-length'] = String(body.length);
-      if (!req.hasBody) delete headers.expect;
-      const request = (secure ? https : http).request(url, {
-        method: req.method,
-        headers,
-        agent: secure ? this.agents.https : this.agents.http,
-        ...this.job.timeoutOptions('timeout'),
+      headers['content-length'] = String(body.length);
+      opts = { ...options, headers };
+    }
+    return new Promise((resolve, reject) => {
+      const request = module.request(url, opts, (res) => {
+        const stream = bodyStream(res, this.job.acceptGzip);
+        if (req.toFile) {
+          fileResponse(req, stream, res.statusCode, res.httpVersion, this.job.verify).then(resolve, reject);
+          return;
+        }
+        readAll(stream, (err, data) => (err ? reject(err) : resolve(
+          Response.of(res.statusCode, res.httpVersion, data, this.job.verify))));
       });
-      request.on('timeout', () => request.destroy(new Error(`no answer for ${this.job.timeoutS} s`)));
+      if (this.job.timeoutS !== null) {
+        request.on('timeout', () => request.destroy(new Error(`no answer for ${this.job.timeoutS} s`)));
+      }
       request.on('error', reject);
-      request.on('response', (res) => this.response(req, res).then(resolve, reject));
       const send = () => (req.bodyFile ? req.openBody().on('error', reject).pipe(request) : request.end(body));
-      if (headers.expect) request.on('continue', send); // the body follows the server's 100
+      if (opts.headers.expect) request.on('continue', send); // the body follows the server's 100
       else send();
     });
-  }
-
-  async response(req, res) {
-    const stream = bodyStream(res, this.job.acceptGzip);
-    if (req.toFile) return fileResponse(req, stream, res.statusCode, res.httpVersion, this.job.verify);
-    const data = await readAll(stream);
-    return Response.of(res.statusCode, res.httpVersion, data, this.job.verify);
   }
 }
 

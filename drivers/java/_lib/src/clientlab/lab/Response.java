@@ -9,6 +9,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.Locale;
+import java.util.Map;
 
 /** What one request got: final status, decoded body length, HTTP version, digest if verify. */
 public final class Response {
@@ -63,12 +64,23 @@ public final class Response {
         return new Response(status, Files.size(file), String.valueOf(http), sha);
     }
 
+    /** The spellings the clients give, each with its label: a response's is looked up, not parsed. */
+    private static final Map<String, String> KNOWN = Map.ofEntries(
+            Map.entry("HTTP/1.1", "1.1"), Map.entry("HTTP/1.0", "1.0"), Map.entry("HTTP/2", "2"),
+            Map.entry("HTTP/2.0", "2"), Map.entry("HTTP/3.0", "3"), Map.entry("HTTP_1_1", "1.1"),
+            Map.entry("HTTP_2", "2"), Map.entry("http/1.1", "1.1"), Map.entry("http/1.0", "1.0"),
+            Map.entry("h2", "2"), Map.entry("h2_prior_knowledge", "2"));
+
     /**
      * Normalise a library's idea of the HTTP version to "1.0", "1.1", "2" or "3": "HTTP/1.1" (Apache,
      * Jetty; "HTTP/3.0" for Jetty's HTTP/3), HTTP_1_1 / HTTP_2 (java.net.http), "http/1.1" / "h2" /
      * "h2_prior_knowledge" (OkHttp).
      */
     public static String label(String version) {
+        String known = KNOWN.get(version);
+        if (known != null) {
+            return known;
+        }
         String v = version.toUpperCase(Locale.ROOT);
         if (v.startsWith("HTTP/") || v.startsWith("HTTP_")) {
             v = v.substring(5);
