@@ -31,7 +31,10 @@ MAX_PATHS = 6
 # plumbing: a goroutine's root and stack switches (`runtime.goexit`, `mcall`, `systemstack`), and
 # the allocator's entry points every `new`, `make`, `append` and string conversion goes through
 # (`runtime.newobject → runtime.mallocgc → …`), whose samples are the memory of the library
-# function that allocated.
+# function that allocated. Rust's is a thread's and the process's start (`__rust_begin_short_backtrace`,
+# `FnOnce::call_once{{vtable.shim}}`, `lang_start`), the poll of a future that only wraps another
+# (futures' `Map`, a `Pin`, a tokio task's harness), a thread-local's `with`, and the curl crate's
+# `panic::catch` around every libcurl callback.
 UNNAMED = re.compile(r"^(\?|\[unknown\]|0x[0-9a-f]+|JS:(\s.*)?|)$")
 PLUMBING = re.compile(
     r"^(_PyEval_EvalFrame\w*|_PyEval_Vector|_PyFunction_Vectorcall|_?PyObject_(Vectorcall|Call)\w*|"
@@ -44,7 +47,11 @@ PLUMBING = re.compile(
     r"__libc_start\w*|_start|start_thread|clone3?|thread_start|"
     r"runtime\.(goexit[\w.]*|main|mcall[\w.]*|systemstack[\w.]*|mstart[\w.]*|morestack[\w.]*|asmcgocall[\w.]*|"
     r"newobject|mallocgc\w*|makeslice\w*|growslice|makemap\w*|convT\w*|rawstring\w*|rawbyteslice|"
-    r"slicebytetostring|concatstring\w*|memmove[\w.]*|memclrNoHeapPointers[\w.]*|nextFreeFast))$")
+    r"slicebytetostring|concatstring\w*|memmove[\w.]*|memclrNoHeapPointers[\w.]*|nextFreeFast)|"
+    r"std::rt::lang_start\w*(::\{\{closure\}\})?|std::sys::backtrace::__rust_begin_short_backtrace|"
+    r"core::ops::function::FnOnce::call_once(\{\{vtable\.shim\}\})?|<std::sys::thread::unix::Thread>::new::thread_start|"
+    r"std::thread::local::LocalKey<T>::with|curl::panic::catch|tokio::runtime::task::(harness::Harness|core::Core)<T,S>::poll|"
+    r"<(core::pin::Pin<P>|futures_util::future::future::(map::)?Map<Fut,F>) as core::future::future::Future>::poll)$")
 
 
 def telling(frame: str, rules: Rules) -> bool:

@@ -211,9 +211,44 @@ def parse_jfr_json(text: str, window: tuple[float, float] | None = None) -> Fold
     return dict(out)
 
 
+# Rust's two manglings (legacy `_ZN…17h<hash>E`, perhaps with LLVM's `.llvm.N` suffix; v0 `_R…`).
+# Debian's perf demangles both itself and drops the hashes; a perf built without a demangler
+# leaves them mangled, and c++filt (binutils) keeps the legacy hash (`::h0123…`) and v0's crate
+# disambiguators (`core[c1f1a4ba060b9bfa]::`). The layer rules and the differential match crate
+# paths, so every Rust name is brought to perf's plain form.
+_RUST_MANGLED = re.compile(r"^(_ZN[\w$.]*17h[0-9a-f]{16}E(\.llvm\.\d+)?|_R[0-9A-Z][0-9A-Za-z_]*)$")
+_RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+_RUST_CRATE_ID = re.compile(r"(?<=\w)\[[0-9a-f]+\](?=::)")
+
+
+def plain_rust(symbols: Iterable[str]) -> dict[str, str]:
+    """Each Rust symbol among `symbols` that is not in perf's plain form → that form: mangled ones
+    demangled by c++filt (left as they are where it is missing), the hash and crate
+    disambiguators dropped."""
+    import shutil
+    import subprocess
+
+    odd = sorted({s for s in symbols if _RUST_MANGLED.match(s) or _RUST_HASH.search(s) or _RUST_CRATE_ID.search(s)})
+    if not odd:
+        return {}
+    demangled = odd
+    mangled = [s for s in odd if _RUST_MANGLED.match(s)]
+    cxxfilt = shutil.which("c++filt")
+    if mangled and cxxfilt:
+        done = subprocess.run([cxxfilt], input="\n".join(odd) + "\n", capture_output=True, text=True)
+        lines = done.stdout.splitlines()
+        if done.returncode == 0 and len(lines) == len(odd):
+            demangled = lines
+    return {s: _RUST_CRATE_ID.sub("", _RUST_HASH.sub("", d)) for s, d in zip(odd, demangled)}
+
+
 def parse_perf_script(text: str) -> Folded:
     """`perf script -F comm,tid,ip,sym,dso` output (one block a sample, leaf first) → folded stacks,
-    root first, the process's command name as the root frame (as stackcollapse-perf.pl does)."""
+    root first, the process's command name as the root frame (as stackcollapse-perf.pl does);
+    Rust's symbols in perf's plain form wherever perf left them otherwise (plain_rust)."""
+    lines = text.splitlines()
+    plain = plain_rust(re.sub(r"\+0x[0-9a-f]+$", "", m["sym"]) for line in lines
+                       if line[:1].isspace() and (m := _PERF_FRAME.match(line)))
     out: Counter[str] = Counter()
     comm: str | None = None
     frames: list[str] = []
@@ -222,7 +257,7 @@ def parse_perf_script(text: str) -> Folded:
         if comm is not None:
             out[";".join([f"{comm} (process)", *reversed(frames)])] += 1
 
-    for line in text.splitlines():
+    for line in lines:
         if not line.strip():
             flush()
             comm, frames = None, []
@@ -233,8 +268,8 @@ def parse_perf_script(text: str) -> Folded:
             continue
         m = _PERF_FRAME.match(line)
         if m:
-            sym = m["sym"]
-            sym = re.sub(r"\+0x[0-9a-f]+$", "", sym)
+            sym = re.sub(r"\+0x[0-9a-f]+$", "", m["sym"])
+            sym = plain.get(sym, sym)
             frames.append(frame("?" if sym == "[unknown]" else sym, m["dso"]))
     flush()
     return dict(out)
