@@ -48,6 +48,11 @@ class Sampler(Protocol):
     blind_spots: str
 
     def start(self, pids: list[int]) -> None: ...
+    # halt: sampling off at once, without waiting for the profiler to finish; stop: halt, then wait
+    # for it to write what it sampled. A trial halts every sampler before it stops any: perf takes a
+    # while to write its data, and a sampler still on meanwhile would sample the driver's work after
+    # `done` (its report, closing its client), which is none of the trial's CPU
+    def halt(self) -> None: ...
     def stop(self) -> None: ...
     def folded(self) -> Folded: ...
     def close(self) -> None: ...
@@ -127,6 +132,7 @@ class Perf:
         self.proc: subprocess.Popen | None = None
         self._ctl: int | None = None
         self._ack: int | None = None
+        self._halted = False
         self._folded: Folded | None = None
 
     def start(self, pids: list[int]) -> None:
@@ -165,10 +171,15 @@ class Perf:
         if b"ack" not in got:
             raise ProfilerFailed(f"perf record did not acknowledge '{what}'")
 
+    def halt(self) -> None:
+        if self.proc is not None and not self._halted:
+            self._halted = True
+            self._command("disable")
+
     def stop(self) -> None:
         if self.proc is None:
             return
-        self._command("disable")
+        self.halt()
         self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(timeout=60)
@@ -220,6 +231,7 @@ class _Attached:
         self.hz = hz
         self.dir = Path(tempfile.mkdtemp(prefix=f"clientlab-{self.name.replace('-', '')}-"))
         self.proc: subprocess.Popen | None = None
+        self._halted = False
         self._folded: Folded | None = None
 
     def command(self, pid: int) -> list[str]:
@@ -234,10 +246,15 @@ class _Attached:
             self.proc = _start(self.command(pids[0]), stderr)
         _wait_for(err, self.ready_line, self.proc, self.name)
 
+    def halt(self) -> None:
+        if self.proc is not None and not self._halted:
+            self._halted = True
+            self.proc.send_signal(signal.SIGINT)  # it stops sampling, then writes its file
+
     def stop(self) -> None:
         if self.proc is None:
             return
-        self.proc.send_signal(signal.SIGINT)
+        self.halt()
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -334,6 +351,9 @@ class InProcess:
         self.dir = Path(found)
         self.before = {p.name for p in self.dir.glob(f"{self.pid}-*.{self.ext}")}
 
+    def halt(self) -> None:
+        pass  # the driver's helper stopped it before `done`
+
     def stop(self) -> None:
         pass
 
@@ -418,8 +438,12 @@ class Jfr:
             raise ProfilerFailed("jfr: no JVM in the driver's process tree")
         self.window = (time.time(), 0.0)
 
+    def halt(self) -> None:
+        if not self.window[1]:
+            self.window = (self.window[0], time.time())  # the samples kept end here
+
     def stop(self) -> None:
-        self.window = (self.window[0], time.time())
+        self.halt()
         for pid in self.jvms:
             done = subprocess.run(["jcmd", str(pid), "JFR.dump", f"name={JFR_RECORDING}",
                                    f"filename={self.dir / f'{pid}.jfr'}"], capture_output=True, text=True, timeout=60)

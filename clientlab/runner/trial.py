@@ -57,6 +57,8 @@ class Sampler(Protocol):
 
     def start(self, pids: list[int]) -> None: ...
 
+    def halt(self) -> None: ...
+
     def stop(self) -> None: ...
 
 REPORT_TIMEOUT_S = 120.0
@@ -245,6 +247,8 @@ def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: f
         done = _wait_done(proc, timeout_s, watch, stall_s)
     finally:
         usage = meter.stop(time.perf_counter())  # also stops the sampler when the driver failed
+        for sampler in samplers:   # every one off before any is waited for (samplers.Sampler)
+            sampler.halt()
         for sampler in samplers:
             sampler.stop()
     disturbance = noise.stop()
