@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 
@@ -42,6 +43,36 @@ class AiohttpDriver(labdriver.AsyncDriver):
             # aiohttp asks for gzip/deflate by default: say what the job wants, unless it leaves it to aiohttp
             headers={} if job.library_encoding else {"Accept-Encoding": job.gzip_header},
         )
+
+    def run_all(self, job: labdriver.Job, report: labdriver.Report | labdriver.Tally) -> None:
+        if job.concurrency == 1:
+            self.loop.run(self._one_by_one(job, report))
+        else:
+            super().run_all(job, report)
+
+    async def _one_by_one(self, job: labdriver.Job, report: labdriver.Report | labdriver.Tally) -> None:
+        """A sequential job in one coroutine, as aiohttp's quickstart loops: a GET of the URL alone
+        written out (`async with session.get(url)`, the body from `await resp.read()`) with each
+        answer read back, anything else through `request`; no task or worker a request."""
+        session, verify = self.session, job.verify
+        for req in job.requests:
+            if not req.plain_get:
+                for _ in range(req.repeat):
+                    try:
+                        report.add(req, await self.request(req))
+                    except Exception as exc:  # a failed request is reported, never fatal
+                        report.fail(req, exc)
+                continue
+            url = req.url
+            for _ in range(req.repeat):
+                try:
+                    async with session.get(url) as resp:
+                        body = await resp.read()
+                except Exception as exc:  # a failed request is reported, never fatal
+                    report.fail(req, exc)
+                    continue
+                report.add(req, labdriver.Response(resp.status, len(body), labdriver.http_label(resp.version),
+                                                   hashlib.sha256(body).hexdigest() if verify else None))
 
     async def request(self, req: labdriver.Request) -> labdriver.Response:
         if req.plain_get:  # as aiohttp's docs get a URL, with no arguments to merge
