@@ -307,22 +307,32 @@ module LabDriver
     end
   end
 
-  # Collects responses and errors in the report's wire format.
+  # Collects responses and errors; `responses` gives them in the report's wire format.
   class Report
     include Collector
-    attr_reader :responses, :errors
+    attr_reader :errors
 
     def initialize(verify)
       @verify = verify
-      @responses = []
+      # each response's entry index and Response as they came, one after the other: the wire
+      # format is built only when the report is sent, after `done`, so the timed phase pays for
+      # one push a response, as a plain loop keeps a count
+      @got = []
       @errors = []
     end
 
     # Record one response.
     def add(req, resp)
-      item = { "r" => req.r, "status" => resp.status, "bytes" => resp.bytes, "http" => resp.http }
-      item["sha256"] = resp.sha256 if @verify
-      @responses << item
+      @got.push(req.r, resp)
+    end
+
+    # The responses in the report's wire format.
+    def responses
+      @got.each_slice(2).map do |r, resp|
+        item = { "r" => r, "status" => resp.status, "bytes" => resp.bytes, "http" => resp.http }
+        item["sha256"] = resp.sha256 if @verify
+        item
+      end
     end
 
     # Record one request that got no response.
@@ -360,8 +370,10 @@ module LabDriver
   # Normalise a library's idea of the HTTP version to "1.0", "1.1" or "2".
   # Accepts "1.1", "HTTP/1.1", "HTTP/2", "2.0", 11, 20.
   def http_label(version)
-    text = version.to_s.upcase.delete_prefix("HTTP/")
-    HTTP_LABELS.fetch(text, text)
+    HTTP_LABELS[version] || begin # the version as most libraries give it ("1.1") is a key already
+      text = version.to_s.upcase.delete_prefix("HTTP/")
+      HTTP_LABELS.fetch(text, text)
+    end
   end
 
   HTTP_LABELS = { "10" => "1.0", "11" => "1.1", "20" => "2", "2" => "2", "2.0" => "2", "1.0" => "1.0",
