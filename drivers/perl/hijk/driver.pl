@@ -90,7 +90,7 @@ sub run {
     my $reqs = $job->{requests};
     # entry by entry: its arguments built once, then its repeats written out, each a Hijk::request
     # and its answer read back (an upload's file read in first), as a program repeating one
-    # request writes its loop: no call of the lab's a request but the report's
+    # request writes its loop: no call of the lab's a request but the report's, no closure
     for my $r (0 .. $#$reqs) {
         my $req = $reqs->[$r];
         my $n = $req->{repeat} // 1;
@@ -102,14 +102,20 @@ sub run {
         }
         my $upload = $req->{body_file};
         my $own = $cache ? undef : $args->{socket_cache};    # keep-alive off: no socket kept
-        for (1 .. $n) {
+        # one eval for the repeats, entered again after a request that died (counted before it
+        # is made, so the next one goes on): no eval set up a request
+        my $i = 0;
+        while ($i < $n) {
             eval {
-                $args->{body} = slurp($upload) if defined $upload;
-                my $res = Hijk::request($args);
-                %$own = () if $own;
-                die 'Hijk: ' . error_text($res) . "\n" if $res->{error};
-                my $proto = $res->{proto} // '';
-                $report->body($r, $res->{status}, $HTTP{$proto} //= LabDriver::http_label($proto), \$res->{body});
+                while ($i < $n) {
+                    $i++;
+                    $args->{body} = slurp($upload) if defined $upload;
+                    my $res = Hijk::request($args);
+                    %$own = () if $own;
+                    die 'Hijk: ' . error_text($res) . "\n" if $res->{error};
+                    my $proto = $res->{proto} // '';
+                    $report->body($r, $res->{status}, $HTTP{$proto} //= LabDriver::http_label($proto), \$res->{body});
+                }
                 1;
             } or $report->fail($r, $@ || 'unknown error');
         }
