@@ -96,15 +96,21 @@ sub run {
             }
             next;
         }
-        for (1 .. $n) {
+        # one eval for the repeats, entered again after a request that died (counted before it
+        # is made, so the next one goes on): no eval set up a request
+        my $i = 0;
+        while ($i < $n) {
             eval {
-                my $res = $furl->request(@$args);
-                my $status = $res->code;
-                # Furl answers its own failures (connect, timeout, ...) as a 500 marked
-                # X-Internal-Response: only a 500 is looked at
-                die $res->content . "\n" if $status == 500 && $res->header('X-Internal-Response');
-                $report->body($r, $status, $HTTP{$res->protocol} //= LabDriver::http_label($res->protocol),
-                    \$res->content);
+                while ($i < $n) {
+                    $i++;
+                    my $res = $furl->request(@$args);
+                    my $status = $res->code;
+                    # Furl answers its own failures (connect, timeout, ...) as a 500 marked
+                    # X-Internal-Response: only a 500 is looked at
+                    die $res->content . "\n" if $status == 500 && $res->header('X-Internal-Response');
+                    $report->body($r, $status, $HTTP{$res->protocol} //= LabDriver::http_label($res->protocol),
+                        \$res->content);
+                }
                 1;
             } or $report->fail($r, $@ || 'unknown error');
         }
