@@ -59,6 +59,8 @@ class CurlCffiDriver(labdriver.HybridDriver):
         self.job = job
         # curl_cffi asks for gzip/deflate/br by default; None sends no Accept-Encoding at all
         self.accept_encoding = "gzip" if job.accept_gzip else None
+        # left to the library: its default keyword stays
+        self.encoding_kwargs = {} if job.library_encoding else {"accept_encoding": self.accept_encoding}
         if self.parallel(job):
             return self._aopen(job)  # AsyncSession is built inside the event loop
         self.session = self._configure(cffi_requests.Session(**self._session_kwargs(job)), job)
@@ -89,9 +91,7 @@ class CurlCffiDriver(labdriver.HybridDriver):
 
     def _kwargs(self, req: labdriver.Request, body, mime: CurlMime | None) -> dict:
         """The request's keyword arguments, the same for Session and AsyncSession."""
-        kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("allow_redirects")}
-        if not self.job.library_encoding:  # left to the library: its default keyword stays
-            kwargs["accept_encoding"] = self.accept_encoding
+        kwargs: dict = {"headers": req.upload_headers(), **req.redirect_kwargs("allow_redirects"), **self.encoding_kwargs}
         if mime is not None:
             for name, value in req.form.items():
                 mime.addpart(name=name, data=value.encode())
@@ -103,6 +103,9 @@ class CurlCffiDriver(labdriver.HybridDriver):
         return kwargs
 
     def request(self, req: labdriver.Request) -> labdriver.Response:
+        if req.plain_get:  # as curl_cffi's docs get a URL: session.get(url), no body, file or headers to pass
+            resp = self.session.get(req.url, **self.encoding_kwargs)
+            return labdriver.Response.of(resp.status_code, self._http(resp), resp.content, self.job.verify)
         mime = CurlMime(self.session.curl) if req.multipart else None
         try:
             with req.open_body() as body:
