@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -339,17 +341,30 @@ def _profile(**kwargs) -> None:
     from clientlab.profile.text import render
 
     ctx = click.get_current_context()
+    began = time.time()
     try:
         ctx.invoke(run_cmd, **kwargs, profile_cells=True, on_hosts=None, batch_size=None, job_size=None,
                    baseline="c-libcurl")
     finally:
         # the profiles of the run just made, however it ended (none when it never started)
         store = chosen_store()
-        run_id = store.run_ids()[-1] if store.count_runs() else None
+        run_id = own_run(store, os.getpid(), began)
         if run_id is not None and store.run(run_id)["config"].get("profile"):
             views = [render(store, c) for c in store.cells(run_id) if c["status"] == "ok"]
             if views:
                 click.echo("\n" + "\n\n".join(views))
+
+
+def own_run(store: Store, pid: int, since: float) -> int | None:
+    """The newest run process `pid` started since `since` (Unix seconds), None if none: the
+    store's newest run may be another session's, started on the same store meanwhile."""
+    for run_id in reversed(store.run_ids()):
+        row = store.run(run_id)
+        if row["started_at"] < since:
+            return None
+        if row.get("pid") == pid:
+            return run_id
+    return None
 
 
 profile_cmd = click.Command(
