@@ -29,6 +29,9 @@ from clientlab.store import Store
 START_S = 60.0    # a driver's hello and ready (a JVM's start on a busy host)
 REPORT_S = 30.0   # its report after done
 LATE_TRIES = 3    # a late deadline is tried again, up to this many tries in all (run_judged)
+# the network lab's namespaces have fixed names: one cell at a time of this process holds them
+# (behave --jobs), queued here so that a worker does not wait on its own run's lock as on another's
+_NETLAB_TURN = threading.Lock()
 STOP_WAIT_S = 30.0  # a stopped parallel matrix waits at most this long for its workers' cells in flight
 
 
@@ -99,7 +102,7 @@ def run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, se
     if bc.case.check == "next-address":
         if reason := namespaces.why_unavailable():
             return cell("unsupported", "no-namespace", f"the case needs a network namespace: {reason}")
-        with darkfirst.DarkFirstHost(v6=bc.case.fault == "dark-first-v6") as dark:
+        with _NETLAB_TURN, darkfirst.DarkFirstHost(v6=bc.case.fault == "dark-first-v6") as dark:
             assert dark.server is not None
             _, port = fault_origin(dark.server)
             judged = _run_cell(driver, bc, dark.server, dark.host, port, [*dark.prefix, *driver.argv], None, cell,
