@@ -46,3 +46,20 @@ def test_a_cell_whose_cpu_is_in_libcurl_under_python_is_counted_as_library(rules
     # the kernel's 10 % from perf; of the rest, py-spy's 80 of 82 CPU samples in libcurl and pycurl
     assert library.share == pytest.approx(0.9 * 80 / 82, abs=1e-4)   # shares are kept to 5 places
     assert harness.share == pytest.approx(0.9 * 2 / 82, abs=1e-4)
+
+
+# py-spy's stacks of aiohttp on get-small (their shape as py-spy --native wrote them): the event
+# loop the driver's run_all started, in its own code and in a task step of the C accelerator
+LOOP = ("Loop.on_go (drivers/python/_lib/labdriver.py);AiohttpDriver.run_all (drivers/python/aiohttp/driver.py);"
+        "Runner.run (<stdlib>/asyncio/runners.py);BaseEventLoop.run_until_complete (<stdlib>/asyncio/base_events.py);"
+        "BaseEventLoop.run_forever (<stdlib>/asyncio/base_events.py);BaseEventLoop._run_once (<stdlib>/asyncio/base_events.py)")
+
+
+def test_the_event_loop_an_asyncio_client_runs_on_is_the_library_not_the_driver_that_started_it():
+    rules = Rules.load("python", "drivers/python/aiohttp")
+    assert rules.layer_of(LOOP) == "library"
+    assert rules.layer_of(f"{LOOP};Handle._run (<stdlib>/asyncio/events.py);task_step (_asynciomodule.c);"
+                          "task_step_impl (_asynciomodule.c)") == "library"
+    # the driver's own coroutine, resumed by that loop, is still the driver's
+    assert rules.layer_of(f"{LOOP};Handle._run (<stdlib>/asyncio/events.py);task_step_impl (_asynciomodule.c);"
+                          "AiohttpDriver._one_by_one (drivers/python/aiohttp/driver.py)") == "harness"
