@@ -254,7 +254,7 @@ def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store
                     one_driver(driver, server)
         else:
             _in_parallel(drivers, jobs, one_driver, stop)
-        status = "done"
+        status = "complete"  # as a run ends: `runs`, `store push` and the report read one word
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM where the command turns it into one
         status = "interrupted"
         raise

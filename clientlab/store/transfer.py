@@ -20,7 +20,7 @@ from clientlab.store.process import run_process_gone
 from clientlab.store.schema import JSON_COLUMNS, cells, profiles, runs, trials
 
 FORMAT = "clientlab-run/1"
-FINISHED = ("complete", "interrupted", "failed", "killed")
+FINISHED = ("complete", "interrupted", "failed", "killed", "done")   # "done": a behave run stored before it ended "complete"
 
 
 def run_document(store: Store, run_id: int) -> dict[str, Any]:

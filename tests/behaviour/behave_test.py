@@ -21,6 +21,8 @@ from clientlab.drivers import manifest
 from clientlab.cli import main
 from clientlab.errors import LabInputError
 from clientlab.output.behave import matrix_lines, stored_matrix_lines
+from clientlab.store import Store
+from clientlab.store.push import push
 
 CASES = {bc.name: bc for bc in behaviour.discover().found}
 KEPT = ("ok", "late")  # an error came: the deadline held, within its slack or past it
@@ -202,7 +204,7 @@ def test_the_matrix_is_stored_and_fits_80_columns(store, test_drivers):
 
 
 @pytest.mark.serial
-def test_drivers_run_at_once_each_judged_by_its_own_servers_ledger(store, test_drivers):
+def test_drivers_run_at_once_each_judged_by_its_own_servers_ledger(store, test_drivers, tmp_path):
     """Three drivers, two at a time: a ledger is one bench server's, so a worker's server judges
     only its own driver's requests; the outcomes and their order are those of one at a time."""
     cases = [CASES["short-body"], CASES["redirect-other-host"]]
@@ -213,7 +215,9 @@ def test_drivers_run_at_once_each_judged_by_its_own_servers_ledger(store, test_d
     outcomes = [(c.driver, c.case, c.outcome.outcome) for c in cells]
     assert outcomes == [(c.driver, c.scenario, c.figures.behaviours[0].outcome) for c in store.cell_records(one)]
     assert [o for _, _, o in outcomes] == ["ok", "leaked", "accepted-short", outcomes[3][2], "ok", "ok"]
-    assert store.run_config(two).jobs == 2 and store.run(two)["status"] == "done"
+    assert store.run_config(two).jobs == 2 and store.run(two)["status"] == "complete"
+    # ended as a run ends, so a team store takes it
+    assert push(store, Store(tmp_path / "team.sqlite"), [two]).added == [two]
 
 
 def test_behave_end_to_end_on_two_real_drivers(lab_home, tmp_path):
