@@ -9,10 +9,12 @@ with the reason and its last stderr lines, as in a run; the matrix goes on.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import ContextManager
 from dataclasses import dataclass, field
 
 from clientlab.behaviour.cases import BehaviourCase, Observed, judge
@@ -30,7 +32,8 @@ START_S = 60.0    # a driver's hello and ready (a JVM's start on a busy host)
 REPORT_S = 30.0   # its report after done
 LATE_TRIES = 3    # a late deadline is tried again, up to this many tries in all (run_judged)
 # the network lab's namespaces have fixed names: one cell at a time of this process holds them
-# (behave --jobs), queued here so that a worker does not wait on its own run's lock as on another's
+# (behave --jobs), queued here so that a worker does not wait on its own run's lock as on another's.
+# Its cells are never judged late, so none asks to be alone (Turns) while another waits here
 _NETLAB_TURN = threading.Lock()
 STOP_WAIT_S = 30.0  # a stopped parallel matrix waits at most this long for its workers' cells in flight
 
@@ -174,13 +177,17 @@ def _run_cell(driver: manifest.Driver, bc: BehaviourCase, server: BenchServer, h
     return BehaveCell(driver.id, bc.name, "ok", outcome, versions)
 
 
-def run_judged(try_once: Callable[[], BehaveCell], timeout_s: float, tries_at_most: int = LATE_TRIES) -> BehaveCell:
+def run_judged(try_once: Callable[[], BehaveCell], timeout_s: float, tries_at_most: int = LATE_TRIES,
+               alone: Callable[[], ContextManager[object]] = contextlib.nullcontext) -> BehaveCell:
     """A cell, its late deadline tried again (try_once runs the cell once): a busy host can make
     a try late, never early, so the earliest error of the tries is the client's. The detail lists
-    every try's overshoot."""
+    every try's overshoot. `alone` holds the matrix's other cells off while the late cell is tried
+    again (behave --jobs: the drivers beside it are the busy host)."""
     tries = [try_once()]
-    while tries[-1].outcome.outcome == "late" and len(tries) < tries_at_most:
-        tries.append(try_once())
+    if tries[-1].outcome.outcome == "late" and tries_at_most > 1:
+        with alone():
+            while tries[-1].outcome.outcome == "late" and len(tries) < tries_at_most:
+                tries.append(try_once())
     if len(tries) == 1:
         return tries[0]
     judged = [t for t in tries if t.outcome.outcome in ("ok", "late") and t.elapsed_s is not None]
@@ -188,6 +195,46 @@ def run_judged(try_once: Callable[[], BehaveCell], timeout_s: float, tries_at_mo
     overs = ", ".join(f"{round(((t.elapsed_s or 0.0) - timeout_s) * 1000):+d}" for t in judged)
     note = f" [{len(tries)} tries, the earliest counts: {overs} ms]"
     return dataclasses.replace(best, outcome=dataclasses.replace(best.outcome, detail=(best.outcome.detail or "") + note))
+
+
+class Turns:
+    """The parallel matrix's cells take turns: any number share the host (`shared`), a late
+    deadline's tries again run with no other cell of the matrix beside them (`alone`), as they
+    would one driver at a time. A cell waiting to be alone holds new cells back, so it is not
+    starved; the cell that asks keeps its own share meanwhile, so it waits only for the others."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._running = 0
+        self._alone = False
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cv:
+            self._cv.wait_for(lambda: not self._alone and not self._waiting)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._running -= 1
+                self._cv.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """Called from within `shared`: waits until this cell is the only one running."""
+        with self._cv:
+            self._waiting += 1
+            self._cv.wait_for(lambda: not self._alone and self._running == 1)
+            self._waiting -= 1
+            self._alone = True
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._alone = False
+                self._cv.notify_all()
 
 
 def same_as_defaults(defaults: BehaveCell, driver: manifest.Driver) -> BehaveCell:
@@ -211,6 +258,7 @@ def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store
     by_driver: dict[str, list[BehaveCell]] = {d.id: [] for d in drivers}
     status = "failed"
     guard = threading.Lock()   # the store and the caller's progress are used by one worker at a time
+    turns = Turns()
     stop = threading.Event()
 
     def record(result: BehaveCell, cell_id: int | None) -> None:
@@ -242,7 +290,9 @@ def run_matrix(drivers: list[manifest.Driver], cases: list[BehaviourCase], store
                 if same:
                     result = same_as_defaults(done["defaults"], driver)
                 else:
-                    result = run_judged(lambda s=setting: run_cell(driver, bc, server, s), bc.case.timeout_s)
+                    with turns.shared():
+                        result = run_judged(lambda s=setting: run_cell(driver, bc, server, s), bc.case.timeout_s,
+                                            alone=turns.alone)
                 done[setting] = result
                 record(result, cell_id)
 

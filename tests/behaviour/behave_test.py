@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -218,6 +220,45 @@ def test_drivers_run_at_once_each_judged_by_its_own_servers_ledger(store, test_d
     assert store.run_config(two).jobs == 2 and store.run(two)["status"] == "complete"
     # ended as a run ends, so a team store takes it
     assert push(store, Store(tmp_path / "team.sqlite"), [two]).added == [two]
+
+
+def test_a_late_cell_is_tried_again_alone_once_the_cells_beside_it_have_ended():
+    """behave --jobs: the tries again of a late deadline wait for the other workers' cells to end,
+    and no new cell starts meanwhile; ordered by events, not by time."""
+    turns = behave.Turns()
+    seen: list[str] = []
+    beside_started, beside_may_end, asked = threading.Event(), threading.Event(), threading.Event()
+
+    def beside() -> None:
+        with turns.shared():
+            beside_started.set()
+            beside_may_end.wait(10)
+            seen.append("beside ended")
+
+    def late() -> None:
+        with turns.shared():
+            beside_started.wait(10)
+            asked.set()
+            with turns.alone():
+                seen.append("tried again alone")
+
+    def newcomer() -> None:
+        asked.wait(10)
+        for _ in range(1000):   # until the late cell waits to be alone
+            if turns._waiting:
+                break
+            time.sleep(0.01)
+        with turns.shared():
+            seen.append("newcomer")
+
+    threads = [threading.Thread(target=f) for f in (beside, late, newcomer)]
+    for t in threads:
+        t.start()
+    asked.wait(10)
+    beside_may_end.set()
+    for t in threads:
+        t.join(10)
+    assert seen == ["beside ended", "tried again alone", "newcomer"]
 
 
 def test_behave_end_to_end_on_two_real_drivers(lab_home, tmp_path):
