@@ -89,5 +89,5 @@ def test_show_of_a_stored_behave_run_gives_its_time_and_both_views(store, test_d
                                env={"COLUMNS": "80"})
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
-    assert lines[0].startswith(f"run {run_id} (done)") and lines[1].startswith("started ") and "wall " in shown.output
+    assert lines[0].startswith(f"run {run_id} (complete)") and lines[1].startswith("started ") and "wall " in shown.output
     assert "  python short-body: ok: python-fake-reference; SHORT: python-fake-lenient" in lines
