@@ -82,7 +82,9 @@ class NetHttpDriver < LabDriver::Driver
     http = @connections[req.origin] ||= new_http(uri)
     path = uri.request_uri
     verify = @job.verify
+    before = @before_each # a test driver's planted work (tests/testdrivers/planted-ruby); none here
     req.repeat.times do
+      before&.call
       http.start unless http.started? # the connection opens here, in the timed phase
       res = http.get(path, @headers)
       report.add(req, LabDriver::Response.of(res.code, res.http_version, res.body, verify))

@@ -8,6 +8,13 @@ require_relative "../../../drivers/ruby/net-http/driver"
 class PlantedDriver < NetHttpDriver
   LOOPS = Integer(ENV.fetch("PLANTED_LOOPS", "20000"))
 
+  # the written-out loop of a plain GET calls this before each request, so that the planted
+  # driver differs from ruby-net-http by this work alone
+  def initialize
+    super
+    @before_each = method(:planted_slow_path)
+  end
+
   def request(req)
     planted_slow_path
     super
