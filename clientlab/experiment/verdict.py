@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clientlab.experiment.spec import Claim, Experiment, Select
-from clientlab.record import Cell, CellFigures
+from clientlab.record import Cell, CellFigures, PlainCheck
 from clientlab.units import format_bytes
 
 LOWER_IS_BETTER = {"wall_s": True, "cpu_s": True, "cpu_per_work": True, "peak_rss_kb": True, "throughput": False}
@@ -164,10 +164,12 @@ def _judge_each(claim: Claim, ok_a: list[Cell], ok_b: list[Cell], problems: list
 def _judge_matches_plain(claim: Claim, ok_a: list[Cell], problems: list[str]) -> Verdict:
     """Each cell's lab ÷ plain (its time per request over its library's plain loop's, pair by
     pair): within when its CI lies inside 1 ± tolerance, off when the CI lies outside it, and
-    undecided when the CI straddles a bound. Confirmed when every cell is within, refuted when
-    one is off, else not decided."""
+    not decided when the CI straddles a bound or covers too little. Confirmed when every cell is
+    within, refuted when one is off, else not decided. A cell not decided says why (the bound its
+    CI straddles, or its pairs too few for a 90 % interval; the time budget that stopped it), and
+    the sum counts those reasons: not decided is no verdict on the lab, never "within its noise"."""
     low, high = 1 - claim.tolerance, 1 + claim.tolerance
-    outcomes, evidence = [], []
+    outcomes, evidence, why_not = [], [], []
     for c in ok_a:
         plain = c.figures.plain
         if plain is None or plain.ratio is None:
@@ -181,9 +183,14 @@ def _judge_matches_plain(claim: Claim, ok_a: list[Cell], problems: list[str]) ->
             outcomes.append(CONFIRMED if low <= lo and hi <= high else REFUTED if hi < low or lo > high
                             else NOT_DECIDED)
         said = "" if outcomes[-1] == CONFIRMED else f": {outcomes[-1]}"
+        if outcomes[-1] == NOT_DECIDED:
+            why = _undecided(plain, c.figures, low, high)
+            why_not.append((why, plain.compared, bool(c.figures.budget_stopped)))
+            said += f", {why}" + ("; the time budget stopped its pairs" if c.figures.budget_stopped else "")
         if plain.note and outcomes[-1] != CONFIRMED:   # beside the miss, never instead of it
             said += f"; known cause: {plain.note}"
-        evidence.append(f"{_name(c)}: lab ÷ plain {r:.2f} (CI {lo:.2f}–{hi:.2f}, {plain.compared} pairs)"
+        evidence.append(f"{_name(c)}: lab ÷ plain {r:.2f} (CI {lo:.2f}–{hi:.2f}, {plain.compared} "
+                        f"pair{'' if plain.compared == 1 else 's'})"
                         + said + "".join(f"; {m.mode}: lab {_rate(m.lab_s_per_request)} / plain "
                                          f"{_rate(m.plain_s_per_request)} req/s, {m.ratio:.2f} "
                                          f"({m.ratio_ci_low:.2f}–{m.ratio_ci_high:.2f}, {m.pairs} pairs) {m.decision}"
@@ -192,12 +199,46 @@ def _judge_matches_plain(claim: Claim, ok_a: list[Cell], problems: list[str]) ->
         return Verdict(claim, NOT_HERE, evidence + problems)
     held = outcomes.count(CONFIRMED)
     evidence.append(f"{held} of {len(outcomes)} cells within {claim.tolerance:.0%} of their plain loop; "
-                    f"{outcomes.count(REFUTED)} off, {outcomes.count(NOT_DECIDED)} within their noise")
+                    f"{outcomes.count(REFUTED)} off, {_not_decided_sum(why_not)}")
     outcome = (CONFIRMED if held == len(outcomes) else REFUTED if REFUTED in outcomes else NOT_DECIDED)
     return Verdict(claim, outcome, evidence + problems)
 
 
+TOO_FEW = "too few pairs for a 90 % interval"
+
+
+def _undecided(plain: PlainCheck, figures: CellFigures, low: float, high: float) -> str:
+    """Why a cell's lab ÷ plain decides nothing: its pairs too few for an interval of 90 %
+    coverage, or its CI straddling a bound (which one)."""
+    confidence = plain.ratio_ci_confidence
+    if (confidence is not None and confidence < DECIDE_CONFIDENCE) or plain.compared < 2:
+        return TOO_FEW
+    lo, hi = plain.ratio_ci_low or 0.0, plain.ratio_ci_high or 0.0
+    bounds = [f"{b:.2f}" for b in (low, high) if lo < b < hi]
+    return f"its CI straddles {' and '.join(bounds)}" if bounds else "its CI straddles a bound"
+
+
+def _not_decided_sum(why_not: list[tuple[str, int, bool]]) -> str:
+    """'7 not decided (4 whose CI straddles a bound, 5-20 pairs; 3 with too few pairs for a 90 %
+    interval, 1-4 pairs; 5 of them stopped by the time budget)', or '0 not decided'."""
+    if not why_not:
+        return "0 not decided"
+    parts = []
+    for label, chosen in (("whose CI straddles a bound", [w for w in why_not if w[0] != TOO_FEW]),
+                          (f"with {TOO_FEW}", [w for w in why_not if w[0] == TOO_FEW])):
+        if chosen:
+            pairs = sorted(n for _, n, _ in chosen)
+            span = f"{pairs[0]} pair{'' if pairs[0] == 1 else 's'}" if pairs[0] == pairs[-1] \
+                else f"{pairs[0]}–{pairs[-1]} pairs"
+            parts.append(f"{len(chosen)} {label}, {span}")
+    budget = sum(1 for *_, stopped in why_not if stopped)
+    if budget:
+        parts.append(f"{budget} of them stopped by the time budget")
+    return f"{len(why_not)} not decided ({'; '.join(parts)})"
+
+
 PLAIN_TARGET = 0.10   # the plain-loop check's own tolerance (selfcheck/calibrate.py TARGET)
+DECIDE_CONFIDENCE = 0.9  # the coverage the check's interval needs to decide (selfcheck/calibrate.py)
 _PLAIN_OUTCOME = {"within": CONFIRMED, "off": REFUTED, "not decided": NOT_DECIDED}
 
 

@@ -143,4 +143,15 @@ def verdicts_line(cells: list[Calibration]) -> str:
             f"CI, at {DECIDE_CONFIDENCE:.0%} coverage or more, inside {1 - TARGET:.2f}–{1 + TARGET:.2f}); "
             f"{len(said.off)} off (wholly outside)" + (f": {named(said.off)}" if said.off else "")
             + f"; {len(said.not_decided)} not decided (a CI that straddles a bound or covers too little, or no ratio)"
-            + (f": {named(said.not_decided)}" if said.not_decided else ""))
+            + (f": {', '.join(_undecided_name(c) for c in said.not_decided)}" if said.not_decided else ""))
+
+
+def _undecided_name(cal: Calibration) -> str:
+    """'d × s (7 pairs)', '… (1 pair, the time budget spent)' or '… (no ratio: its problem)': a cell
+    not decided, with what it had to decide on."""
+    figures = cal.lab.figures if cal.lab is not None else None
+    budget = ", the time budget spent" if figures is not None and figures.budget_stopped else ""
+    n = len(cal.compared) if cal.pairs else 0
+    had = f"{n} pair{'' if n == 1 else 's'}" if cal.ratio_summary is not None else \
+        f"no ratio: {cal.problem or 'no pair'}"
+    return f"{cal.driver} × {cal.scenario} ({had}{budget})"

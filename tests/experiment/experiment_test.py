@@ -297,13 +297,37 @@ def test_a_cell_matches_its_plain_loop_only_when_the_ratios_ci_lies_within_the_t
     straddles = within + [_beside_plain("z", 1.08, 0.99, 1.20)]
     verdict = judge(claim, straddles, {})
     assert verdict.outcome == NOT_DECIDED
-    assert "z × get-small: lab ÷ plain 1.08 (CI 0.99–1.20, 5 pairs): not decided" in verdict.evidence
+    assert "z × get-small: lab ÷ plain 1.08 (CI 0.99–1.20, 5 pairs): not decided, its CI straddles 1.10" \
+        in verdict.evidence
     off = within + [_beside_plain("w", 0.60, 0.55, 0.66)]
     assert judge(claim, off, {}).outcome == REFUTED
     # a cell without a plain loop figure is said, not counted
     bare = _cell("v", "p", 0.1)
     verdict = judge(claim, within + [bare], {})
     assert verdict.outcome == CONFIRMED and "v × get-small: no plain loop figure (none was run)" in verdict.evidence
+
+
+def test_a_truth_claims_sum_says_not_decided_with_each_cells_pairs_and_reason_never_within_its_noise():
+    def cell(driver, ratio, low, high, compared, confidence, budget=False):
+        plain = PlainCheck(reference="plain", ratio=ratio, ratio_ci_low=low, ratio_ci_high=high, compared=compared,
+                           pairs=compared, decision="not decided", ratio_ci_confidence=confidence)
+        c = _cell(driver, "p", 0.1, plain=plain)
+        return c.with_(figures=c.figures.with_(budget_stopped=budget or None))
+
+    claim = _claim(check="matches_plain", a={"part": "p"}, tolerance=0.10)
+    cells = [_beside_plain("w", 1.0, 0.97, 1.03), cell("x", 1.02, 0.85, 1.20, 20, 0.96),
+             cell("y", 0.95, 0.80, 1.04, 7, 0.93, budget=True), cell("z", 1.3, 1.3, 1.3, 1, 0.0, budget=True)]
+    verdict = judge(claim, cells, {})
+    assert verdict.outcome == "not decided"
+    summed = verdict.evidence[-1]
+    assert "noise" not in summed
+    assert summed == ("1 of 4 cells within 10% of their plain loop; 0 off, 3 not decided (2 whose CI straddles "
+                      "a bound, 7–20 pairs; 1 with too few pairs for a 90 % interval, 1 pair; 2 of them stopped "
+                      "by the time budget)")
+    assert ("x × get-small: lab ÷ plain 1.02 (CI 0.85–1.20, 20 pairs): not decided, its CI straddles 0.90 and "
+            "1.10") in verdict.evidence
+    assert ("z × get-small: lab ÷ plain 1.30 (CI 1.30–1.30, 1 pair): not decided, too few pairs for a 90 % "
+            "interval; the time budget stopped its pairs") in verdict.evidence
 
 
 def test_a_matches_plain_claim_needs_the_experiment_to_run_its_plain_loops():

@@ -136,7 +136,9 @@ def test_the_plain_checks_summary_and_exit_code_follow_the_cells_decisions_not_t
     assert check_exit_code(straddling) == 4
     assert verdicts_line(straddling).startswith("1 of 2 cells within 10% of the library's plain loop")
     assert "0 off (wholly outside); 1 not decided" in verdicts_line(straddling)
-    assert verdicts_line(straddling).endswith(": d1 × get-small")
+    assert verdicts_line(straddling).endswith(": d1 × get-small (5 pairs)")
+    failed = Calibration("d9", "get-small", reference="plain", problem="the plain loop exited 3")
+    assert verdicts_line([*_cells(WITHIN_5), failed]).endswith(": d9 × get-small (no ratio: the plain loop exited 3)")
     # three pairs however close, or a cell whose loop failed (no ratio), decide nothing either
     failed = Calibration("d9", "get-small", reference="plain", problem="the plain loop exited 3")
     assert check_exit_code(_cells((1.0, 1.0, 1.0))) == 4
