@@ -251,8 +251,11 @@ def changes(a: list[Cell], b: list[Cell]) -> list[dict[str, Any]]:
         bc = cases[ca.case]
         # a recommended cell shown as "=" is compared by what the client did
         code_a, code_b = (code(dataclasses.replace(c, same_as_defaults=False), bc) for c in (ca, cb))
-        if _unmeasured(code_a) == _unmeasured(code_b):
-            continue  # an overshoot or a peak that moved is the host's noise, not a change of behaviour
+        if (ca.outcome.outcome, _unmeasured(code_a)) == (cb.outcome.outcome, _unmeasured(code_b)):
+            # the same verdict: a time or a peak that moved is a detail (the host's noise), not a change
+            # of behaviour; where the verdict turns on a figure (a deadline's time past its bound: ok
+            # to late) the outcome changed, and both codes show the figures
+            continue
         versions = {k: (ca.versions.get(k), cb.versions.get(k)) for k in {*ca.versions, *cb.versions}
                     if ca.versions.get(k) != cb.versions.get(k)}
         out.append({"driver": ca.driver, "case": ca.case, "setting": ca.setting, "a": code_a, "b": code_b,
@@ -263,8 +266,9 @@ def changes(a: list[Cell], b: list[Cell]) -> list[dict[str, Any]]:
 
 
 def _unmeasured(cell_code: str) -> str:
-    """A code without its figure (ok+12, LATE+500, ok:41M): what the client did, not how long or how much."""
-    return re.sub(r"[+-]?\d+M?$", "", cell_code)
+    """A code without its figures (ok+12, LATE+500, ok:41M, ok:203ms, SLOW:2.5s): what the client
+    did, not how long or how much; what is not a figure stays (LEAK:AC, ok:retry)."""
+    return re.sub(r"[+-]?\d+(?:\.\d+)?(?:ms|s|M)?(?![A-Za-z])", "", cell_code)
 
 
 def change_lines(run_a: int, run_b: int, changed: list[dict[str, Any]], common: int) -> list[str]:

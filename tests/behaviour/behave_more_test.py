@@ -197,13 +197,15 @@ def test_the_bombs_decoded_size_is_the_servers(bench_server):
 
 # -- the matrix stored, reported and compared ---------------------------------------------------------
 
-def stored_run(store, outcomes: dict, versions: dict) -> int:  # noqa: ANN001
-    """A behave run as run_matrix stores it: one cell per (driver, case) with its outcome."""
+def stored_run(store, outcomes: dict, versions: dict, elapsed: dict | None = None) -> int:  # noqa: ANN001
+    """A behave run as run_matrix stores it: one cell per (driver, case) with its outcome (and its
+    go-to-done seconds, `elapsed`, 2.01 where not given)."""
     run_id = store.start_run({}, {"command": "test", "kind": "behave", "drivers": sorted({d for d, _ in outcomes}),
                                   "scenarios": sorted({c for _, c in outcomes})})
     for (driver, case), (outcome, detail) in outcomes.items():
         cell_id = store.start_cell(run_id, driver, case, CASES[case].params(), "behaviour")
-        store.finish_cell(cell_id, "ok", None, CellFigures(behaviours=(BehaviourOutcome(case, outcome, detail, 2.01),)),
+        store.finish_cell(cell_id, "ok", None, CellFigures(behaviours=(BehaviourOutcome(
+            case, outcome, detail, (elapsed or {}).get((driver, case), 2.01)),)),
                           versions)
     store.finish_run(run_id, "done")
     return run_id
@@ -224,6 +226,22 @@ def test_compare_of_two_behave_runs_names_the_cells_whose_behaviour_changed(stor
     assert "  lib keepalive-fin-post: DUP → ok:err" in lines and any("lib 1.0 → 1.1" in line for line in lines)
     assert change_lines(a, a, changes(store.cell_records(a), store.cell_records(a)), 3)[0].endswith(
         "the same outcome in all 3 cell(s) they share")
+
+
+def test_compare_of_two_behave_runs_compares_outcomes_and_shows_a_figure_only_where_the_verdict_turned_on_it(store):
+    # happy-eyeballs answered 1 ms sooner, the bomb's peak moved: the same verdicts, no change; the
+    # deadline's time crossed its bound (ok to late): a change, with both times
+    a = stored_run(store, {("lib", "happy-eyeballs"): ("ok", "second address"), ("lib", "gzip-bomb"): ("ok", "error"),
+                           ("lib", "stall-headers"): ("ok", "error")}, {"lib": "1.0"},
+                   {("lib", "happy-eyeballs"): 0.203, ("lib", "stall-headers"): 2.01})
+    b = stored_run(store, {("lib", "happy-eyeballs"): ("ok", "second address"), ("lib", "gzip-bomb"): ("ok", "error"),
+                           ("lib", "stall-headers"): ("late", "error")}, {"lib": "1.0"},
+                   {("lib", "happy-eyeballs"): 0.202, ("lib", "stall-headers"): 2.6})
+    cells_a, cells_b = store.cell_records(a), store.cell_records(b)
+    assert code(stored_matrix(cells_a)[0][0], CASES["happy-eyeballs"]) == "ok:203ms"
+    changed = changes(cells_a, cells_b)
+    assert [(c["case"], c["a"], c["b"]) for c in changed] == [("stall-headers", "ok+10", "LATE+600")]
+    assert changed[0]["outcome_a"] == "ok" and changed[0]["outcome_b"] == "late"
 
 
 def test_the_report_page_has_the_matrix_with_each_cells_evidence_one_click_away(store):
