@@ -96,6 +96,8 @@ class CellProfiler:
         cpu_s, requests = 0.0, 0
         blind: dict[str, str] = {}
         maps: set[int] = set()
+        rules = Rules.load(language, cell.driver.folder)
+        outside: dict[str, int] = {}   # a profiler's samples taken outside the timed phase, left out
         try:
             while len(walls) < self.max_trials and sum(walls) < self.min_seconds:
                 samplers: list[Sampler] = for_language(language)
@@ -105,7 +107,9 @@ class CellProfiler:
                     if not trial.ok:
                         raise ProfilerFailed(f"the profiled trial failed: {'; '.join(trial.problems or [])}")
                     for s in samplers:
-                        profiles[s.name] = fold.merge([profiles.get(s.name, {}), s.folded()])
+                        kept, left_out = rules.timed_phase(s.folded())
+                        profiles[s.name] = fold.merge([profiles.get(s.name, {}), kept])
+                        outside[s.name] = outside.get(s.name, 0) + left_out
                         blind[s.name] = s.blind_spots
                 finally:
                     for s in samplers:
@@ -125,12 +129,12 @@ class CellProfiler:
         # what sampling cost the driver's own CPU (py-spy --native stops it at every sample)
         cpu_overhead = (cpu_s / requests) / (stats.median(timed_cpu) / cell.work.total_requests) - 1 \
             if timed_cpu and requests and stats.median(timed_cpu) else None
-        rules = Rules.load(language, cell.driver.folder)
         found = layers(profiles, rules, cpu_s, requests, round(overhead, 4) if overhead is not None else None)
         for name, f in profiles.items():
             add_profile(self.store, cell.cell_id, name, fold.to_text(f), fold.total(f),
                         {"trials": len(walls), "requests": requests, "cpu_s": cpu_s, "walls": walls,
-                         "blind_spots": blind.get(name), "language": language, "folder": str(cell.driver.folder)})
+                         "blind_spots": blind.get(name), "language": language, "folder": str(cell.driver.folder),
+                         "outside_samples": outside.get(name, 0)})
         return {"layers": found,
                 "profile": {"profilers": sorted(profiles), "trials": len(walls), "requests": requests,
                             "cpu_s": cpu_s, "wall_s": walls, "overhead": found.overhead,

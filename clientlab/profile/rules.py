@@ -36,11 +36,27 @@ def split_frame(f: str) -> tuple[str, str]:
     return (m["symbol"], m["module"]) if m else (f, "")
 
 
+@dataclass(frozen=True)
+class Phase:
+    """Where a language's helper runs the timed phase, for a profiler that sees its frames: a
+    sample under the helper's message loop (`loop`) but under no frame of the timed phase
+    (`timed`) was taken before `go` or after `done`."""
+
+    loop: re.Pattern[str]
+    timed: re.Pattern[str]
+
+    def outside(self, stack: str) -> bool:
+        frames = frames_of(stack)
+        return (any(self.loop.search(f) for f in frames)
+                and not any(self.timed.search(f) for f in frames))
+
+
 class Rules:
     """The rules for one driver: its language's file, then the common one."""
 
-    def __init__(self, rules: list[Rule]):
+    def __init__(self, rules: list[Rule], phase: Phase | None = None):
         self.rules = rules
+        self.phase = phase
         self.anywhere = [r for r in rules if r.anywhere]
         self.each = [r for r in rules if not r.anywhere]
         self._cache: dict[str, Rule | None] = {}
@@ -52,7 +68,20 @@ class Rules:
         folder = Path(driver_folder) if driver_folder else None
         driver = (str(folder.resolve().relative_to(ROOT)) if folder and folder.resolve().is_relative_to(ROOT)
                   else str(folder) if folder else "\x00no-driver")
-        return cls([_compiled(r, lib, driver) for r in _raw(language)])
+        phase = _phase(language)
+        return cls([_compiled(r, lib, driver) for r in _raw(language)],
+                   Phase(_filled(phase["loop"], lib, driver), _filled(phase["timed"], lib, driver)) if phase else None)
+
+    def timed_phase(self, folded: Folded) -> tuple[Folded, int]:
+        """The samples of the timed phase, and how many were left out: those the language's
+        `[phase]` places in the helper's message loop outside the driver's timed phase (waiting
+        for `go`, writing the report after `done`), which a sampler stopped by a signal after
+        `done` still takes. Every sample is kept where the language names no phase (or the
+        profiler sees no frame of it: perf's stacks of an interpreter)."""
+        if self.phase is None:
+            return folded, 0
+        kept = {s: n for s, n in folded.items() if not self.phase.outside(s)}
+        return kept, sum(folded.values()) - sum(kept.values())
 
     def _rule_for(self, f: str) -> Rule | None:
         if f not in self._cache:
@@ -118,10 +147,22 @@ def _raw(language: str) -> tuple[dict, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=None)
+def _phase(language: str) -> dict | None:
+    """The language's `[phase]` table (its own file's), or None."""
+    path = RULES_DIR / f"{language}.toml"
+    phase = tomllib.loads(path.read_text()).get("phase") if path.exists() else None
+    if phase is not None and not (isinstance(phase.get("loop"), str) and isinstance(phase.get("timed"), str)):
+        raise ValueError(f"layer rules: {path.name}'s [phase] needs `loop` and `timed`, each a regular expression")
+    return phase
+
+
+def _filled(text: str, lib: str, driver: str) -> re.Pattern[str]:
+    return re.compile(text.replace("{lib}", re.escape(lib)).replace("{driver}", re.escape(driver)))
+
+
 def _compiled(r: dict, lib: str, driver: str) -> Rule:
     def pattern(key: str) -> re.Pattern[str] | None:
         text = r.get(key)
-        if text is None:
-            return None
-        return re.compile(text.replace("{lib}", re.escape(lib)).replace("{driver}", re.escape(driver)))
+        return None if text is None else _filled(text, lib, driver)
     return Rule(r["layer"], pattern("module"), pattern("symbol"), bool(r.get("defer")), bool(r.get("anywhere")))

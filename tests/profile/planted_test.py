@@ -115,3 +115,16 @@ def test_the_flame_graphs_render_in_chromium_from_a_file(bench_server, store, te
         finally:
             browser.close()
     assert asked == [url] and errors == []
+
+
+
+def test_a_python_profile_holds_none_of_the_helpers_message_loop_outside_run_all(bench_server, store, test_drivers):
+    # the loop burns CPU at go before it calls run_all; py-spy samples the loop outside run_all
+    # (waiting for go, the report after done) by a race, this for certain: none of it is kept
+    from clientlab.store.profiles import cell_profiles
+
+    cells = profiled_run(bench_server, store, [_driver(test_drivers, "python-helper-loop-work")], count=200)
+    assert cells[0]["status"] == "ok", cells[0]["reason"]
+    spy = next(p for p in cell_profiles(store, cells[0]["id"]) if p["profiler"] == "py-spy")
+    assert "LoopWork.request" in spy["folded"]
+    assert "busy_in_the_message_loop" not in spy["folded"] and spy["meta"]["outside_samples"] > 0

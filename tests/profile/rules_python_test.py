@@ -63,3 +63,33 @@ def test_the_event_loop_an_asyncio_client_runs_on_is_the_library_not_the_driver_
     # the driver's own coroutine, resumed by that loop, is still the driver's
     assert rules.layer_of(f"{LOOP};Handle._run (<stdlib>/asyncio/events.py);task_step_impl (_asynciomodule.c);"
                           "AiohttpDriver._one_by_one (drivers/python/aiohttp/driver.py)") == "harness"
+
+
+# py-spy's stacks of python-pycurl's profiled trials on get-small, as the store kept them: the
+# helper's message loop before `go` (its line parsed) and after `done` (the report encoded and
+# written), which py-spy samples until the lab's signal reaches it, beside the timed phase's own
+ROOT = "<module> (drivers/python/pycurl/driver.py);main (drivers/python/_lib/labdriver.py);Loop.run (drivers/python/_lib/labdriver.py)"
+GETS = f"{ROOT};Loop.on_go (drivers/python/_lib/labdriver.py);PycurlDriver.run_all (drivers/python/pycurl/driver.py);PycurlDriver._gets (drivers/python/pycurl/driver.py)"
+BEFORE_GO = f"{ROOT};loads (<stdlib>/json/__init__.py)"
+AFTER_DONE = (f"{ROOT};Loop.on_go (drivers/python/_lib/labdriver.py);Loop.send (drivers/python/_lib/labdriver.py);"
+              "dumps (<stdlib>/json/__init__.py);encoder_listencode_list (_json.c)")
+REPORT = f"{ROOT};Loop.on_go (drivers/python/_lib/labdriver.py);Report.responses (drivers/python/_lib/labdriver.py)"
+PERFORM = f"{GETS};do_curl_perform (easyperform.c);curl_easy_perform ({CURL});multi_perform ({CURL})"
+
+
+def test_samples_of_the_helpers_loop_before_go_and_after_done_are_left_out_of_the_timed_phase(rules):
+    spy = {GETS: 7, PERFORM: 70, ROOT: 4, BEFORE_GO: 2, AFTER_DONE: 4, REPORT: 2}
+    kept, left_out = rules.timed_phase(spy)
+    assert kept == {GETS: 7, PERFORM: 70} and left_out == 12
+    # each of them would be the harness's by self time
+    assert {rules.layer_of(s) for s in (ROOT, BEFORE_GO, AFTER_DONE, REPORT)} == {"harness"}
+
+
+def test_a_thread_the_driver_started_is_in_the_timed_phase_though_no_run_all_is_on_its_stack(rules):
+    thread = f"_bootstrap (<stdlib>/threading.py);Thread.run (<stdlib>/threading.py);getaddrinfo ({CURL})"
+    assert rules.timed_phase({thread: 3}) == ({thread: 3}, 0)
+
+
+def test_a_language_without_a_phase_keeps_every_sample():
+    rules = Rules.load("ruby", "drivers/ruby/net-http")
+    assert rules.phase is None and rules.timed_phase({"a (x.rb);b (y.rb)": 5}) == ({"a (x.rb);b (y.rb)": 5}, 0)
