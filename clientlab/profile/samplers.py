@@ -399,9 +399,10 @@ class NYTProf(InProcess):
     name = "nytprof"
     ext = "nytprof"
     blind_spots = ("a tracer, not a sampler: each Perl sub call pays for its timing (the overhead is the profile's); "
-                   "counts are µs of exclusive wall time, so time in a system call is the caller's unless it is "
-                   "one of Perl's slow ops (CORE:sysread…), which go to the kernel's share (perf's); XS code "
-                   "shows as its Perl name (Net::SSLeay::read)")
+                   "counts are µs of the thread's exclusive CPU time (a clock read is a system call: NYTProf's "
+                   "own cost), so CPU in a system call is the caller's unless it is one of Perl's slow ops "
+                   "(CORE:sysread…), which go to the kernel's share (perf's); XS code shows as its Perl name "
+                   "(Net::SSLeay::read)")
 
     def convert(self, path: Path) -> Folded:
         calls = tools.nytprof()
@@ -539,10 +540,13 @@ def process_env(language: str, runtime: str | None = None) -> dict[str, str] | N
         return {"JAVA_TOOL_OPTIONS": f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {flag}".strip()}
     if language == "perl":
         # NYTProf loaded (-d), off until the helper switches it on at go; subroutines only (the
-        # statement profiler costs several times more), I/O ops as their own subs (slowops)
+        # statement profiler costs several times more), I/O ops as their own subs (slowops);
+        # timed on the thread's CPU clock, not NYTProf's default CLOCK_MONOTONIC: its times split
+        # perf's cpu-clock samples of the interpreter between the subs (layers.py), and in wall
+        # time a sub the scheduler took off the core kept the whole wait
         tools.nytprof()
         folder = _inproc_dir()
-        options = "start=no:stmts=0:savesrc=0:compress=0:slowops=2"
+        options = f"start=no:stmts=0:savesrc=0:compress=0:slowops=2:clock={time.CLOCK_THREAD_CPUTIME_ID}"
         return {INPROC_ENV: str(folder), "PERL5OPT": f"{os.environ.get('PERL5OPT', '')} -d:NYTProf".strip(),
                 "NYTPROF": options}
     return None

@@ -293,6 +293,18 @@ def test_a_tracers_own_code_is_no_path_of_the_client():
     assert got.us_per_request == pytest.approx(20.0)
 
 
+def test_a_tracers_reads_of_the_cpu_clock_are_its_cost_not_the_kernels():
+    # NYTProf times subs on the thread's CPU clock, a system call a read: the profiler's cost
+    # (runtime, as its C code), while the client's own system calls stay the kernel's
+    rules = Rules.load("perl", "drivers/perl/hijk")
+    nytprof = "perl (process);Perl_runops_standard (perl);? (NYTProf.so)"
+    clock = (f"{nytprof};__vdso_clock_gettime (vdso);entry_SYSCALL_64_after_hwframe (kernel);do_syscall_64 (kernel);"
+             "__x64_sys_clock_gettime (kernel);posix_cpu_clock_get (kernel);task_sched_runtime (kernel)")
+    write = f"{nytprof};__libc_write (libc.so.6);ksys_write (kernel);tcp_sendmsg (kernel)"
+    assert rules.placed(clock) == ("runtime", True)
+    assert rules.layer_of(write) == "kernel"
+
+
 def test_an_unnamed_frame_is_named_by_the_library_function_above_it():
     # py-spy's native stacks start at an unnamed libc frame (the thread's start) and end in one
     # where a body is copied (libc's memmove, stripped): the path is the function that copied it
