@@ -575,8 +575,17 @@ class Loop:
         except Exception:
             traceback.print_exc(file=sys.stderr)
 
+    def drop_ready(self) -> None:
+        """Close the client of a job that said `ready` and got no `go`: a new job, a bare round or
+        the end of input came instead (a trial the lab gave up after `ready`: a sampler that did
+        not start, a run stopped). Left to the garbage collector, an asyncio client warns that it
+        was never closed (aiohttp's "Unclosed client session" on stderr)."""
+        if self.job is not None:
+            self.job = None
+            self._close()
+
     def on_job(self, data: dict) -> None:
-        self.job = None
+        self.drop_ready()
         self.end_bare()
         self.job = self._open(data)
         if self.job is not None:
@@ -596,6 +605,7 @@ class Loop:
     def on_bare(self, data: dict) -> None:
         """One round of the calibration loop: the job's requests on the kept client (built by the
         first round), timed by the driver's own clock, nothing kept but counts."""
+        self.drop_ready()
         if self.bare_open:
             try:
                 job: Job | None = Job.parse(data)
@@ -645,6 +655,7 @@ class Loop:
                 self.on_bare(message.get("job") or {})
             else:
                 self.send({"type": "error", "message": f"unknown message type {kind!r}"})
+        self.drop_ready()
         self.end_bare()
 
 

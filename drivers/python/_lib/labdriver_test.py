@@ -401,6 +401,15 @@ def test_a_job_after_bare_rounds_closes_the_bare_client_first():
     assert driver.events == ["open", "close", "open", "close"]
 
 
+@pytest.mark.parametrize("then", [[{"type": "job", "job": job_dict()}, {"type": "go"}],
+                                  [{"type": "bare", "job": job_dict(verify=False)}], []])
+def test_a_client_readied_for_a_job_that_never_got_go_is_closed_by_whatever_comes_next(then):
+    driver = FakeDriver()
+    replies = converse(driver, [{"type": "job", "job": job_dict()}, *then])
+    assert replies[0]["type"] == "ready" and "error" not in [r["type"] for r in replies]
+    assert driver.events == ["open", "close"] * (2 if then else 1)
+
+
 def test_the_first_bare_round_is_refused_as_a_job_would_be_and_builds_no_client():
     driver = FakeDriver()
     replies = converse(driver, [{"type": "bare", "job": job_dict(http="2")},
