@@ -141,8 +141,12 @@ final class CurlMultiDriver extends Lab\Driver
                 curl_multi_add_handle($multi, $ch);
                 do {
                     $status = curl_multi_exec($multi, $active);
-                    if ($active && curl_multi_select($multi, 1.0) === -1) {
-                        usleep(1000); // select failed (no descriptor yet): libcurl's advice is a short sleep
+                    if ($active) {
+                        // the manual's wait, its answer unread: the extension's curl_multi_select is
+                        // libcurl's curl_multi_wait, which waits out its timeout when there is no
+                        // descriptor yet and answers -1 only for an error, which the next
+                        // curl_multi_exec reports
+                        curl_multi_select($multi);
                     }
                 } while ($active && $status === CURLM_OK);
                 $info = curl_multi_info_read($multi);
