@@ -158,12 +158,17 @@ class Mode(Record):
     """One group of a cell's trials that agree among themselves, where the trials fell into two:
     its throughput (the cell's unit) and how many trials it holds. `label` names what sets it
     apart ("heap", "fresh pages", "asleep for the answer") and `cause` says why, where the lab
-    knows (the large-body modes, docs/measurement.md)."""
+    knows (the large-body modes, docs/measurement.md). An allocator mode, a property of a
+    process, also counts the cell's own processes in it (`processes` of `processes_of`: a
+    process whose trials changed mode counts in neither; None where the trials did not say which
+    process ran them)."""
 
     throughput: float | None = key()
     trials: int = key(0)
     label: str | None = key(omit_default=True)
     cause: str | None = key(omit_default=True)
+    processes: int | None = key(omit_default=True)
+    processes_of: int | None = key(omit_default=True)
 
 
 LAYERS = ("library", "runtime", "tls", "compression", "memory", "kernel", "harness", "unattributed")
@@ -214,6 +219,14 @@ class PlainMode(Record):
     lab_own_of: int | None = key(omit_default=True)
     plain_own: int | None = key(omit_default=True)
     plain_own_of: int | None = key(omit_default=True)
+    # the same of the lab's processes (its pairs' trials grouped by the process that ran them; a
+    # process whose trials changed mode counts in neither); None where the trials did not say
+    lab_processes: int | None = key(omit_default=True)
+    lab_processes_of: int | None = key(omit_default=True)
+    # each side's seconds a request, pair by pair in this mode: what tells whether the two modes
+    # cost the same within their spread (stats.same_within_spread)
+    lab_samples: tuple[float, ...] = key((), load=tuple, omit_default=True)
+    plain_samples: tuple[float, ...] = key((), load=tuple, omit_default=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from clientlab.analysis import stats
@@ -71,14 +72,12 @@ MMAP_THRESHOLD_MAX = 32 * 1024 * 1024   # glibc's dynamic mmap threshold rises n
 FRESH_SHARE = 0.5         # ... when the faults of a request cover this share of its body's pages
 
 
-FAULT_MODES_APART = 1.10  # two allocator states are two figures only when their times differ this much
-
-
 def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
     """Two modes when some trials took each large body's memory anew from the kernel (a page
     fault per 4 KB of it) and others kept bodies on the heap: two processes' allocator states,
     even when their times are closer than stats.modes' gap, but not when they cost the same
-    (within FAULT_MODES_APART): then the cell has one figure. Fastest mode first."""
+    within their own spread (stats.same_within_spread): then the cell has one figure. Fastest
+    mode first."""
     if not requests:
         return None
     fresh, heap = [], []
@@ -87,11 +86,10 @@ def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
         if t.page_faults is None or body < FRESH_BODY:
             return None
         (fresh if t.page_faults / requests * PAGE >= FRESH_SHARE * body else heap).append(t.wall_s or 0.0)
-    if min(len(fresh), len(heap)) < stats.MODE_MIN_TRIALS:
+    if min(len(fresh), len(heap)) < stats.MODE_MIN_TRIALS or stats.same_within_spread(fresh, heap):
         return None
-    fast, slow = sorted([stats.Mode(stats.median(fresh), len(fresh)), stats.Mode(stats.median(heap), len(heap))],
-                        key=lambda m: m.median)
-    return [fast, slow] if slow.median >= FAULT_MODES_APART * fast.median else None
+    return sorted([stats.Mode(stats.median(fresh), len(fresh)), stats.Mode(stats.median(heap), len(heap))],
+                  key=lambda m: m.median)
 
 
 MODE_KIND = "mode:"   # the kind of a trial in a process held in one allocator mode (runner/allocator.py)
@@ -104,11 +102,64 @@ def _fresh(t: Trial, requests: int) -> bool:
     return (t.page_faults or 0) / requests * PAGE >= FRESH_SHARE * body
 
 
-def allocator_modes(trials: list[Trial], requests: int) -> tuple[tuple[stats.Mode, stats.Mode] | None, str | None]:
-    """The two allocator modes measured on purpose (trials of kind mode:heap and mode:fresh pages),
-    heap first, each with how many of the cell's own timed trials fell into it; or None and why
-    the cell has one figure: the held processes' faults did not follow the tunables (the bodies
-    do not come from glibc's malloc), or both modes cost the same within FAULT_MODES_APART."""
+@dataclass(frozen=True)
+class OwnProcesses:
+    """The cell's own driver processes (its timed trials grouped by Trial.process) by the
+    allocator mode they were in: a process is in the mode all its timed trials were in; one whose
+    trials fell into both changed mode in the middle of its life, is counted in neither, and is
+    said (`changed`, `changes`: which process, which of its trials were in which mode)."""
+
+    heap: int
+    fresh: int
+    changed: int
+    changes: tuple[str, ...] = ()
+
+    @property
+    def told(self) -> int:
+        return self.heap + self.fresh + self.changed
+
+
+def own_processes(timed: list[Trial], requests: int) -> OwnProcesses | None:
+    """The cell's processes by allocator mode (OwnProcesses); None where a trial does not say
+    which process ran it (a store written before trials said so)."""
+    if not timed or not requests or any(t.process is None for t in timed):
+        return None
+    if any(not FRESH_BODY <= (t.work_bytes or 0) / requests < MMAP_THRESHOLD_MAX for t in timed):
+        return None   # no body the allocator may map anew: no mode to be in
+    by: dict[int, list[Trial]] = {}
+    for t in timed:
+        by.setdefault(t.process or 0, []).append(t)
+    heap = fresh = 0
+    changes = []
+    for process, mine in sorted(by.items()):
+        modes = {_fresh(t, requests) for t in mine}
+        if modes == {False}:
+            heap += 1
+        elif modes == {True}:
+            fresh += 1
+        else:
+            said = ", ".join(f"trial {t.idx} {FRESH_MODE if _fresh(t, requests) else HEAP_MODE}" for t in mine)
+            changes.append(f"process {process + 1} changed allocator mode in the middle of its life: {said}")
+    return OwnProcesses(heap, fresh, len(changes), tuple(changes))
+
+
+@dataclass(frozen=True)
+class HeldModes:
+    """The two allocator modes measured on purpose, heap first, each with how many of the cell's
+    own timed trials fell into it (stats.Mode.trials), and its own processes by mode where the
+    trials say which process ran them."""
+
+    heap: stats.Mode
+    fresh: stats.Mode
+    processes: OwnProcesses | None
+
+
+def allocator_modes(trials: list[Trial], requests: int) -> tuple[HeldModes | None, str | None]:
+    """The two allocator modes measured on purpose (trials of kind mode:heap and mode:fresh pages);
+    or None and why the cell has one figure: the held processes' faults did not follow the
+    tunables (the bodies do not come from glibc's malloc), or the two modes cost the same within
+    their own spread (stats.same_within_spread: the held processes' trials' intervals overlap, or
+    their difference is inside the spread of either), the figures said with it."""
     held = {m: [t for t in trials if t.kind == MODE_KIND + m and t.ok and t.wall_s and t.page_faults is not None]
             for m in (HEAP_MODE, FRESH_MODE)}
     if not requests or not all(held.values()):
@@ -118,12 +169,21 @@ def allocator_modes(trials: list[Trial], requests: int) -> tuple[tuple[stats.Mod
                       "pages for a body (its bodies do not come from glibc's malloc)")
     timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s and t.page_faults is not None]
     fresh_own = sum(1 for t in timed if _fresh(t, requests))
+    walls = {m: [(t.wall_s or 0.0) / requests for t in held[m]] for m in held}
     heap = stats.Mode(stats.median([t.wall_s or 0.0 for t in held[HEAP_MODE]]), len(timed) - fresh_own)
     fresh = stats.Mode(stats.median([t.wall_s or 0.0 for t in held[FRESH_MODE]]), fresh_own)
-    if max(heap.median, fresh.median) < FAULT_MODES_APART * min(heap.median, fresh.median):
-        return None, (f"one figure: bodies on the heap and bodies mapped anew cost the same within "
-                      f"{FAULT_MODES_APART - 1:.0%} (held in each mode on purpose)")
-    return (heap, fresh), None
+    if why := stats.same_within_spread(walls[HEAP_MODE], walls[FRESH_MODE]):
+        return None, (f"one figure: bodies on the heap and bodies mapped anew cost the same within their spread "
+                      f"({why}: heap {_span(walls[HEAP_MODE])}, fresh pages {_span(walls[FRESH_MODE])} µs a "
+                      f"request, {len(walls[HEAP_MODE])} and {len(walls[FRESH_MODE])} trials held in each mode "
+                      "on purpose)")
+    return HeldModes(heap, fresh, own_processes(timed, requests)), None
+
+
+def _span(seconds: list[float]) -> str:
+    """A sample's median and its interval, in µs: '212 (208–219)'."""
+    s = stats.summarize(seconds)
+    return f"{s.median * 1e6:,.0f} ({s.ci_low * 1e6:,.0f}–{s.ci_high * 1e6:,.0f})"
 
 
 def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startup_s: float | None) -> CellFigures:
@@ -140,9 +200,13 @@ def cell_figures(trials: list[Trial], metric: str, logical_requests: int, startu
     groups = _fault_modes(timed, logical_requests) or stats.modes(walls)
     if held is not None:
         # each allocator mode measured on purpose, heap first, with how many of the cell's own
-        # trials fell into it: both figures, whichever mode the cell's processes happened to be in
-        modes = tuple(Mode(rate(m.median), m.trials, label=label, cause="allocator")
-                      for m, label in zip(held, (HEAP_MODE, FRESH_MODE)))
+        # trials and processes fell into it: both figures, whichever mode the cell's processes
+        # happened to be in
+        own = held.processes
+        modes = tuple(Mode(rate(m.median), m.trials, label=label, cause="allocator",
+                           processes=None if own is None else count, processes_of=None if own is None else own.told)
+                      for m, label, count in ((held.heap, HEAP_MODE, own and own.heap),
+                                              (held.fresh, FRESH_MODE, own and own.fresh)))
     else:
         modes = tuple(Mode(rate(m.median), m.trials) for m in groups) if groups else None
     return CellFigures(

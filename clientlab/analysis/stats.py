@@ -164,6 +164,25 @@ def modes(values: list[float], gap: float = MODE_GAP) -> list[Mode] | None:
     return [Mode(median(s[:cut]), cut), Mode(median(s[cut:]), len(s) - cut)]
 
 
+OVERLAP, INSIDE_SPREAD = "their intervals overlap", "the difference is inside the spread"
+
+
+def same_within_spread(a: list[float], b: list[float]) -> str | None:
+    """Whether two samples' medians are one figure by their own spread, and why: OVERLAP when
+    the medians' confidence intervals (median_interval) share a point, INSIDE_SPREAD when the
+    medians differ by no more than either sample's robust spread (MAD scaled to a standard
+    deviation); None when they are apart. No fixed tolerance: a sample of five precise trials
+    tells 3 % apart, one of two noisy trials does not tell 30 %."""
+    if not a or not b:
+        return None
+    sa, sb = summarize(a), summarize(b)
+    if sa.ci_low <= sb.ci_high and sb.ci_low <= sa.ci_high:
+        return OVERLAP
+    if abs(sa.median - sb.median) <= MAD_TO_SIGMA * max(sa.mad, sb.mad):
+        return INSIDE_SPREAD
+    return None
+
+
 def percentiles(values: list[float], points: tuple[float, ...] = (50, 90, 99)) -> dict[str, float]:
     """Nearest-rank percentiles (p50, p90, p99 by default) and the maximum."""
     if not values:

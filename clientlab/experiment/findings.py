@@ -10,7 +10,7 @@ import datetime
 import re
 from pathlib import Path
 
-from clientlab.experiment.plaintable import plain_table
+from clientlab.experiment.plaintable import plain_table, stored_cells
 from clientlab.experiment.plan import plan
 from clientlab.experiment.spec import Experiment
 from clientlab.experiment.verdict import judge_run, metric_value, show
@@ -61,7 +61,7 @@ def section(experiment: Experiment, store: Store, run_id: int) -> str:
     else:
         lines += part_tables(experiment, cells)
     if experiment.beside == "plain":
-        lines += plain_lines(experiment, cells)
+        lines += plain_lines(experiment, stored_cells(store, run_id))
     lines += ["", "<details><summary>Every cell of the run</summary>", "",
               "| part | driver | scenario | status | median time | throughput | CPU usr+sys | peak RSS |",
               "|---|---|---|---|---|---|---|---|"]
@@ -133,14 +133,17 @@ def part_tables(experiment: Experiment, cells: list[Cell]) -> list[str]:
 def plain_lines(experiment: Experiment, cells: list[Cell]) -> list[str]:
     """Every driver beside its plain loop (plaintable.py): per part, the loop's rate, the lab's and
     lab ÷ plain with their spreads (± half the median's CI; the ratio's CI and verdict), both
-    allocator modes where a cell's two cost apart, with how many of each side's own trials or rounds
-    fell into each; then each miss with its cause."""
+    allocator modes unless a cell's two cost the same within their spread on each side, with how
+    many of each side's own processes fell into each; then each miss with its cause."""
     t = plain_table(experiment, cells)
     lines = ["", "### Every driver beside its plain loop", "",
              "Per part: the plain loop's rate and the lab's (req/s, ± half the median's CI), lab ÷ plain "
              "(time a request, pair by pair: its median, its CI, the verdict and the pairs compared); a "
-             "cell whose allocator modes cost apart gives both sides in each (held in it on purpose; in "
-             "brackets, how many of the side's own trials or rounds fell into it).", "",
+             "cell gives both sides in each allocator mode (held in it on purpose; in brackets, how many of "
+             "the side's own processes fell into it: the loop's rounds, each a fresh process, and the lab's "
+             "trials grouped by the process that ran them; a run that did not record the process counts the "
+             "lab's trials), unless its two modes cost the same within their own spread on each side: then "
+             "one figure, saying so.", "",
              "| driver | " + " | ".join(f"{p}: plain req/s | lab req/s | lab ÷ plain" for p in t.parts) + " |",
              "|---|" + "---|---|---|" * len(t.parts)]
     for driver in t.rows:

@@ -1,6 +1,8 @@
 """An experiment whose cells ran beside their library's plain loop (`beside = "plain"`: truth),
 as one table: each driver a row, each part the plain loop's rate, the lab's and lab ÷ plain with
-their spreads, both allocator modes where the cell's two cost apart, and each miss with its cause.
+their spreads, both allocator modes unless the cell's two cost the same within their own spread
+on each side (each with how many of its side's processes fell into it), and each miss with its
+cause.
 
 The texts are built here once, for the findings document and the terminal alike; the verdict
 per cell is the check's own (PlainCheck.decision).
@@ -10,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from clientlab.analysis import stats
+from clientlab.analysis.figures import FRESH_MODE, own_processes
 from clientlab.experiment.spec import Experiment
 from clientlab.record import Cell, PlainCheck, PlainMode
+from clientlab.store import Store, Trial
 
 OFF, NOT_DECIDED = "off", "not decided"
-MODES_APART = 1.10   # two allocator modes are two figures only when they cost this much apart (figures.py)
 
 
 @dataclass(frozen=True)
@@ -73,14 +77,39 @@ def _interval(r: float, low: float | None, high: float | None) -> str:
     return f"{r:.2f} ({low:.2f}–{high:.2f})" if low is not None and high is not None else f"{r:.2f}"
 
 
-def _own(count: int | None, of: int | None) -> str:
-    return f" ({count} of {of})" if count is not None and of else ""
+def _count(count: int | None, of: int | None, what: str) -> str:
+    """' (2 of 3 processes)', or nothing where the count is not known."""
+    if count is None or not of:
+        return ""
+    return f" ({count} of {of} {what if of != 1 else {'processes': 'process', 'trials': 'trial'}[what]})"
 
 
-def _apart(modes: tuple[PlainMode, ...], side: str) -> bool:
-    rates = [getattr(m, f"{side}_s_per_request") for m in modes]
-    rates = [r for r in rates if r]
-    return len(rates) == 2 and max(rates) >= MODES_APART * min(rates)
+def _lab_own(m: PlainMode) -> str:
+    """How many of the lab's own processes (or, where its trials did not say which process ran
+    them, of its trials) fell into the mode: a mode is a process's."""
+    if m.lab_processes is not None and m.lab_processes_of:
+        return _count(m.lab_processes, m.lab_processes_of, "processes")
+    return _count(m.lab_own, m.lab_own_of, "trials")
+
+
+def _changed(modes: tuple[PlainMode, ...]) -> str:
+    """', 1 process changed mode mid-life' where one of the lab's processes did."""
+    counted = [m.lab_processes for m in modes if m.lab_processes is not None]
+    of = modes[0].lab_processes_of
+    if len(counted) != 2 or not of or of == sum(counted):
+        return ""
+    n = of - sum(counted)
+    return f", {n} process{'' if n == 1 else 'es'} changed mode mid-life"
+
+
+def _alike(modes: tuple[PlainMode, ...], side: str) -> str | None:
+    """Why a side's two modes are one figure (stats.same_within_spread on its pairs' seconds a
+    request in each), or None: apart, or their spread was not stored (then both are shown: a
+    cell's modes are hidden only where its own spread says they cost the same)."""
+    samples = [list(getattr(m, f"{side}_samples")) for m in modes]
+    if not all(samples):
+        return None
+    return stats.same_within_spread(samples[0], samples[1])
 
 
 def entry(cell: Cell) -> Entry:
@@ -99,18 +128,21 @@ def entry(cell: Cell) -> Entry:
                 ratio=f"{_interval(p.ratio, p.ratio_ci_low, p.ratio_ci_high)} {decision}, {p.compared} "
                       f"pair{'' if p.compared == 1 else 's'}")
     modes = tuple(m for m in p.modes if m.ratio is not None)
-    if len(modes) == 2 and (_apart(modes, "lab") or _apart(modes, "plain")):
-        out = Entry(out.plain, out.lab, out.ratio,
-                    plain_modes=" / ".join(f"{_rate(m.plain_s_per_request)} {m.mode}{_own(m.plain_own, m.plain_own_of)}"
-                                           for m in modes),
-                    lab_modes=" / ".join(f"{_rate(m.lab_s_per_request)} {m.mode}{_own(m.lab_own, m.lab_own_of)}"
-                                         for m in modes),
-                    ratio_modes=" / ".join(f"{m.mode} {_interval(m.ratio or 0.0, m.ratio_ci_low, m.ratio_ci_high)} "
-                                           f"{m.decision or NOT_DECIDED}" for m in modes))
-    elif len(modes) == 2:
-        out = Entry(out.plain, out.lab, out.ratio, ratio_modes=f"one figure: both allocator modes within "
-                                                               f"{MODES_APART - 1:.0%} on each side")
-    return out
+    if len(modes) != 2:
+        return out
+    lab_alike, plain_alike = _alike(modes, "lab"), _alike(modes, "plain")
+    if lab_alike and plain_alike:
+        return Entry(out.plain, out.lab, out.ratio,
+                     ratio_modes=f"one figure: both allocator modes cost the same within their spread on each "
+                                 f"side (lab: {lab_alike}; plain: {plain_alike})")
+    # the loop's rounds are fresh processes each: its counts are processes
+    return Entry(out.plain, out.lab, out.ratio,
+                 plain_modes=" / ".join(f"{_rate(m.plain_s_per_request)} {m.mode}"
+                                        f"{_count(m.plain_own, m.plain_own_of, 'processes')}" for m in modes),
+                 lab_modes=" / ".join(f"{_rate(m.lab_s_per_request)} {m.mode}{_lab_own(m)}" for m in modes)
+                 + _changed(modes),
+                 ratio_modes=" / ".join(f"{m.mode} {_interval(m.ratio or 0.0, m.ratio_ci_low, m.ratio_ci_high)} "
+                                        f"{m.decision or NOT_DECIDED}" for m in modes))
 
 
 def causes(cell: Cell) -> tuple[str, ...]:
@@ -124,6 +156,32 @@ def causes(cell: Cell) -> tuple[str, ...]:
         found.append("the two sides differed: " + "; ".join(p.differences))
     found += [f"diagnosis: {f.title}" for f in cell.figures.findings if f.severity == "warn"]
     return tuple(found) or ("cause not found",)
+
+
+def stored_cells(store: Store, run_id: int) -> list[Cell]:
+    """The run's cells, each plain check's modes given the lab's process counts where the run
+    stored none (its trials did not say which process ran them) but the store still tells: a
+    cell whose timed trials all ran in one process (`processes` 1: the check keeps one process a
+    cell) had that process in the mode of its trials, by their page faults (figures.own_processes);
+    a cell of several processes stays counted by its trials."""
+    out = []
+    for cell in store.cell_records(run_id):
+        p = cell.figures.plain if cell.measured else None
+        if (p is None or len(p.modes) != 2 or any(m.lab_processes is not None for m in p.modes)
+                or cell.figures.processes != 1 or cell.id is None or not cell.figures.requests):
+            out.append(cell)
+            continue
+        timed = [Trial(kind=t["kind"], idx=t["idx"], ok=t["ok"], wall_s=t["wall_s"], work_bytes=t["work_bytes"],
+                       page_faults=t["page_faults"], process=0 if t["process"] is None else t["process"])
+                 for t in store.trials(cell.id) if t["kind"] == "timed" and t["ok"] and t["wall_s"]]
+        own = own_processes(timed, cell.figures.requests)
+        if own is None:
+            out.append(cell)
+            continue
+        modes = tuple(m.with_(lab_processes=own.fresh if m.mode == FRESH_MODE else own.heap,
+                              lab_processes_of=own.told) for m in p.modes)
+        out.append(cell.with_(figures=cell.figures.with_(plain=p.with_(modes=modes))))
+    return out
 
 
 def plain_table(experiment: Experiment, cells: list[Cell]) -> PlainTable:

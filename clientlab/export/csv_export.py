@@ -21,7 +21,7 @@ PLAIN = ("decision", "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_confide
          "lab_per_s", "plain_per_s", "note", "problem")
 PLAIN_MODES = {"heap": "heap", "fresh pages": "fresh"}   # an allocator mode, and its columns' name
 PLAIN_MODE = ("lab_per_s", "plain_per_s", "ratio", "ratio_ci_low", "ratio_ci_high", "pairs", "decision",
-              "lab_own", "lab_own_of", "plain_own", "plain_own_of")
+              "lab_own", "lab_own_of", "plain_own", "plain_own_of", "lab_processes", "lab_processes_of")
 
 COLUMNS = [
     "run", "driver", "scenario", "status", "reason", "throughput", "unit", "wall_median_s",
@@ -33,11 +33,12 @@ COLUMNS = [
     "profiler_cpu_cost", "profiler_wall_cost",
     # a cell whose trials fell into two modes, or whose allocator modes were measured on purpose
     # (labels heap and fresh pages): each mode's throughput and how many of the cell's own trials
-    # fell into it, fastest first (allocator modes: heap first)
-    *(f"mode{i}_{what}" for i in (1, 2) for what in ("label", "throughput", "trials")),
+    # and (allocator modes) processes fell into it, fastest first (allocator modes: heap first)
+    *(f"mode{i}_{what}" for i in (1, 2) for what in ("label", "throughput", "trials", "processes", "processes_of")),
     # beside the library's plain loop (crosscheck --plain, the truth experiment): lab ÷ plain with
     # its CI and verdict, both sides' requests a second; then the same with both sides held in each
-    # allocator mode, with how many of each side's own trials or rounds fell into that mode
+    # allocator mode, with how many of each side's own trials or rounds (and the lab's processes) fell
+    # into that mode
     *(f"plain_{what}" for what in PLAIN),
     *(f"plain_{mode}_{what}" for mode in PLAIN_MODES.values() for what in PLAIN_MODE),
 ]
@@ -65,7 +66,8 @@ def render(store: Store, run_id: int) -> str:
                             "profiler": f.layers.profiler, "profiler_cpu_cost": profile.get("cpu_overhead"),
                             "profiler_wall_cost": f.layers.overhead})
             for i, m in enumerate(f.modes or (), 1):
-                row.update({f"mode{i}_label": m.label, f"mode{i}_throughput": m.throughput, f"mode{i}_trials": m.trials})
+                row.update({f"mode{i}_label": m.label, f"mode{i}_throughput": m.throughput, f"mode{i}_trials": m.trials,
+                            f"mode{i}_processes": m.processes, f"mode{i}_processes_of": m.processes_of})
             if f.plain is not None:
                 row.update(_plain(f.plain))
         writer.writerow(row)
@@ -91,5 +93,6 @@ def _plain(p: PlainCheck) -> dict[str, object]:
             ("lab_per_s", _per_s(m.lab_s_per_request)), ("plain_per_s", _per_s(m.plain_s_per_request)),
             ("ratio", m.ratio), ("ratio_ci_low", m.ratio_ci_low), ("ratio_ci_high", m.ratio_ci_high),
             ("pairs", m.pairs), ("decision", m.decision), ("lab_own", m.lab_own), ("lab_own_of", m.lab_own_of),
-            ("plain_own", m.plain_own), ("plain_own_of", m.plain_own_of))})
+            ("plain_own", m.plain_own), ("plain_own_of", m.plain_own_of), ("lab_processes", m.lab_processes),
+            ("lab_processes_of", m.lab_processes_of))})
     return row

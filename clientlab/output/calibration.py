@@ -80,18 +80,26 @@ def modes_line(cal: Calibration) -> str | None:
     per mode; None where the cell had no trials in a mode."""
     if not any(cal.mode_pairs.values()):
         return None
-    own = cal.fresh_pages()
+    own, processes = cal.fresh_pages(), cal.lab_processes()
     sides = []
     for name, index in (("lab", 0), (cal.reference, 1)):
         rates = []
         for mode, pairs in cal.mode_pairs.items():
             per = median([p.lab_s if index == 0 else p.bare.per_request_s for p in pairs])
             count = ""
-            if own is not None and own[index][1]:
+            if index == 0 and processes is not None and processes.told:
+                # a mode is a process's: the lab's trials counted by the process that ran them
+                k = processes.fresh if mode == FRESH_MODE else processes.heap
+                count = f" ({k} of {processes.told} process{'' if processes.told == 1 else 'es'})"
+            elif own is not None and own[index][1]:
+                # the loop's rounds are fresh processes each; the lab's trials, where they did not say
+                # which process ran them, are counted as trials
                 fresh, read = own[index]
-                count = f" ({fresh if mode == FRESH_MODE else read - fresh} of {read})"
+                what = "trials" if index == 0 else "processes"
+                count = f" ({fresh if mode == FRESH_MODE else read - fresh} of {read} {what})"
             rates.append(f"{1 / per:,.0f} {mode}{count}")
-        sides.append(f"{name} {' / '.join(rates)}")
+        changed = f", {processes.changed} changed mode mid-life" if index == 0 and processes and processes.changed else ""
+        sides.append(f"{name} {' / '.join(rates)}{changed}")
     verdicts = []
     for mode, pairs in cal.mode_pairs.items():
         r = summarize([p.ratio for p in pairs])

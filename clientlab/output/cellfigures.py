@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clientlab.record import Cell, CellFigures
+from clientlab.record import Cell, CellFigures, Mode
 
 STATUS_LABEL = {"failed": "FAILED"}
 # marks a driver that declares settings of its own (docs/driver-protocol.md §8)
@@ -19,16 +19,34 @@ def throughput(f: CellFigures) -> str:
     their trial counts): a median between two modes is no figure the client ever had."""
     if f.modes:
         fast, slow = f.modes
-        if fast.label:  # each allocator mode measured on purpose, with the cell's own trials in it
-            own = fast.trials + slow.trials
-            return (f"{_number(fast.throughput)} {fast.label} ({fast.trials} of {own}) / "
-                    f"{_number(slow.throughput)} {slow.label} ({slow.trials} of {own}) {f.unit}")
+        if fast.label:  # each allocator mode measured on purpose, with the cell's own processes in it
+            return held_modes(fast, slow, f.unit)
         return f"two modes: {_number(fast.throughput)} ({fast.trials}) / {_number(slow.throughput)} " \
                f"({slow.trials}) {f.unit}"
     return f"{_number(f.throughput)} {f.unit}"
 
 
 number = _number
+
+
+def _processes(n: int) -> str:
+    return f"{n} process{'' if n == 1 else 'es'}"
+
+
+def held_modes(heap: Mode, fresh: Mode, unit: str) -> str:
+    """'7,955 heap (2 of 3 processes) / 3,054 fresh pages (1 of 3 processes) req/s': each allocator
+    mode's figure, held on purpose, and how many of the cell's own processes fell into it (a mode
+    is a process's); a process whose trials changed mode is said after. A cell stored before its
+    trials said which process ran them counts its trials instead, and says so."""
+    if heap.processes_of and fresh.processes is not None and heap.processes is not None:
+        of = heap.processes_of
+        changed = of - heap.processes - fresh.processes
+        text = (f"{_number(heap.throughput)} {heap.label} ({heap.processes} of {_processes(of)}) / "
+                f"{_number(fresh.throughput)} {fresh.label} ({fresh.processes} of {_processes(of)}) {unit}")
+        return text + (f", {_processes(changed)} changed mode mid-life" if changed else "")
+    own = heap.trials + fresh.trials
+    return (f"{_number(heap.throughput)} {heap.label} ({heap.trials} of {own} trials) / "
+            f"{_number(fresh.throughput)} {fresh.label} ({fresh.trials} of {own} trials) {unit}")
 
 
 def precision(f: CellFigures) -> str:
@@ -105,8 +123,9 @@ def said_once(cells: list[Cell]) -> frozenset[str]:
 
 ALLOCATOR_MODES = (
     "heap / fresh pages: a large body's memory stays on glibc's heap or is mapped anew from the kernel "
-    "for every answer; each figure is a process held in that mode on purpose, and (k of n) counts the "
-    "cell's own timed trials that fell into it. What sets the mode in a user's program: glibc's mmap "
+    "for every answer; each figure is a process held in that mode on purpose, and (k of n processes) "
+    "counts the cell's own driver processes that fell into it (a mode is a process's, set early in its "
+    "life; a process whose trials changed mode is said apart). What sets the mode in a user's program: glibc's mmap "
     "threshold, which rises to the largest block the process has freed, so a process that once freed "
     "a block larger than its bodies keeps them on the heap, and one whose body buffers only grew by "
     "steps past the body maps every body anew; MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ (or "

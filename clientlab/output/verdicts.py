@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from clientlab.experiment.plaintable import plain_table
+from clientlab.experiment.plaintable import plain_table, stored_cells
 from clientlab.experiment.spec import Experiment
 from clientlab.experiment.verdict import judge_run
 from clientlab.store import Store
@@ -30,11 +30,12 @@ def plain_check_table(e: Experiment, store: Store, run_id: int) -> tuple[Table, 
     and a line per miss with its cause. None for any other experiment."""
     if e.beside != "plain":
         return None
-    t = plain_table(e, store.cell_records(run_id))
+    t = plain_table(e, stored_cells(store, run_id))
     table = Table(title=f"{e.name}: every driver beside its library's plain loop (run {run_id})",
                   caption="req/s ± half the median's CI; lab ÷ plain: time a request, pair by pair (median, CI, "
-                          "verdict, pairs); a second line: each allocator mode, where the cell's two cost apart "
-                          "(in brackets, the side's own trials or rounds in it)")
+                          "verdict, pairs); a second line: each allocator mode, unless the cell's two cost the same "
+                          "within their spread on each side (in brackets, the side's own processes in it: the "
+                          "loop's rounds, the lab's trials by process)")
     table.add_column("driver", no_wrap=True)
     for part in t.parts:
         for what in ("plain", "lab", "lab ÷ plain"):

@@ -123,6 +123,8 @@ class TrialLog:
     rewarm_trials: int = 0         # the warm-up trials those turns ran
     rewarm_short: int = 0          # those turns whose warm-ups ended before the CPU was back in its band
     processes: int = 1             # driver processes its timed trials ran in (forks)
+    process: int = -1              # which of the processes the cell was given runs its trials now
+                                   # (0 its first; -1 none yet): each trial keeps it (Trial.process)
     forked_at: int = 0             # its timed trials when its current process took over
     budget_stopped: bool = False   # its trials ended with the run's time budget
     notes: list[str] = field(default_factory=list)
@@ -188,6 +190,11 @@ def measured(cell: Cell) -> CellFigures:
     _, one_mode = figures.allocator_modes(log.trials, cell.work.total_requests)
     if one_mode:
         log.notes.append(one_mode)
+    # a process that changed allocator mode in the middle of its life is a finding of its own
+    own = figures.own_processes([t for t in log.trials if t.kind == "timed" and t.ok and t.wall_s],
+                                cell.work.total_requests)
+    if own is not None:
+        log.notes.extend(own.changes)
     group = cell.running.group if cell.running is not None else None
     return figs.with_(
         elapsed_s=time.monotonic() - cell.started,

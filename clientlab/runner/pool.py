@@ -55,8 +55,10 @@ class ProcessPool:
     def spawn(self, cell: Cell, env: dict[str, str] | None = None) -> float:
         """Give the cell a driver process: the one its driver's cells share, the one kept warm
         from an earlier scenario, or a new one (always a new one with `env`, which it gets beside
-        its driver's environment); its start-up time (as measured when it started)."""
+        its driver's environment); its start-up time (as measured when it started). The cell's
+        trials from here on say they ran in its next process (TrialLog.process)."""
         self.release(cell)
+        cell.log.process += 1
         warm = self._warm_one(cell) if env is None else None
         if warm is not None:
             cell.running, cell.versions, cell.kept_warm = warm, warm.versions, True

@@ -129,6 +129,7 @@ class Trials:
             work_bytes=summary["resp_body_bytes"] + summary["req_body_bytes"],
             server=summary, problems=problems or None, noise=phase.noise.to_dict(),
             page_faults=usage.page_faults, wakeups=usage.wakeups,
+            process=cell.log.process if cell.log.process >= 0 else None,
         )
 
     def record(self, cell: Cell, trial: Trial) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import paths
 from clientlab.analysis import stats
-from clientlab.analysis.figures import FRESH_BODY, FRESH_MODE, FRESH_SHARE, PAGE
+from clientlab.analysis.figures import FRESH_BODY, FRESH_MODE, FRESH_SHARE, PAGE, OwnProcesses, own_processes
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, DriverProcess
@@ -363,10 +363,19 @@ class Calibration:
                           lab_precision=lab.precision if lab else None,
                           plain_precision=loop.precision if loop else None).to_json()
 
+    def lab_processes(self) -> OwnProcesses | None:
+        """The lab's processes of the pairs (not those held in a mode) by allocator mode: a mode
+        is a process's, and several of the cell's trials ran in one process (figures.own_processes);
+        None where its trials did not say which process ran them, or its bodies are small."""
+        if not self.pairs:
+            return None
+        return own_processes([p.lab for p in self.pairs], self.pairs[0].bare.requests)
+
     def mode_figures(self) -> tuple[PlainMode, ...]:
         """Each allocator mode's two sides and their ratio, where the loop ran in it."""
         out = []
         own = self.fresh_pages()
+        processes = self.lab_processes()
         for mode, pairs in self.mode_pairs.items():
             if not pairs:
                 continue
@@ -377,10 +386,15 @@ class Calibration:
                 if told:
                     counts[f"{side}_own"] = fresh if mode == FRESH_MODE else told - fresh
                     counts[f"{side}_own_of"] = told
+            if processes is not None:
+                counts["lab_processes"] = processes.fresh if mode == FRESH_MODE else processes.heap
+                counts["lab_processes_of"] = processes.told
             out.append(PlainMode(mode=mode, lab_s_per_request=stats.median([p.lab_s for p in pairs]),
                                  plain_s_per_request=stats.median([p.bare.per_request_s for p in pairs]),
                                  ratio=ratio.median, ratio_ci_low=ratio.ci_low, ratio_ci_high=ratio.ci_high,
-                                 pairs=len(pairs), decision=decide(ratio), **counts))
+                                 pairs=len(pairs), decision=decide(ratio), **counts,
+                                 lab_samples=tuple(p.lab_s for p in pairs),
+                                 plain_samples=tuple(p.bare.per_request_s for p in pairs)))
         return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:

@@ -55,6 +55,10 @@ class Trial:
     noise: dict | None = None     # steal and other processes' CPU during the trial (clientlab/measuring/noise.py)
     page_faults: int | None = None  # minor + major faults of the driver's tree in the timed phase
     wakeups: int | None = None      # voluntary context switches of the tree's threads in the timed phase
+    # which of the cell's driver processes ran it: 0 its first, counted up at every process the cell
+    # was given (a fork, a process held in an allocator mode, a fresh process per trial); None: not
+    # known (stored before it was recorded)
+    process: int | None = None
 
 
 def encoded(value: Any) -> str | None:
@@ -217,7 +221,7 @@ class Store:
             "startup_s": trial.startup_s, "setup_s": trial.setup_s, "work_requests": trial.work_requests,
             "work_bytes": trial.work_bytes, "server": encoded(trial.server),
             "problems": json.dumps(trial.problems) if trial.problems else None, "noise": encoded(trial.noise),
-            "page_faults": trial.page_faults, "wakeups": trial.wakeups})
+            "page_faults": trial.page_faults, "wakeups": trial.wakeups, "process": trial.process})
 
     # -- reading ------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@
 - cells:  one driver × scenario — status (ok / failed / unsupported / not-installed), reason, the
           figures, the driver's versions, the verification outcome, and its fingerprint once finished;
 - trials: one trial of a cell — kind (verify / warmup / timed / profiled / disturbed / fault),
-          wall, CPU, peak RSS, set-up time, the server's counters summary, and problems found;
+          wall, CPU, peak RSS, set-up time, the server's counters summary, problems found, and
+          which of the cell's driver processes ran it (`process`; NULL in trials stored before);
 - profiles: a profiler's folded stacks of a cell's profiled trials (clientlab/profile).
 
 Documents (machine, config, params, figures, ...) are JSON text. Times are seconds since the
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-HEAD = "0003"  # the newest migration; opening a store at it needs no Alembic at all
-REVISIONS = ("0001", "0002", "0003")
+HEAD = "0004"  # the newest migration; opening a store at it needs no Alembic at all
+REVISIONS = ("0001", "0002", "0003", "0004")
 
 metadata = sa.MetaData()
 
@@ -81,6 +82,7 @@ trials = sa.Table(
     sa.Column("noise", sa.Text),
     sa.Column("page_faults", sa.BigInteger),
     sa.Column("wakeups", sa.BigInteger),
+    sa.Column("process", sa.Integer),   # which of the cell's driver processes ran it: 0 its first
     sa.Index("trials_cell", "cell_id"),
     sqlite_autoincrement=True,
 )

@@ -42,11 +42,46 @@ def test_a_runtime_whose_bodies_ignore_glibcs_tunables_has_one_mode_and_says_why
     assert cell_figures(own + held, "requests", REQUESTS, None).modes is None
 
 
-def test_allocator_modes_that_cost_the_same_are_one_figure():
+def test_allocator_modes_are_one_figure_only_where_their_own_spread_says_they_cost_the_same():
     own = [_trial(0.10, 0.0)] * 3
-    held = [_held("heap", 0.100, 0.0)] * 2 + [_held("fresh pages", 0.104, 82.0)] * 2
+    # 4 % apart, each mode's trials spread wider than that: their intervals overlap, one figure
+    held = [_held("heap", 0.100, 0.0), _held("heap", 0.106, 0.0),
+            _held("fresh pages", 0.104, 82.0), _held("fresh pages", 0.108, 82.0)]
     modes, why = allocator_modes(own + held, REQUESTS)
-    assert modes is None and why.startswith("one figure: bodies on the heap and bodies mapped anew cost the same")
+    assert modes is None and why.startswith("one figure: bodies on the heap and bodies mapped anew cost the same "
+                                            "within their spread (their intervals overlap: heap 103 (100–106), "
+                                            "fresh pages 106 (104–108) µs a request")
+    # 4 % apart on trials that agree within 0.2 %: two figures, where a fixed 10 % would have shown one
+    held = [_held("heap", 0.1000, 0.0), _held("heap", 0.1002, 0.0),
+            _held("fresh pages", 0.1040, 82.0), _held("fresh pages", 0.1042, 82.0)]
+    modes, why = allocator_modes(own + held, REQUESTS)
+    assert why is None and modes is not None and round(REQUESTS / modes.fresh.median) == 9_606
+
+
+def _in(process: int, trial: Trial) -> Trial:
+    return dataclasses.replace(trial, process=process)
+
+
+def test_the_cells_own_processes_are_counted_by_mode_and_one_that_changed_mode_is_said():
+    # three processes: the first kept bodies on the heap, the second mapped them anew, the third
+    # changed mode in the middle of its life
+    own = [_in(0, _trial(0.10, 0.0)), _in(0, _trial(0.10, 0.0)), _in(1, _trial(0.25, 82.0)),
+           _in(2, _trial(0.10, 0.0)), _in(2, dataclasses.replace(_trial(0.25, 82.0), idx=4))]
+    held = [_held("heap", 0.10, 0.0)] * 2 + [_held("fresh pages", 0.25, 82.0)] * 2
+    heap, fresh = cell_figures(own + held, "requests", REQUESTS, None).modes
+    assert (heap.processes, heap.processes_of, heap.trials) == (1, 3, 3)
+    assert (fresh.processes, fresh.processes_of, fresh.trials) == (1, 3, 2)
+    from clientlab.analysis.figures import own_processes
+    from clientlab.output.cellfigures import held_modes
+
+    assert own_processes(own, REQUESTS).changes == (
+        "process 3 changed allocator mode in the middle of its life: trial 0 heap, trial 4 fresh pages",)
+    assert held_modes(heap, fresh, "req/s") == ("10,000 heap (1 of 3 processes) / 4,000 fresh pages (1 of 3 "
+                                                "processes) req/s, 1 process changed mode mid-life")
+    # trials stored before they said their process are counted as trials, and say so
+    heap, fresh = cell_figures([dataclasses.replace(t, process=None) for t in own] + held, "requests", REQUESTS,
+                               None).modes
+    assert heap.processes is None and held_modes(heap, fresh, "req/s").startswith("10,000 heap (3 of 5 trials)")
 
 
 def test_trials_in_two_allocator_states_that_cost_differently_are_two_modes():

@@ -1,5 +1,5 @@
 """The truth experiment's table: every driver beside its plain loop, per part, with spreads, both
-allocator modes where they cost apart, and each miss with its cause."""
+allocator modes unless their own spread says they cost the same, and each miss with its cause."""
 
 from __future__ import annotations
 
@@ -25,10 +25,19 @@ def _check(ratio: float, decision: str, **more) -> PlainCheck:
                       lab_precision=0.02, plain_precision=0.03, **more)
 
 
-def _mode(mode: str, lab_s: float, plain_s: float, lab_own: int, plain_own: int) -> PlainMode:
+def _mode(mode: str, lab_s: float, plain_s: float, lab_own: int, plain_own: int, spread: float | None = 0.01,
+          lab_processes: tuple[int, int] | None = None) -> PlainMode:
+    """A mode's two sides; `spread`: its five pairs' seconds a request each side, this far either
+    way of the median (None: a run that stored no samples)."""
+    def samples(s: float) -> tuple[float, ...]:
+        return () if spread is None else tuple(s * (1 + k * spread) for k in (-1, -0.5, 0, 0.5, 1))
+
+    processes = {} if lab_processes is None else {"lab_processes": lab_processes[0],
+                                                  "lab_processes_of": lab_processes[1]}
     return PlainMode(mode=mode, lab_s_per_request=lab_s, plain_s_per_request=plain_s, ratio=lab_s / plain_s,
                      ratio_ci_low=lab_s / plain_s - 0.01, ratio_ci_high=lab_s / plain_s + 0.01, pairs=5,
-                     decision="within", lab_own=lab_own, lab_own_of=5, plain_own=plain_own, plain_own_of=5)
+                     decision="within", lab_own=lab_own, lab_own_of=5, plain_own=plain_own, plain_own_of=5,
+                     lab_samples=samples(lab_s), plain_samples=samples(plain_s), **processes)
 
 
 CELLS = [
@@ -36,12 +45,14 @@ CELLS = [
     # run 71's curl_cffi: the lab's process in fresh pages, the loop's on the heap
     _cell("python-curl-cffi", "json-335k", _check(
         1.86, "off", differences=("52.1 page faults a request against 0.0",),
-        modes=(_mode("heap", 3.7e-4, 3.7e-4, 0, 5), _mode("fresh pages", 6.4e-4, 6.3e-4, 5, 0))),
+        modes=(_mode("heap", 3.7e-4, 3.7e-4, 0, 5, lab_processes=(0, 1)),
+               _mode("fresh pages", 6.4e-4, 6.3e-4, 5, 0, lab_processes=(1, 1)))),
         findings_=(Finding(rule="body-memory-from-the-kernel", severity="warn",
                            title="Each body's memory is taken anew from the kernel"),)),
     _cell("java-httpclient", "json-335k", _check(1.41, "off", note="a new client a job (docs/evidence/truth.md#x)")),
     _cell("go-fasthttp", "json-335k", _check(
-        0.98, "not decided", modes=(_mode("heap", 1e-4, 1e-4, 5, 5), _mode("fresh pages", 1.02e-4, 1e-4, 0, 0)))),
+        0.98, "not decided", modes=(_mode("heap", 1e-4, 1e-4, 5, 5, 0.03),
+                                    _mode("fresh pages", 1.02e-4, 1e-4, 0, 0, 0.03)))),
     _cell("python-aioquic", "small-12", None, status="unsupported", reason="manifest does not claim http1"),
     _cell("ruby-excon", "small-12", _check(1.20, "off")),
 ]
@@ -55,14 +66,39 @@ def test_each_cell_gives_plain_lab_and_their_ratio_with_spreads_and_verdict():
     assert t.rows["python-aioquic"]["small-12"].missing == "unsupported: manifest does not claim http1"
 
 
-def test_a_cell_whose_allocator_modes_cost_apart_shows_both_sides_in_each_with_their_own_counts():
+def test_a_cell_whose_allocator_modes_cost_apart_shows_both_sides_in_each_with_their_own_processes():
     e = plain_table(TRUTH, CELLS).rows["python-curl-cffi"]["json-335k"]
-    assert e.plain_modes == "2,703 heap (5 of 5) / 1,587 fresh pages (0 of 5)"
-    assert e.lab_modes == "2,703 heap (0 of 5) / 1,562 fresh pages (5 of 5)"
+    # the loop's rounds are fresh processes each; the lab's trials are counted by their process
+    assert e.plain_modes == "2,703 heap (5 of 5 processes) / 1,587 fresh pages (0 of 5 processes)"
+    assert e.lab_modes == "2,703 heap (0 of 1 process) / 1,562 fresh pages (1 of 1 process)"
     assert e.ratio_modes.startswith("heap 1.00 (0.99–1.01) within / fresh pages 1.02")
-    # modes within 10 % of each other on both sides are one figure, and it says so
+
+
+def _modes_entry(apart: float, spread: float | None, lab_processes=((None, None), (None, None))):
+    heap, fresh = lab_processes
+    modes = (_mode("heap", 1e-4, 1e-4, 3, 3, spread, None if heap[0] is None else heap),
+             _mode("fresh pages", 1e-4 * apart, 1e-4 * apart, 2, 2, spread, None if fresh[0] is None else fresh))
+    return plain_table(TRUTH, [_cell("x", "json-335k", _check(1.0, "within", modes=modes))]).rows["x"]["json-335k"]
+
+
+def test_allocator_modes_are_one_figure_only_where_their_own_spread_says_they_cost_the_same():
+    # 2 % apart, each side's pairs 3 % either way: their intervals overlap, one figure, and which test said so
     one = plain_table(TRUTH, CELLS).rows["go-fasthttp"]["json-335k"]
-    assert one.plain_modes is None and one.ratio_modes == "one figure: both allocator modes within 10% on each side"
+    assert one.plain_modes is None and one.ratio_modes == (
+        "one figure: both allocator modes cost the same within their spread on each side (lab: their "
+        "intervals overlap; plain: their intervals overlap)")
+    # 4 % apart on pairs 0.2 % either way: two figures (a fixed 10 % would have hidden them)
+    assert _modes_entry(1.04, 0.002).lab_modes == "10,000 heap (3 of 5 trials) / 9,615 fresh pages (2 of 5 trials)"
+    # 15 % apart on pairs 40 % either way: one figure
+    assert _modes_entry(1.15, 0.40).ratio_modes.startswith("one figure")
+    # a run that stored no spread of its modes shows both: nothing says they cost the same
+    assert _modes_entry(1.02, None).lab_modes.startswith("10,000 heap (3 of 5 trials) / 9,804 fresh pages")
+
+
+def test_a_lab_process_that_changed_allocator_mode_mid_life_is_said():
+    e = _modes_entry(1.5, 0.01, ((1, 3), (1, 3)))
+    assert e.lab_modes == ("10,000 heap (1 of 3 processes) / 6,667 fresh pages (1 of 3 processes), "
+                           "1 process changed mode mid-life")
 
 
 def test_each_miss_is_listed_with_its_cause_or_says_none_was_found():
@@ -84,8 +120,8 @@ def test_the_truth_findings_section_carries_the_table_and_the_misses(store):
     store.finish_run(run_id, "complete")
     text = findings.section(TRUTH, store, run_id)
     assert "| driver | small-12: plain req/s | lab req/s | lab ÷ plain | small-1k: plain req/s" in text
-    assert ("| python-curl-cffi |  |  |  |  |  |  | 10,000 ±3%<br>2,703 heap (5 of 5) / 1,587 fresh pages (0 of 5) | "
-            "5,376 ±2%<br>2,703 heap (0 of 5) / 1,562 fresh pages (5 of 5) | 1.86 (1.84–1.89) off, 5 pairs<br>heap 1.00 "
+    assert ("| python-curl-cffi |  |  |  |  |  |  | 10,000 ±3%<br>2,703 heap (5 of 5 processes) / 1,587 fresh pages "
+            "(0 of 5 processes) | 5,376 ±2%<br>2,703 heap (0 of 1 process) / 1,562 fresh pages (1 of 1 process) | 1.86 (1.84–1.89) off, 5 pairs<br>heap 1.00 "
             "(0.99–1.01) within / fresh pages 1.02 (1.01–1.03) within |") in text
     assert "- java-httpclient × json-335k: 1.41 (1.39–1.44) off, 5 pairs. known cause: a new client a job" in text
     assert "Misses (off their plain loop" in text and ": 3; not decided: 1." in text
@@ -111,7 +147,7 @@ def test_the_terminal_gives_the_same_table_and_a_line_per_miss(store):
     print_verdicts(console, TRUTH, store, run_id)
     shown = console.export_text()
     assert "truth: the article's claims" in shown and "every driver beside its library's plain loop" in shown
-    assert "2,703 heap (5 of 5) / 1,587 fresh pages (0 of 5)" in shown and "python-aioquic" in shown
+    assert "2,703 heap (5 of 5 processes) / 1,587 fresh pages (0 of 5 processes)" in shown and "python-aioquic" in shown
     assert "misses (off their plain loop): 3; not decided: 1" in shown
     assert "  ruby-excon × small-12: 1.20 (1.18–1.23) off, 5 pairs: cause not found" in shown
     assert plain_check_table(spec.scan()[0]["perl-clients"], store, run_id) is None

@@ -36,6 +36,7 @@ class Case:
     figures: dict = field(default_factory=dict)     # figure -> its value
     notes: tuple[str, ...] = ()                     # notes starting so
     last: str | None = None                         # the kind of the last trial stored
+    processes: tuple[int, ...] | None = None        # which of the cell's processes ran each stored trial
 
     def __str__(self) -> str:
         return self.name
@@ -80,7 +81,8 @@ CASES = [
     # processes
     Case("timed trials spread over forks, each fork warmed up", REF, "get-small", {"count": 10},
          options={"trials": 3, "warmup": 1, "forks": 3},
-         kinds=("verify", "warmup", "timed", "warmup", "timed", "warmup", "timed"), figures={"processes": 3}),
+         kinds=("verify", "warmup", "timed", "warmup", "timed", "warmup", "timed"), figures={"processes": 3},
+         processes=(0, 0, 0, 1, 1, 2, 2)),
     Case("a JIT driver keeps one process whatever the forks", REF, "get-small", {"count": 10},
          options={"trials": 3, "warmup": 2, "forks": 3, "warmup_policy": AGREEING}, figures={"processes": 1}),
     Case("a driver with no JIT warm-up gets a process of its own", REF, "get-small", {"count": 10},
@@ -93,7 +95,8 @@ CASES += [Case(f"the reference driver on {name}", REF, name, params, kinds=("ver
 CASES += [
     Case("a large body gets trials in each allocator mode, each in a process held in it", REF, "download-memory",
          {"size": "1MB", "count": 2},
-         kinds=("verify", "timed", "timed", "mode:heap", "mode:heap", "mode:fresh pages", "mode:fresh pages")),
+         kinds=("verify", "timed", "timed", "mode:heap", "mode:heap", "mode:fresh pages", "mode:fresh pages"),
+         processes=(0, 0, 0, 1, 1, 2, 2)),
     Case("no allocator-mode trials when the run asks for none", REF, "download-memory", {"size": "1MB", "count": 2},
          options={"allocator_modes": False}, kinds=("verify", "timed", "timed")),
     Case("no allocator-mode trials for a body below glibc's mmap floor", REF, "download-memory",
@@ -117,6 +120,8 @@ def test_case(cell, case: Case):
     kinds = [t["kind"] for t in trials]
     if case.kinds is not None:
         assert tuple(kinds) == case.kinds
+    if case.processes is not None:   # every trial says which process ran it: a mode is a process's
+        assert tuple(t["process"] for t in trials) == case.processes
     for kind, n in case.counts.items():
         assert kinds.count(kind) == n, kinds
     for name, value in case.figures.items():

@@ -58,9 +58,19 @@ def test_the_table_shows_both_sides_in_each_allocator_mode_with_the_verdict_per_
                       "fresh pages": [_pair(3.3e-4, 3.3e-4, body=body, kind="mode:fresh pages") for _ in range(5)]}
     _, notes = calibration_table([cal], "t")
     [line] = notes
-    assert "lab 8,000 heap (5 of 5) / 3,030 fresh pages (0 of 5)" in line
-    assert "plain 8,000 heap (0 of 5) / 3,030 fresh pages (5 of 5)" in line
+    # the lab's trials here do not say which process ran them: counted as trials; the loop's rounds
+    # are fresh processes each
+    assert "lab 8,000 heap (5 of 5 trials) / 3,030 fresh pages (0 of 5 trials)" in line
+    assert "plain 8,000 heap (0 of 5 processes) / 3,030 fresh pages (5 of 5 processes)" in line
     assert "heap 1.00 (1.00–1.00, 5 pairs) within, fresh pages 1.00 (1.00–1.00, 5 pairs) within" in line
+    # the lab's five trials in one process are one process on the heap (a mode is a process's)
+    for p in cal.pairs:
+        p.lab.process = 0
+    [line] = calibration_table([cal], "t")[1]
+    assert "lab 8,000 heap (1 of 1 process) / 3,030 fresh pages (0 of 1 process)" in line
+    kept = {m["mode"]: m for m in cal.to_figure()["modes"]}
+    assert (kept["heap"]["lab_processes"], kept["heap"]["lab_processes_of"], kept["heap"]["lab_own"]) == (1, 1, 5)
+    assert kept["fresh pages"]["plain_samples"] == [pytest.approx(3.3e-4)] * 5
 
 
 def test_a_known_cause_stands_beside_a_miss_which_still_counts_as_off():
