@@ -8,8 +8,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from clientlab.profile.causes import language_of, profile_of
-from clientlab.profile.folded import frames_of
-from clientlab.profile.layers import HARNESS_SHOWN, UNATTRIBUTED_TARGET
+from clientlab.profile.folded import frames_of, from_text, total
+from clientlab.profile.layers import HARNESS_SHOWN, NATIVE_AWARE, UNATTRIBUTED_TARGET, user_side
 from clientlab.profile.rules import Rules
 from clientlab.store.profiles import cell_profiles
 
@@ -58,6 +58,9 @@ def render(store: Store, cell: dict[str, Any]) -> str:
     prof = figs.get("profile") or {}
     lines = [head, f"  {layers['profiler']}, {layers['samples']:,} samples in {prof.get('trials', '?')} profiled "
                    f"trial(s) of {prof.get('requests', '?')} requests"]
+    split = _split_by(store, cell, layers)
+    if split:
+        lines.append(_fit(split, 10_000))
     cost = []
     if layers.get("overhead") is not None:
         cost.append(f"wall {layers['overhead'] * 100:+.0f} %")
@@ -87,6 +90,25 @@ def render(store: Store, cell: dict[str, Any]) -> str:
     for name, text in (prof.get("blind_spots") or {}).items():
         lines.append(_fit(f"  {name} cannot see: {text}", 10_000))
     return "\n".join(_wrap(line) for line in lines)
+
+
+def _split_by(store: Store, cell: dict[str, Any], layers: dict[str, Any]) -> str | None:
+    """How many samples split the CPU outside the kernel, where a profiler that sees native frames
+    (py-spy) stands beside perf: only its samples outside a system call count, and it samples wall
+    time, so a driver sharing a busy core may leave a handful of them, a sample then several points
+    of a layer's share; perf's count beside them says nothing of it."""
+    rows = {r["profiler"]: r for r in cell_profiles(store, cell["id"])}
+    name = next((n for n in sorted(NATIVE_AWARE) if n in rows), None)
+    if name is None or "perf" not in rows:
+        return None
+    rules = Rules.load(language_of(cell["driver"]), (rows[name].get("meta") or {}).get("folder"))
+    folded = from_text(rows[name]["folded"])
+    own = total(user_side(folded, rules))
+    if not own:
+        return None
+    kernel = next((s["share"] for s in layers["shares"] if s["layer"] == "kernel"), 0.0)
+    return (f"  the CPU outside the kernel split by {name}'s {own:,} sample{'s' if own > 1 else ''} outside a system call "
+            f"(of its {total(folded):,}): one is {(1 - kernel) / own * 100:.1f} points of a layer's share")
 
 
 def _basis(total_us: float, cpu_overhead: float | None) -> list[str]:

@@ -34,3 +34,21 @@ def test_without_the_profilers_cpu_cost_the_text_view_still_says_whose_cpu_the_l
 def test_the_findings_and_flame_graphs_layer_line_names_the_profiled_trials():
     assert layers_line(_cell(0.5)).startswith("where the CPU went in the profiled trials (the profiler's cost included): "
                                               "library 20 µs, kernel 10 µs")
+
+
+def test_the_text_view_says_how_many_of_py_spys_samples_split_the_cpu_outside_the_kernel(store):
+    from clientlab.store.profiles import add_profile
+
+    run_id = store.start_run({}, {})
+    cell = {**_cell(cpu_overhead=0.5), "driver": "python-pycurl",
+            "id": store.start_cell(run_id, "python-pycurl", "get-small", {}, "requests")}
+    cell["figures"]["layers"]["profiler"] = "perf+py-spy"
+    gets = "main (drivers/python/_lib/labdriver.py);PycurlDriver._gets (drivers/python/pycurl/driver.py)"
+    # py-spy samples wall time: of 400, the driver was at user code in 4, the rest in send()
+    spy = f"{gets} 4\n{gets};send (libc.so.6) 396\n"
+    add_profile(store, cell["id"], "perf", "python3 (process);tcp_sendmsg (kernel) 900\n", 900, {})
+    add_profile(store, cell["id"], "py-spy", spy, 400, {"folder": "drivers/python/pycurl"})
+    shown = text.render(store, cell)
+    # the kernel's third from perf, the rest split by 4 samples: one is 16.7 points
+    assert "split by py-spy's 4 samples outside a system call (of its 400): one is 16.7 points" in shown.replace("\n      ", " ")
+    assert all(len(line) <= text.WIDTH for line in shown.splitlines())
