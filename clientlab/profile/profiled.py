@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from clientlab.analysis import stats
 from clientlab.drivers.protocol import DriverFault
 from clientlab.profile import folded as fold
-from clientlab.profile.layers import layers
+from clientlab.profile.layers import layers, own_side
 from clientlab.profile.rules import Rules
 from clientlab.profile.samplers import ProfilerFailed, Sampler, for_language, process_env
 from clientlab.runner.warming import scale
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 KIND = "profiled"
 MIN_PROFILED_S = 1.5   # profiled trials until they sampled this much wall time…
+MIN_OWN_SAMPLES = 200  # …and the language's profiler holds this many samples of CPU (where there is one)…
 MAX_TRIALS = 20        # …or this many
 TRIAL_S = 0.5          # a profiled trial's count is raised so that it lasts about this long (up to the
                        # scenario's own count): a profile needs samples, a trial fitted to 0.3 s has few
@@ -40,8 +41,10 @@ ATTEMPTS = 2   # a profiler (or a profiling process) that failed to start is tri
 class CellProfiler:
     """The runner's `profiler` hook: profiles each cell that finished measured."""
 
-    def __init__(self, store: Store, min_seconds: float = MIN_PROFILED_S, max_trials: int = MAX_TRIALS):
+    def __init__(self, store: Store, min_seconds: float = MIN_PROFILED_S, max_trials: int = MAX_TRIALS,
+                 min_own_samples: int = MIN_OWN_SAMPLES):
         self.store, self.min_seconds, self.max_trials = store, min_seconds, max_trials
+        self.min_own_samples = min_own_samples
 
     def profile(self, cell: Cell, trials: Trials) -> None:
         result = cell.result
@@ -99,7 +102,8 @@ class CellProfiler:
         rules = Rules.load(language, cell.driver.folder)
         outside: dict[str, int] = {}   # a profiler's samples taken outside the timed phase, left out
         try:
-            while len(walls) < self.max_trials and sum(walls) < self.min_seconds:
+            while more_trials(walls, own_samples(profiles, rules), self.min_seconds, self.max_trials,
+                              self.min_own_samples):
                 samplers: list[Sampler] = for_language(language)
                 try:
                     trial = trials.run(cell, work, KIND, cell.log.take_idx(), samplers=samplers)
@@ -140,6 +144,23 @@ class CellProfiler:
                             "cpu_s": cpu_s, "wall_s": walls, "overhead": found.overhead,
                             "cpu_overhead": round(cpu_overhead, 4) if cpu_overhead is not None else None,
                             "blind_spots": blind}}
+
+
+def own_samples(profiles: dict[str, fold.Folded], rules: Rules) -> int | None:
+    """The samples of CPU the language's own profiler holds so far (those outside a system call:
+    layers.own_side), which split all perf does not place; None where perf profiles alone."""
+    names = [n for n in profiles if n != "perf"]
+    return sum(fold.total(own_side(n, profiles[n], rules)) for n in names) if names else None
+
+
+def more_trials(walls: list[float], own: int | None, min_seconds: float, max_trials: int, min_own: int) -> bool:
+    """Another profiled trial: until the trials sampled `min_seconds` of wall time and the
+    language's profiler holds `min_own` samples of CPU, never past `max_trials`. py-spy samples
+    wall time, and a driver sharing a busy core with the bench server left it 1 to 11 samples
+    outside a system call in 1.5 s, which then split every layer but the kernel."""
+    if len(walls) >= max_trials:
+        return False
+    return sum(walls) < min_seconds or (own is not None and own < min_own)
 
 
 def _profiled_work(cell: Cell) -> Scenario:

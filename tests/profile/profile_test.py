@@ -400,3 +400,19 @@ def test_a_path_in_the_kernel_is_named_by_the_user_code_that_entered_it():
                                "boost::asio::detail::scheduler::do_run_one (libcpprest.so.2.10)",
                                "finish_task_switch.isra.0 (kernel)")
     assert found[0].us == pytest.approx(300.0)
+
+
+def test_profiled_trials_go_on_until_pyspy_holds_enough_samples_of_cpu_within_the_trial_cap():
+    from clientlab.profile.profiled import more_trials, own_samples
+
+    rules = Rules.load("python", "drivers/python/pycurl")
+    gets = "Loop.on_go (drivers/python/_lib/labdriver.py);PycurlDriver._gets (drivers/python/pycurl/driver.py)"
+    # py-spy's wall-time samples, nearly all of them the driver waiting in send(): 4 stand for CPU
+    profiles = {"perf": {"python3 (process);tcp_sendmsg (kernel)": 900},
+                "py-spy": {gets: 4, f"{gets};send (libc.so.6)": 396}}
+    assert own_samples(profiles, rules) == 4 and own_samples({"perf": profiles["perf"]}, rules) is None
+    assert more_trials([0.5] * 4, 4, 1.5, 20, 200)             # 2 s sampled, 4 samples of CPU: on
+    assert not more_trials([0.5] * 4, 250, 1.5, 20, 200)       # enough of both
+    assert not more_trials([0.5] * 4, None, 1.5, 20, 200)      # perf alone: its samples are CPU
+    assert more_trials([0.5], 250, 1.5, 20, 200)               # not yet 1.5 s
+    assert not more_trials([0.5] * 20, 4, 1.5, 20, 200)        # the cap holds
