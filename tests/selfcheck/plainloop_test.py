@@ -121,11 +121,16 @@ def test_a_large_answers_allocator_modes_reach_the_show_and_both_exports_for_bot
     assert heap.pairs == fresh.pairs == 2 and all(m.lab_s_per_request and m.plain_s_per_request for m in modes.values())
     assert heap.lab_own + fresh.lab_own == heap.lab_own_of == 3
     assert heap.plain_own + fresh.plain_own == heap.plain_own_of == 3
+    # the check keeps one process a cell: the lab's side counts that one process (a mode is a
+    # process's), and each mode keeps its pairs one by one (what tells one figure from two)
+    assert heap.lab_processes_of == 1 and heap.lab_processes + fresh.lab_processes <= 1
+    assert len(heap.lab_samples) == len(fresh.plain_samples) == 2
     [row] = csv.DictReader(io.StringIO(csv_export.render(store, run_id)))
     for name, m in (("heap", heap), ("fresh", fresh)):
         assert float(row[f"plain_{name}_plain_per_s"]) == pytest.approx(1 / m.plain_s_per_request)
         assert float(row[f"plain_{name}_lab_per_s"]) == pytest.approx(1 / m.lab_s_per_request)
         assert row[f"plain_{name}_pairs"] == "2" and row[f"plain_{name}_plain_own_of"] == "3"
+        assert row[f"plain_{name}_lab_processes_of"] == "1"
     assert row["plain_decision"] == "not decided" and row["plain_pairs"] == "3"
     exported = json_export.document(store, run_id)["cells"][0]["figures"]["plain"]["modes"]
     assert {m["mode"]: m["plain_own"] for m in exported} == {"heap": heap.plain_own, "fresh pages": fresh.plain_own}
