@@ -161,8 +161,8 @@ def causes(cell: Cell) -> tuple[str, ...]:
 def stored_cells(store: Store, run_id: int) -> list[Cell]:
     """The run's cells, each plain check's modes given the lab's process counts where the run
     stored none (its trials did not say which process ran them) but the store still tells: a
-    cell whose timed trials all ran in one process (`processes` 1: the check keeps one process a
-    cell) had that process in the mode of its trials, by their page faults (figures.own_processes);
+    cell whose timed trials all ran in one process (`processes` 1: the truth experiment keeps one
+    process a cell) had that process in the mode of its trials, by their page faults (figures.own_processes);
     a cell of several processes stays counted by its trials."""
     out = []
     for cell in store.cell_records(run_id):

@@ -121,7 +121,7 @@ def test_a_large_answers_allocator_modes_reach_the_show_and_both_exports_for_bot
     assert heap.pairs == fresh.pairs == 2 and all(m.lab_s_per_request and m.plain_s_per_request for m in modes.values())
     assert heap.lab_own + fresh.lab_own == heap.lab_own_of == 3
     assert heap.plain_own + fresh.plain_own == heap.plain_own_of == 3
-    # the check keeps one process a cell: the lab's side counts that one process (a mode is a
+    # these options keep one process a cell: the lab's side counts that one process (a mode is a
     # process's), and each mode keeps its pairs one by one (what tells one figure from two)
     assert heap.lab_processes_of == 1 and heap.lab_processes + fresh.lab_processes <= 1
     assert len(heap.lab_samples) == len(fresh.plain_samples) == 2
