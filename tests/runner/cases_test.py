@@ -97,6 +97,10 @@ CASES += [
          {"size": "1MB", "count": 2},
          kinds=("verify", "timed", "timed", "mode:heap", "mode:heap", "mode:fresh pages", "mode:fresh pages"),
          processes=(0, 0, 0, 1, 1, 2, 2)),
+    Case("a process whose trials changed allocator mode mid-life is said", "python-fake-fresh-later", "get-json-335k",
+         {"count": 20}, options={"trials": 4}, processes=(0, 0, 0, 0, 0, 1, 1, 2, 2),
+         notes=("process 1 changed allocator mode in the middle of its life: trial 0 heap, trial 1 heap, "
+                "trial 2 fresh pages, trial 3 fresh pages",)),
     Case("no allocator-mode trials when the run asks for none", REF, "download-memory", {"size": "1MB", "count": 2},
          options={"allocator_modes": False}, kinds=("verify", "timed", "timed")),
     Case("no allocator-mode trials for a body below glibc's mmap floor", REF, "download-memory",

@@ -5,7 +5,7 @@ plus deliberate faults for the lab's own tests.
                     MODE = reference | crash | hang | garbage | flood | wrong-body | lazy | sleep
                            | keep-conns | no-reuse | nagle | expect-stall | redirect-new-conn | buffer-file
                            | planted (a busy function on every request: the profile must name it)
-                           | idle-conn | fresh-body | no-bare
+                           | idle-conn | fresh-body | fresh-later | no-bare
                            | careful | lenient | eager | pool-one (the behaviour matrix: docs/behaviour.md)
                     RECOMMENDS = deadline | per-read: what the job's option `recommended` sets (its
                            manifest's [behaviour.recommended]); without it the option is unknown
@@ -13,8 +13,9 @@ plus deliberate faults for the lab's own tests.
 keep-conns breaks the protocol (it keeps its connections from one job to the next); the last
 six are slow in the ways the diagnosis rules must recognise (idle-conn opens a connection it
 never uses in every job; fresh-body copies every body into memory mapped anew for it, as an
-allocator whose mmap threshold lies below the body does); no-bare has no calibration loop, as a
-driver written before it).
+allocator whose mmap threshold lies below the body does; fresh-later does so only from its
+process's fourth job on, a process that changes allocator mode in the middle of its life);
+no-bare has no calibration loop, as a driver written before it).
 
 For the behaviour matrix, the reference keeps http.client's ways: its timeout bounds each read,
 not the request (a trickled body never times out), and it forwards the job's headers on every
@@ -67,6 +68,8 @@ RECOMMENDS = sys.argv[2] if len(sys.argv) > 2 else None
 # without accept_gzip sends already
 KNOWN_OPTIONS: set[str] = {"accept_encoding"} | ({"recommended"} if RECOMMENDS else set())
 PARALLEL_MODES = {"careful", "pool-one"}
+FRESH_LATER_FROM = 3   # fresh-later: the job (counted from 0 in the process) whose bodies are first mapped anew
+jobs_begun = 0         # the jobs this process was given
 
 
 def send(message: dict) -> None:
@@ -78,7 +81,9 @@ class Client:
     """One http.client connection per origin, reused while keep_alive is on."""
 
     def __init__(self, job: dict):
+        global jobs_begun
         self.job = job
+        self.index, jobs_begun = jobs_begun, jobs_begun + 1
         self.conns: dict[tuple, http.client.HTTPConnection] = {}
         self.cookies: dict[str, str] = {}
         self.ssl = ssl.create_default_context(cafile=job["tls_ca"]) if job.get("tls_ca") else None
@@ -195,7 +200,7 @@ class Client:
         else:
             data = response.read()
             size = len(data)
-            if MODE == "fresh-body" and size:
+            if size and (MODE == "fresh-body" or (MODE == "fresh-later" and self.index >= FRESH_LATER_FROM)):
                 with mmap.mmap(-1, size) as fresh:  # a page fault for every 4 KB, every request
                     fresh.write(data)
         if self.job.get("accept_gzip") and data is not None:
