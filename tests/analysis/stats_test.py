@@ -75,3 +75,22 @@ def test_a_lone_far_trial_is_an_outlier_not_a_mode_and_a_spread_without_a_gap_is
     assert modes([0.070, 0.071, 0.072, 0.073, 0.200]) is None        # one far trial
     assert modes([0.10, 0.12, 0.14, 0.16, 0.18, 0.20]) is None        # wide, but no gap of 1.5×
     assert modes([0.10, 0.30, 0.11]) is None                          # too few to tell two groups
+
+
+def test_two_samples_are_one_figure_by_their_own_spread_not_a_fixed_tolerance():
+    from clientlab.analysis.stats import INSIDE_SPREAD, OVERLAP, same_within_spread
+
+    # 4 % apart on five trials that agree within 0.2 %: two figures
+    tight = [1.000, 1.001, 0.999, 1.002, 0.998]
+    assert same_within_spread(tight, [v * 1.04 for v in tight]) is None
+    # 15 % apart on trials spread 40 % either way: their intervals overlap, one figure
+    wide = [0.6, 0.8, 1.0, 1.2, 1.4]
+    assert same_within_spread(wide, [v * 1.15 for v in wide]) == OVERLAP
+    # no spread at all (MAD 0, one-point intervals): any difference is two figures, none is one
+    assert same_within_spread([1.0, 1.0], [1.01, 1.01]) is None
+    assert same_within_spread([1.0, 1.0], [1.0, 1.0]) == OVERLAP
+    # many trials: their medians' intervals narrow and part, while 0.3 apart stays inside the
+    # trials' own robust spread (uniform over a width of 1: 1.4826 × 0.25): one figure
+    many = [0.5 + i / 100 for i in range(101)]
+    assert same_within_spread(many, [v + 0.3 for v in many]) == INSIDE_SPREAD
+    assert same_within_spread([], [1.0]) is None
