@@ -26,7 +26,7 @@ def verdicts_table(e: Experiment, store: Store, run_id: int, host: str | None = 
 
 def plain_check_table(e: Experiment, store: Store, run_id: int) -> tuple[Table, list[str]] | None:
     """For an experiment beside the plain loop (truth): every driver, per part, the loop's rate, the
-    lab's and lab ÷ plain with their spreads, both allocator modes where a cell's two cost apart;
+    lab's and lab ÷ plain with their spreads, both allocator modes unless their own spread says they cost the same;
     and a line per miss with its cause. None for any other experiment."""
     if e.beside != "plain":
         return None
