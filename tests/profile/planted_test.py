@@ -1,6 +1,7 @@
 """Profiles end to end, with the real profilers and the real bench server: a planted slow path in
 test drivers of seven languages is found and named by the diagnosis; profiled trials leave the
-timed figures as they were; the flame graphs render in Chromium from a file:// URL."""
+timed figures as they were; JFR keeps no sample of a Java driver's work after `done`; the flame
+graphs render in Chromium from a file:// URL."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from clientlab.analysis.stats import StopRule
 from clientlab.cli.common import diagnose_and_store
 from clientlab.drivers import build, manifest
 from clientlab.profile import CellProfiler, flame
+from clientlab.profile import folded as fold
 from clientlab.runner import CellRunner, Placement, RunOptions
+from clientlab.store.profiles import cell_profiles
 from tests.support.fixtures import shipped
 
 # profiled trials are timed and sampled: run alone, not beside other tests (test.sh)
@@ -65,6 +68,23 @@ def test_a_planted_slow_path_is_found_and_named(language, bench_server, store, t
     assert first["cause"] == "planted-slow-path" and first["us_per_request"] > 0
     assert function in gaps[0]["evidence"]
     assert gaps[0]["against"] == fast_id
+
+
+def test_jfr_has_no_sample_of_what_a_java_driver_does_after_done(bench_server, store, test_drivers, monkeypatch):
+    # every sampler is off at `done` before any is waited for: perf, then jcmd in the JVM, take a
+    # while to write, and a JFR window still open meanwhile would keep the driver's work after
+    # `done` (here a busy method of its own name, in the client's close after the report)
+    monkeypatch.setenv("PLANTED_AFTER_DONE_MS", "300")
+    # the planted method made small: JFR drops its samples inside that compiled loop, and the
+    # requests' own stacks show that the window was open during the trials
+    monkeypatch.setenv("PLANTED_LOOPS", "1000")
+    cells = profiled_run(bench_server, store, [_driver(test_drivers, "java-httpclient-planted")], count=200)
+    assert cells[0]["status"] == "ok", cells[0]["reason"]
+    jfr = next(fold.from_text(r["folded"]) for r in cell_profiles(store, cells[0]["id"]) if r["profiler"] == "jfr")
+    during = sum(n for stack, n in jfr.items() if "clientlab.lab.Driver.runAll" in stack)
+    after = {stack: n for stack, n in jfr.items() if "workAfterDone" in stack}
+    assert during > 0, f"JFR sampled nothing of the trials' requests: {sorted(jfr.items(), key=lambda kv: -kv[1])[:3]}"
+    assert not after, f"JFR kept {sum(after.values())} samples of the work after done ({during} of the requests)"
 
 
 def test_profiled_trials_leave_the_timed_figures_unchanged(bench_server, store, test_drivers):
