@@ -385,7 +385,9 @@ class Excimer(InProcess):
     name = "excimer"
     blind_spots = ("PHP's own functions only: an internal function (curl_exec, strlen) is no frame of its own, its "
                    "time is its PHP caller's unless perf places its C code (libcurl, the allocator, the kernel); "
-                   "samples the thread's CPU time, so a wait is not sampled")
+                   "samples the thread's CPU time, so a wait is not sampled; a sample is taken at the interpreter's "
+                   "next check after excimer's timer thread has run, which on a busy core is often after the next "
+                   "blocking call: a busy function's time can show in the PHP function that calls curl_exec next")
 
     def convert(self, path: Path) -> Folded:
         return parse_excimer(path.read_text(errors="replace"))
@@ -424,7 +426,8 @@ class Jfr:
     name = "jfr"
     blind_spots = ("Java frames of threads running Java code only (no native frames, no collector or compiler "
                    "threads: their share is perf's); a few threads sampled each period, at any point of the code "
-                   "(no safepoint bias)")
+                   "(no safepoint bias), but none inside a compiled loop with no call in it (nothing to walk the stack "
+                   "from): perf's map names such a loop")
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="clientlab-jfr-"))
