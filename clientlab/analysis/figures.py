@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clientlab.analysis import stats
-from clientlab.record import CellFigures, Mode, ServerSummary, WallStats
+from clientlab.record import CellFigures, Mode, PlainMode, ServerSummary, WallStats
 from clientlab.store import Trial
 
 STALL_GAP_NS = 30_000_000  # a pause of 30 ms or more inside one request's arrival (Nagle is ~40 ms)
@@ -141,6 +141,41 @@ def own_processes(timed: list[Trial], requests: int) -> OwnProcesses | None:
             said = ", ".join(f"trial {t.idx} {FRESH_MODE if _fresh(t, requests) else HEAP_MODE}" for t in mine)
             changes.append(f"process {process + 1} changed allocator mode in the middle of its life: {said}")
     return OwnProcesses(heap, fresh, len(changes), tuple(changes))
+
+
+def modes_alike(modes: tuple[PlainMode, ...], side: str) -> str | None:
+    """Why one side ("lab" or "plain") of a plain-loop check has its two allocator modes as one
+    figure (stats.same_within_spread on its pairs' seconds a request in each), or None: apart, or
+    their spread was not stored (then both are shown: a cell's modes are hidden only where its own
+    spread says they cost the same)."""
+    samples = [list(getattr(m, f"{side}_samples")) for m in modes]
+    if len(samples) != 2 or not all(samples):
+        return None
+    return stats.same_within_spread(samples[0], samples[1])
+
+
+def two_figures(modes: tuple[PlainMode, ...]) -> bool:
+    """Whether a plain-loop check's allocator modes, each side held in each, cost apart on either
+    side: then the cell has two figures and is judged mode by mode (plain_verdict)."""
+    held = tuple(m for m in modes if m.ratio is not None)
+    return len(held) == 2 and not (modes_alike(held, "lab") and modes_alike(held, "plain"))
+
+
+WITHIN, OFF, NOT_DECIDED = "within", "off", "not decided"
+
+
+def plain_verdict(decision: str | None, modes: tuple[PlainMode, ...]) -> str:
+    """A cell's verdict beside its library's plain loop. Where a large answer's two allocator
+    modes cost apart on either side (two figures), the cell is judged mode by mode, each side held
+    in the mode on purpose: within when within in both, off when off in either, else not decided.
+    Its other pairs compare whatever mode each side's process fell into (the lab's kept process
+    on the heap, a fresh loop mapping every body anew), so their ratio is the modes' difference as
+    much as the lab's, and decides nothing alone. With one figure, or no modes: `decision`, the
+    pairs' own."""
+    if not two_figures(modes):
+        return decision or NOT_DECIDED
+    said = [m.decision or NOT_DECIDED for m in modes if m.ratio is not None]
+    return OFF if OFF in said else WITHIN if all(d == WITHIN for d in said) else NOT_DECIDED
 
 
 @dataclass(frozen=True)

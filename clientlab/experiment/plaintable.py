@@ -5,7 +5,8 @@ on each side (each with how many of its side's processes fell into it), and each
 cause.
 
 The texts are built here once, for the findings document and the terminal alike; the verdict
-per cell is the check's own (PlainCheck.decision).
+per cell is the check's own (PlainCheck.decision), mode by mode where the cell's allocator modes
+cost apart (figures.plain_verdict).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clientlab.analysis import stats
-from clientlab.analysis.figures import FRESH_MODE, own_processes
+from clientlab.analysis.figures import FRESH_MODE, modes_alike, own_processes, plain_verdict
 from clientlab.experiment.spec import Experiment
 from clientlab.record import Cell, PlainCheck, PlainMode
 from clientlab.store import Store, Trial
@@ -102,16 +103,6 @@ def _changed(modes: tuple[PlainMode, ...]) -> str:
     return f", {n} process{'' if n == 1 else 'es'} changed mode mid-life"
 
 
-def _alike(modes: tuple[PlainMode, ...], side: str) -> str | None:
-    """Why a side's two modes are one figure (stats.same_within_spread on its pairs' seconds a
-    request in each), or None: apart, or their spread was not stored (then both are shown: a
-    cell's modes are hidden only where its own spread says they cost the same)."""
-    samples = [list(getattr(m, f"{side}_samples")) for m in modes]
-    if not all(samples):
-        return None
-    return stats.same_within_spread(samples[0], samples[1])
-
-
 def entry(cell: Cell) -> Entry:
     """One cell's texts (Entry)."""
     if not cell.measured:
@@ -130,13 +121,18 @@ def entry(cell: Cell) -> Entry:
     modes = tuple(m for m in p.modes if m.ratio is not None)
     if len(modes) != 2:
         return out
-    lab_alike, plain_alike = _alike(modes, "lab"), _alike(modes, "plain")
+    lab_alike, plain_alike = modes_alike(modes, "lab"), modes_alike(modes, "plain")
     if lab_alike and plain_alike:
         return Entry(out.plain, out.lab, out.ratio,
                      ratio_modes=f"one figure: both allocator modes cost the same within their spread on each "
                                  f"side (lab: {lab_alike}; plain: {plain_alike})")
+    # two figures: the cell is judged mode by mode (plain_verdict); its other pairs compare the
+    # modes each side's process fell into and carry no verdict of their own
+    verdict = plain_verdict(p.decision, p.modes)
+    ratio = (f"{_interval(p.ratio, p.ratio_ci_low, p.ratio_ci_high)} over {p.compared} pair"
+             f"{'' if p.compared == 1 else 's'} in the modes they fell into; {verdict} by its two modes")
     # the loop's rounds are fresh processes each: its counts are processes
-    return Entry(out.plain, out.lab, out.ratio,
+    return Entry(out.plain, out.lab, ratio,
                  plain_modes=" / ".join(f"{_rate(m.plain_s_per_request)} {m.mode}"
                                         f"{_count(m.plain_own, m.plain_own_of, 'processes')}" for m in modes),
                  lab_modes=" / ".join(f"{_rate(m.lab_s_per_request)} {m.mode}{_lab_own(m)}" for m in modes)
@@ -191,7 +187,8 @@ def plain_table(experiment: Experiment, cells: list[Cell]) -> PlainTable:
         for c in (c for c in cells if c.params.get("part") == part.name):
             e = entry(c)
             table.rows.setdefault(c.driver, {})[part.name] = e
-            decision = c.figures.plain.decision if c.measured and c.figures.plain is not None else None
+            p = c.figures.plain if c.measured else None
+            decision = plain_verdict(p.decision, p.modes) if p is not None and p.ratio is not None else None
             if decision == OFF:
                 table.misses.append(Miss(c.driver, part.name, e.ratio, causes(c)))
             elif e.missing is None and decision != "within":

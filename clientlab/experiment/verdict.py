@@ -13,6 +13,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
+from clientlab.analysis.figures import plain_verdict
 from clientlab.experiment.spec import Claim, Experiment, Select
 from clientlab.record import Cell, CellFigures, PlainCheck
 from clientlab.units import format_bytes
@@ -177,8 +178,9 @@ def _judge_matches_plain(claim: Claim, ok_a: list[Cell], problems: list[str]) ->
             continue
         r, lo, hi = plain.ratio, plain.ratio_ci_low, plain.ratio_ci_high
         if plain.decision is not None and claim.tolerance == PLAIN_TARGET:
-            # the check's own verdict, which also asks its interval for 90 % coverage
-            outcomes.append(_PLAIN_OUTCOME[plain.decision])
+            # the check's own verdict, which also asks its interval for 90 % coverage, mode by
+            # mode where the cell's allocator modes cost apart
+            outcomes.append(_PLAIN_OUTCOME[plain_verdict(plain.decision, plain.modes)])
         else:   # a run stored before the check decided, or another tolerance: the interval alone
             outcomes.append(CONFIRMED if low <= lo and hi <= high else REFUTED if hi < low or lo > high
                             else NOT_DECIDED)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import csv
 import io
 
+from clientlab.analysis.figures import plain_verdict
 from clientlab.record import LAYERS, PlainCheck
 from clientlab.store import Store
 
 PROFILED = "profiled_cpu_us_incl_profiler"   # the prefix of the layer columns: what their µs are
 
-PLAIN = ("decision", "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_confidence", "pairs", "compared",
+PLAIN = ("decision", "verdict", "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_confidence", "pairs", "compared",
          "lab_per_s", "plain_per_s", "note", "problem")
 PLAIN_MODES = {"heap": "heap", "fresh pages": "fresh"}   # an allocator mode, and its columns' name
 PLAIN_MODE = ("lab_per_s", "plain_per_s", "ratio", "ratio_ci_low", "ratio_ci_high", "pairs", "decision",
@@ -36,8 +37,8 @@ COLUMNS = [
     # and (allocator modes) processes fell into it, fastest first (allocator modes: heap first)
     *(f"mode{i}_{what}" for i in (1, 2) for what in ("label", "throughput", "trials", "processes", "processes_of")),
     # beside the library's plain loop (crosscheck --plain, the truth experiment): lab ÷ plain with
-    # its CI and verdict, both sides' requests a second; then the same with both sides held in each
-    # allocator mode, with how many of each side's own trials or rounds (and the lab's processes) fell
+    # its CI, its pairs' decision and the cell's verdict (mode by mode where its modes cost apart),
+    # both sides' requests a second; then the same with both sides held in each allocator mode, with how many of each side's own trials or rounds (and the lab's processes) fell
     # into that mode
     *(f"plain_{what}" for what in PLAIN),
     *(f"plain_{mode}_{what}" for mode in PLAIN_MODES.values() for what in PLAIN_MODE),
@@ -81,7 +82,8 @@ def _per_s(seconds: float | None) -> float | None:
 def _plain(p: PlainCheck) -> dict[str, object]:
     """A cell's plain-loop check as its columns (PLAIN, and PLAIN_MODE per allocator mode)."""
     row: dict[str, object] = {
-        "plain_decision": p.decision, "plain_ratio": p.ratio, "plain_ratio_ci_low": p.ratio_ci_low,
+        "plain_decision": p.decision, "plain_verdict": plain_verdict(p.decision, p.modes) if p.decision else None,
+        "plain_ratio": p.ratio, "plain_ratio_ci_low": p.ratio_ci_low,
         "plain_ratio_ci_high": p.ratio_ci_high, "plain_ratio_ci_confidence": p.ratio_ci_confidence,
         "plain_pairs": p.pairs, "plain_compared": p.compared, "plain_lab_per_s": _per_s(p.lab_s_per_request),
         "plain_plain_per_s": _per_s(p.plain_s_per_request), "plain_note": p.note, "plain_problem": p.problem}

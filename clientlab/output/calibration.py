@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from clientlab.analysis.figures import FRESH_MODE
+from clientlab.analysis.figures import FRESH_MODE, two_figures
 from clientlab.analysis.stats import Summary, median, summarize
 from clientlab.selfcheck.calibrate import DECIDE_CONFIDENCE, NOT_DECIDED, OFF, TARGET, WITHIN, Calibration, Verdicts
 
@@ -61,6 +61,10 @@ def verdict(cal: Calibration) -> str | None:
         return None
     why = cal.differences()
     said = cal.verdict
+    if cal.reference == "plain" and two_figures(cal.mode_figures()):
+        return (f"{said} by its two allocator modes, each side held in each (its pairs at large, "
+                f"{r.median:.2f}, put each side in the mode its processes fell into)"
+                + (f": {'; '.join(why)}" if why else ""))
     if said == WITHIN:
         # within the target; pairs left out are still said
         return f"within {TARGET:.0%}: {'; '.join(why)}" if len(cal.compared) < len(cal.pairs) else None
@@ -126,11 +130,11 @@ def calibration_table(cells: list[Calibration], title: str) -> tuple[Table, list
         said = c.verdict if c.pairs else None
         style = {WITHIN: "green", OFF: "bold red", NOT_DECIDED: "yellow"}.get(said or "", "")
         shown = ratio(c.ratio_summary)
-        decided = f"{len(c.pairs)} {c.decision}" if c.pairs else "—"
+        decided = f"{len(c.pairs)} {said}" if c.pairs else "—"
         table.add_row(c.driver, rate(c.lab_summary), rate(c.bare_summary),
                       f"[{style}]{shown}[/]" if style else shown, cpu(c), decided)
         # the manifest's known cause stands beside the figure; the ratio and its verdict stay
-        cause = f"known cause: {escape(c.note)}" if c.note and c.decision != WITHIN else None
+        cause = f"known cause: {escape(c.note)}" if c.note and said != WITHIN else None
         why = "; ".join(w for w in (verdict(c), cause, modes_line(c), c.rounds_note()) if w)
         if why:
             notes.append(f"{c.driver} × {escape(c.scenario)}: {why}")

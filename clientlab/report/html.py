@@ -14,6 +14,7 @@ import json
 from html import escape
 from typing import Any
 
+from clientlab.analysis.figures import plain_verdict
 from clientlab.output import cellfigures as cf
 from clientlab.profile import flame
 from clientlab.output.cellfigures import DEPARTED
@@ -119,9 +120,10 @@ def _plain(f: Any) -> str:
     p = f.plain
     if p is None or p.ratio is None:
         return ""
-    verdict = f" {p.decision}" if p.decision else ""
+    said = plain_verdict(p.decision, p.modes) if p.decision else None
+    verdict = f" {said}" if said else ""
     cause = (f' <span class="reason">known cause: {e(p.note)}</span>'
-             if p.note and p.decision != "within" else "")
+             if p.note and said != "within" else "")
     ratio = _metric("plain_ratio", p.ratio, f"{p.ratio:.2f}", "dim")
     return (f'<span class="line dim">lab ÷ {e(p.reference)} {ratio} ({p.ratio_ci_low:.2f}–{p.ratio_ci_high:.2f},'
             f' {p.pairs} pairs){e(verdict)}{cause}</span>')

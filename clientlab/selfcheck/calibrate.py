@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import paths
 from clientlab.analysis import stats
-from clientlab.analysis.figures import FRESH_BODY, FRESH_MODE, FRESH_SHARE, PAGE, OwnProcesses, own_processes
+from clientlab.analysis.figures import (FRESH_BODY, FRESH_MODE, FRESH_SHARE, PAGE, OwnProcesses, own_processes,
+                                        plain_verdict)
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, DriverProcess
@@ -330,7 +331,7 @@ class Calibration:
         loop, whose cells end by their own stop rule and so often have too few pairs for a 90 %
         interval, its median within 1 ± TARGET or not (None without a ratio: not judged)."""
         if self.reference == "plain":
-            return self.decision
+            return plain_verdict(self.decision, self.mode_figures())
         within = self.within_target
         return None if within is None else WITHIN if within else OFF
 

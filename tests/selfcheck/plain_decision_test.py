@@ -170,3 +170,30 @@ def test_the_bare_check_keeps_judging_its_cells_by_the_median():
     # its cells end by their own stop rule: three pairs within by the median pass
     assert check_exit_code(_cells((1.0, 1.0, 1.0), STRADDLING_5, reference="bare")) == 0
     assert check_exit_code(_cells(WITHIN_5, OFF_5, reference="bare")) == 1
+
+
+def test_a_cell_whose_modes_cost_apart_is_judged_and_exits_mode_by_mode_not_across_them():
+    from clientlab.cli.checks import check_exit_code
+
+    body = 335_114
+    mapped = body // 4096 * 1000   # a page fault for every 4 KB of every body
+    # the lab's kept process keeps bodies on the heap, each fresh loop maps them anew: 0.38 across
+    # the modes, which is the modes' difference, not the lab's
+    cal = Calibration("python-aiohttp", "get-json-335k", reference="plain",
+                      pairs=[_pair(1.25e-4, 3.3e-4 * f, body=body, lab_faults=10, plain_faults=mapped)
+                             for f in (1.0, 1.01, 0.99, 1.02, 0.98)])
+
+    def held(lab_s: float, plain_s: float, mode: str) -> list[Pair]:
+        return [_pair(lab_s, plain_s * f, body=body, kind=f"mode:{mode}") for f in (1.0, 1.01, 0.99, 1.02, 0.98)]
+
+    cal.mode_pairs = {"heap": held(1.25e-4, 1.25e-4, "heap"), "fresh pages": held(3.3e-4, 3.3e-4, "fresh pages")}
+    assert cal.decision == OFF and cal.verdict == WITHIN
+    assert check_exit_code([cal]) == 0
+    [line] = calibration_table([cal], "t")[1]
+    assert "within by its two allocator modes, each side held in each (its pairs at large, 0.38," in line
+    # off in one mode like for like: off, whatever the pairs across the modes read
+    cal.mode_pairs["fresh pages"] = held(3.3e-4, 4.0e-4, "fresh pages")
+    assert cal.verdict == OFF and check_exit_code([cal]) == 1
+    # modes that cost the same on each side are one figure: the pairs' own decision stands
+    cal.mode_pairs = {"heap": held(1.25e-4, 1.25e-4, "heap"), "fresh pages": held(1.25e-4, 1.25e-4, "fresh pages")}
+    assert cal.verdict == cal.decision == OFF
