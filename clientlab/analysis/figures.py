@@ -166,15 +166,23 @@ WITHIN, OFF, NOT_DECIDED = "within", "off", "not decided"
 
 def plain_verdict(decision: str | None, modes: tuple[PlainMode, ...]) -> str:
     """A cell's verdict beside its library's plain loop. Where a large answer's two allocator
-    modes cost apart on either side (two figures), the cell is judged mode by mode, each side held
-    in the mode on purpose: within when within in both, off when off in either, else not decided.
-    Its other pairs compare whatever mode each side's process fell into (the lab's kept process
-    on the heap, a fresh loop mapping every body anew), so their ratio is the modes' difference as
-    much as the lab's, and decides nothing alone. With one figure, or no modes: `decision`, the
-    pairs' own."""
+    modes cost apart on either side (two figures), the cell is judged mode by mode: within when
+    within in both, off when off in either, else not decided. A mode is judged by the pairs held
+    in it on purpose, and by the cell's own pairs where every one of them had both sides in it
+    (like for like, often many more pairs; the two disagreeing decide nothing); its own pairs
+    otherwise compare whatever mode each side's process fell into (the lab's kept process on the
+    heap, a fresh loop mapping every body anew), so their ratio is the modes' difference as much
+    as the lab's, and decides nothing. With one figure, or no modes: `decision`, the pairs' own."""
     if not two_figures(modes):
         return decision or NOT_DECIDED
-    said = [m.decision or NOT_DECIDED for m in modes if m.ratio is not None]
+    said = []
+    for m in (m for m in modes if m.ratio is not None):
+        mine = [m.decision or NOT_DECIDED]
+        if m.lab_own and m.lab_own == m.lab_own_of and m.plain_own and m.plain_own == m.plain_own_of:
+            mine.append(decision or NOT_DECIDED)
+        decided = {d for d in mine if d != NOT_DECIDED}
+        # two sets of pairs of one mode that disagree decide nothing between them
+        said.append(decided.pop() if len(decided) == 1 else NOT_DECIDED)
     return OFF if OFF in said else WITHIN if all(d == WITHIN for d in said) else NOT_DECIDED
 
 

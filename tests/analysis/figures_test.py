@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
-from clientlab.analysis.figures import allocator_modes, cell_figures
+from clientlab.analysis.figures import allocator_modes, cell_figures, plain_verdict
+from clientlab.record import PlainMode
 from clientlab.store import Trial
 
 REQUESTS = 1000
@@ -106,3 +108,29 @@ def test_the_figures_are_stored_under_the_keys_and_in_the_order_stores_always_ha
         "throughput", "unit", "requests", "work_bytes", "wall_s", "precision", "relative_spread", "noisy",
         "outliers", "modes", "trials", "cpu_user_s", "cpu_precision", "cpu_sys_s", "page_faults", "peak_rss_kb",
         "setup_s", "startup_s", "server"]
+
+
+def _held_beside_plain(mode: str, decision: str, own: tuple[int, int], apart: float) -> PlainMode:
+    """A mode held on purpose: its decision, how many of the cell's own 5 pairs had the lab's and
+    the loop's side in it, and its seconds a request (`apart` times the heap's)."""
+    samples = tuple(1e-4 * apart * (1 + k / 1000) for k in range(5))
+    return PlainMode(mode=mode, lab_s_per_request=1e-4 * apart, plain_s_per_request=1e-4 * apart, ratio=1.0,
+                     ratio_ci_low=0.99, ratio_ci_high=1.01, pairs=5, decision=decision, lab_own=own[0],
+                     lab_own_of=5, plain_own=own[1], plain_own_of=5, lab_samples=samples, plain_samples=samples)
+
+
+def test_a_cell_with_two_allocator_figures_is_judged_in_each_mode_like_for_like():
+    # the lab's process on the heap, the loop's fresh: its own pairs decide nothing; both modes within
+    across = (_held_beside_plain("heap", "within", (5, 0), 1.0), _held_beside_plain("fresh pages", "within", (0, 5), 3.0))
+    assert plain_verdict("off", across) == "within"
+    assert plain_verdict("within", (across[0], replace(across[1], decision="off"))) == "off"
+    assert plain_verdict("within", (across[0], replace(across[1], decision="not decided"))) == "not decided"
+    # every own pair had both sides on the heap: they judge the heap with its held pairs
+    heap = (_held_beside_plain("heap", "not decided", (5, 5), 1.0), _held_beside_plain("fresh pages", "within", (0, 0), 3.0))
+    assert plain_verdict("within", heap) == "within"
+    assert plain_verdict("off", heap) == "off"
+    # the held pairs and the own pairs of one mode disagree: that mode is not decided
+    assert plain_verdict("off", (replace(heap[0], decision="within"), heap[1])) == "not decided"
+    # modes that cost the same on each side are one figure: the own pairs' decision alone
+    same = (_held_beside_plain("heap", "within", (5, 0), 1.0), _held_beside_plain("fresh pages", "within", (0, 5), 1.0))
+    assert plain_verdict("off", same) == "off"
