@@ -175,15 +175,20 @@ def plain_verdict(decision: str | None, modes: tuple[PlainMode, ...]) -> str:
     as the lab's, and decides nothing. With one figure, or no modes: `decision`, the pairs' own."""
     if not two_figures(modes):
         return decision or NOT_DECIDED
-    said = []
-    for m in (m for m in modes if m.ratio is not None):
-        mine = [m.decision or NOT_DECIDED]
-        if m.lab_own and m.lab_own == m.lab_own_of and m.plain_own and m.plain_own == m.plain_own_of:
-            mine.append(decision or NOT_DECIDED)
-        decided = {d for d in mine if d != NOT_DECIDED}
-        # two sets of pairs of one mode that disagree decide nothing between them
-        said.append(decided.pop() if len(decided) == 1 else NOT_DECIDED)
+    said = [mode_verdict(decision, m) for m in modes if m.ratio is not None]
     return OFF if OFF in said else WITHIN if all(d == WITHIN for d in said) else NOT_DECIDED
+
+
+def mode_verdict(decision: str | None, mode: PlainMode) -> str:
+    """One allocator mode's verdict where a cell is judged mode by mode (plain_verdict): its held
+    pairs' decision, and the cell's own pairs' (`decision`) where every one of them had both sides
+    in this mode; two sets of pairs that disagree decide nothing between them."""
+    m = mode
+    mine = [m.decision or NOT_DECIDED]
+    if m.lab_own and m.lab_own == m.lab_own_of and m.plain_own and m.plain_own == m.plain_own_of:
+        mine.append(decision or NOT_DECIDED)
+    decided = {d for d in mine if d != NOT_DECIDED}
+    return decided.pop() if len(decided) == 1 else NOT_DECIDED
 
 
 @dataclass(frozen=True)

@@ -161,9 +161,9 @@ def crosscheck_cmd(driver_paths, driver_names, scenario_names, params, trials, p
                                       interleave=MEASURING.interleave, forks=MEASURING.forks,
                                       jit_warm_s=MEASURING.jit_warm_s, run_budget_s=time_budget or None)
         if plain:
-            from clientlab.selfcheck.plainloop import MODE_TRIALS
+            from clientlab.selfcheck.plainloop import check_options
 
-            options = dataclasses.replace(options, mode_trials=MODE_TRIALS)
+            options = check_options(options)
         _calibrate(store, drivers, scenarios, options, json_path, server_host, "plain" if plain else "bare",
                    decide=plain and not trials)
         return

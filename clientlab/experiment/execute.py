@@ -48,10 +48,9 @@ def run_experiment(store: Store, experiment: Experiment, quick: bool, options: R
     options = dataclasses.replace(options, trial_seconds=options.trial_seconds or experiment.trial_seconds,
                                   run_budget_s=budget or None)
     if experiment.beside == "plain":
-        from clientlab.selfcheck.plainloop import MODE_TRIALS
+        from clientlab.selfcheck.plainloop import check_options
 
-        # each allocator mode judged against the loop's in the same mode needs a 90 % interval
-        options = dataclasses.replace(options, mode_trials=MODE_TRIALS)
+        options = check_options(options)
     readiness = builder.Readiness()   # the run's: each driver's build inputs read once
     drivers = _drivers(cells, extra_drivers or [], on_note, readiness)
     config = {"experiment": experiment.name, "quick": quick, "seed": experiment.seed,

@@ -138,7 +138,8 @@ def entry(cell: Cell) -> Entry:
                  lab_modes=" / ".join(f"{_rate(m.lab_s_per_request)} {m.mode}{_lab_own(m)}" for m in modes)
                  + _changed(modes),
                  ratio_modes=" / ".join(f"{m.mode} {_interval(m.ratio or 0.0, m.ratio_ci_low, m.ratio_ci_high)} "
-                                        f"{m.decision or NOT_DECIDED}" for m in modes))
+                                        f"{m.decision or NOT_DECIDED}, {m.pairs} held pair{'' if m.pairs == 1 else 's'}"
+                                        for m in modes))
 
 
 def causes(cell: Cell) -> tuple[str, ...]:

@@ -195,7 +195,7 @@ def _judge_matches_plain(claim: Claim, ok_a: list[Cell], problems: list[str]) ->
                         f"pair{'' if plain.compared == 1 else 's'})"
                         + said + "".join(f"; {m.mode}: lab {_rate(m.lab_s_per_request)} / plain "
                                          f"{_rate(m.plain_s_per_request)} req/s, {m.ratio:.2f} "
-                                         f"({m.ratio_ci_low:.2f}–{m.ratio_ci_high:.2f}, {m.pairs} pairs) {m.decision}"
+                                         f"({m.ratio_ci_low:.2f}–{m.ratio_ci_high:.2f}, {m.pairs} held pairs) {m.decision}"
                                          for m in plain.modes if m.ratio is not None))
     if not outcomes:
         return Verdict(claim, NOT_HERE, evidence + problems)

@@ -107,7 +107,7 @@ def modes_line(cal: Calibration) -> str | None:
     verdicts = []
     for mode, pairs in cal.mode_pairs.items():
         r = summarize([p.ratio for p in pairs])
-        verdicts.append(f"{mode} {r.median:.2f} ({r.ci_low:.2f}–{r.ci_high:.2f}, {len(pairs)} pairs) "
+        verdicts.append(f"{mode} {r.median:.2f} ({r.ci_low:.2f}–{r.ci_high:.2f}, {len(pairs)} held pairs) "
                         f"{cal.mode_decision(mode)}")
     return f"allocator modes, req/s: {'; '.join(sides)}; lab ÷ {cal.reference}: {', '.join(verdicts)}"
 

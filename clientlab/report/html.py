@@ -14,7 +14,7 @@ import json
 from html import escape
 from typing import Any
 
-from clientlab.analysis.figures import plain_verdict
+from clientlab.analysis.figures import plain_verdict, two_figures
 from clientlab.output import cellfigures as cf
 from clientlab.profile import flame
 from clientlab.output.cellfigures import DEPARTED
@@ -125,8 +125,11 @@ def _plain(f: Any) -> str:
     cause = (f' <span class="reason">known cause: {e(p.note)}</span>'
              if p.note and said != "within" else "")
     ratio = _metric("plain_ratio", p.ratio, f"{p.ratio:.2f}", "dim")
+    # judged mode by mode: each mode's ratio, its verdict and its held pairs
+    modes = "".join(f"; {m.mode} {m.ratio:.2f} {m.decision or 'not decided'}, {m.pairs} held pairs"
+                    for m in p.modes if m.ratio is not None) if two_figures(p.modes) else ""
     return (f'<span class="line dim">lab ÷ {e(p.reference)} {ratio} ({p.ratio_ci_low:.2f}–{p.ratio_ci_high:.2f},'
-            f' {p.pairs} pairs){e(verdict)}{cause}</span>')
+            f' {p.pairs} pairs){e(verdict)}{e(modes)}{cause}</span>')
 
 
 def _chip(driver: str) -> str:

@@ -80,7 +80,13 @@ class Beside(Protocol):
 
     def after_modes(self, driver: Driver, scenario: Scenario, work: Scenario, server: ServerSide,
                     trials: list[Trial]) -> None:
-        """The cell's trials in its allocator modes (runner/allocator.py), once they are done."""
+        """The cell's trials in its allocator modes (runner/allocator.py): once they are done, or,
+        when the check paces the cells, each right after it is made."""
+
+    def mode_decided(self, driver: str, scenario: str, mode: str) -> bool:
+        """When the check paces the cells: whether the pairs held in this allocator mode need no
+        more (decided, at `most_pairs`, or the cell not judged by its modes); after each mode's
+        `mode_trials` the cell's trials in an undecided mode go on until it is, within the budget."""
 
 
 @dataclass

@@ -208,6 +208,7 @@ class CellRunner:
         beside = self.beside
         most = beside.most_pairs if beside is not None else None
         checked = most is not None
+        self.turns.held = _PacedModes(self, cells, deadline) if checked else None
         spent: dict[int, float] = {}   # paced: each cell's time in its turns and the check's rounds
         last: dict[int, float] = {}    # ... in its last turn
         while running := [c for c in cells if c.open]:
@@ -248,6 +249,8 @@ class CellRunner:
         it runs its own rounds in the same modes."""
         if self.beside is None or cell.result is None or cell.result.status != "ok" or cell.work is None:
             return
+        if self.beside.most_pairs is not None:
+            return   # a check that paces the cells had its round right after each (_PacedModes)
         modes = [t for t in cell.log.trials if t.kind.startswith(allocator.KIND_PREFIX) and t.ok]
         if modes:   # a cell ends once: it takes no turn after this
             with stopped(sorted({c.pid for c in cells if c.pid is not None})):
@@ -273,6 +276,30 @@ class CellRunner:
         self.pool.release(cell, keep)
         for path in Path(self.scratch).glob(f"sink-{cell.tag}-*"):
             path.unlink(missing_ok=True)
+
+
+class _PacedModes:
+    """The held pairs of a check that paces the cells (timed.HeldPairs): its round right after
+    each trial held in an allocator mode, with every driver process of the run stopped, and more
+    of a mode while the check has not decided it, below its most pairs and within the time budget
+    less the closing work of the other cells still open (their own allocator modes)."""
+
+    def __init__(self, runner: CellRunner, cells: list[Cell], deadline: Deadline):
+        self.runner, self.cells, self.deadline = runner, cells, deadline
+
+    def pair(self, cell: Cell, trial: Trial) -> None:
+        beside = self.runner.beside
+        if beside is None or cell.work is None:
+            return
+        with stopped(sorted({c.pid for c in self.cells if c.pid is not None})):
+            beside.after_modes(cell.driver, cell.scenario, cell.work, cell.server, [trial])
+
+    def wanted(self, cell: Cell, mode: str) -> bool:
+        beside = self.runner.beside
+        if beside is None or beside.mode_decided(cell.driver.id, cell.scenario.label, mode):
+            return False
+        others = [c for c in self.cells if c is not cell]
+        return not self.runner._less_closing(self.deadline, others, True).passed()
 
 
 def _time_fair(cells: list[Cell], spent: dict[int, float], last: dict[int, float]) -> list[Cell]:

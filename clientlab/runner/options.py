@@ -36,6 +36,10 @@ class RunOptions:
     fresh_process: bool = False   # a new driver process per trial (cold cost) instead of one per cell
     placement: str = "split"      # split / shared / free: see placement.Placement
     trial_seconds: float | None = None   # scale request counts so that a trial lasts about this long
+    # ... but never below this many requests (nor above the written count): a check beside the
+    # cells (crosscheck --plain, truth) keeps a fresh loop's first requests a small part of a round;
+    # None: the command's own (the plain check's floor there, none elsewhere)
+    min_requests: int | None = None
     fixed_counts: frozenset[str] = frozenset()  # scenario labels whose counts the user set: never scaled
     trial_timeout_s: float | None = None  # a timed trial's limit; None: derived from verification
     retries: int = 0              # disturbed trials run again, at most this many per cell

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 from clientlab.drivers.protocol import DriverFault
 from clientlab.measuring import hostprobe
@@ -14,13 +15,24 @@ from clientlab.runner.deadline import Deadline
 from clientlab.runner.pool import ProcessPool
 from clientlab.runner.trial import Trials
 from clientlab.runner.warming import Warming
+from clientlab.store import Trial
 
 STALLED_FACTOR = 4   # a first timed trial this far over the trial budget stops the cell early
+
+
+class HeldPairs(Protocol):
+    """A check that paces the cells, beside a cell's trials held in its allocator modes
+    (CellRunner): its round right after each such trial, and whether a mode wants more."""
+
+    def pair(self, cell: Cell, trial: Trial) -> None: ...
+
+    def wanted(self, cell: Cell, mode: str) -> bool: ...
 
 
 class TimedTurns:
     def __init__(self, trials: Trials, warming: Warming, pool: ProcessPool, clock: Clock = SYSTEM):
         self.trials, self.warming, self.pool, self.clock = trials, warming, pool, clock
+        self.held: HeldPairs | None = None   # a check pacing the cells (CellRunner sets it)
 
     def turn(self, cell: Cell, deadline: Deadline, most: int | None = None) -> None:
         """One timed trial; finish when the stop rule says so. A disturbed trial is stored apart and
@@ -84,25 +96,52 @@ class TimedTurns:
         if not allocator.due(cell):
             return
         for mode in allocator.TUNABLES:
-            try:
-                self.pool.spawn(cell, env=allocator.env(mode))
-                kinds = ["warmup"] * min(1, cell.options.warmup) + [allocator.kind(mode)] * cell.options.mode_trials
-                for kind in kinds:
-                    trial = self.trials.fresh(cell, kind, cell.log.take_idx())
-                    if not trial.ok:
-                        raise DriverFault("; ".join(trial.problems or ["its trial failed"]))
-            except DriverFault as exc:
-                cell.log.notes.append(f"the {mode} mode was not measured: {str(exc).splitlines()[0]}")
+            if not self._held(cell, mode, cell.options.mode_trials):
                 return
+        if self.held is None:
+            return
+        # a check that paces the cells: a mode its held pairs have not decided takes more, each in
+        # a new process held in it, as the cell's own pairs do (one mode decided, the other goes on)
+        for mode in allocator.TUNABLES:
+            if self.held.wanted(cell, mode) and not self._held(cell, mode, None):
+                return
+
+    def _held(self, cell: Cell, mode: str, count: int | None) -> bool:
+        """A process held in `mode`, its warm-up, then `count` trials in the mode (None: until the
+        check's `wanted` says no more), each beside the check's round when one paces the cells;
+        False when it failed (noted: the cell keeps its figures)."""
+        held = self.held
+        try:
+            self.pool.spawn(cell, env=allocator.env(mode))
+            for _ in range(min(1, cell.options.warmup)):
+                trial = self.trials.fresh(cell, "warmup", cell.log.take_idx())
+                if not trial.ok:
+                    raise DriverFault("; ".join(trial.problems or ["its trial failed"]))
+            made = 0
+            while (made < count) if count is not None else (held is not None and held.wanted(cell, mode)):
+                trial = self.trials.fresh(cell, allocator.kind(mode), cell.log.take_idx())
+                if not trial.ok:
+                    raise DriverFault("; ".join(trial.problems or ["its trial failed"]))
+                made += 1
+                if held is not None:
+                    held.pair(cell, trial)
+        except DriverFault as exc:
+            what = f"the {mode} mode was not measured" if count is not None else f"no more pairs held in the {mode} mode"
+            cell.log.notes.append(f"{what}: {str(exc).splitlines()[0]}")
+            return False
+        return True
 
     @staticmethod
     def _stalled(cell: Cell) -> bool:
         """A first timed trial far over the trial budget: more would not fit the run's time."""
         budget, walls = cell.options.trial_seconds_for(cell.scenario), cell.log.timed_walls
+        if budget and cell.options.min_requests and cell.work is not None and cell.per_request_s:
+            # a count held up to the run's floor lasts longer than the budget by design
+            budget = max(budget, cell.work.total_requests * cell.per_request_s)
         if not budget or len(walls) != 1 or walls[0] <= STALLED_FACTOR * budget:
             return False
         cell.log.notes.append(f"stopped after one timed trial: it took {walls[0]:.2f} s, "
-                              f"over {STALLED_FACTOR}× the {budget:g} s budget")
+                              f"over {STALLED_FACTOR}× the {budget:.3g} s budget")
         return True
 
     @staticmethod

@@ -112,14 +112,18 @@ class Warming:
 
 
 def fit(cell: Cell) -> Scenario:
-    """The cell's scenario at the count whose trial lasts about the trial budget (never more than
-    written), from what one request cost it last."""
+    """The cell's scenario at the count whose trial lasts about the trial budget, from what one
+    request cost it last; never under the run's `min_requests` (a check's floor: a fresh loop's
+    first requests stay a small part of its round, however slow the host was when the count was
+    fitted), never more than written."""
     scenario, budget = cell.scenario, cell.options.trial_seconds_for(cell.scenario)
     if not budget or not cell.per_request_s:
         return scenario
-    factor = min(1.0, _round_count(budget / cell.per_request_s) / scenario.total_requests)
+    fitted, floor = _round_count(budget / cell.per_request_s), cell.options.min_requests or 0
+    factor = min(1.0, max(fitted, floor) / scenario.total_requests)
     if factor < 1 and cell.work is None:
-        cell.log.notes.append(f"{scenario.total_requests:,} requests scaled to fit a {budget:g} s trial")
+        least = f" (at least {floor:,})" if floor else ""
+        cell.log.notes.append(f"{scenario.total_requests:,} requests scaled to fit a {budget:g} s trial{least}")
     return scale(scenario, factor)
 
 
@@ -128,7 +132,8 @@ def scale(scenario: Scenario, factor: float) -> Scenario:
     requests made once (a login) stay once."""
     if factor >= 1:
         return scenario
-    requests = [r.model_copy(update={"repeat": max(1, math.floor(r.repeat * factor))}) if r.repeat > 1 else r
+    # the product rounded first: 400 / 3000 × 3000 must stay 400, not fall to 399
+    requests = [r.model_copy(update={"repeat": max(1, math.floor(round(r.repeat * factor, 6)))}) if r.repeat > 1 else r
                 for r in scenario.requests]
     return scenario.model_copy(update={"requests": requests})
 

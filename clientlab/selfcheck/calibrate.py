@@ -464,6 +464,9 @@ class BareBeside:
     def decided(self, driver: str, scenario: str) -> bool:
         return False
 
+    def mode_decided(self, driver: str, scenario: str, mode: str) -> bool:
+        return True   # its cells end by their own stop rule: nothing paces their modes
+
     def after_modes(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any,
                     trials: list[Trial]) -> None:
         """The driver's own loop runs in one process of its own: its allocator mode is that one's."""

@@ -26,6 +26,7 @@ after the probe's wait for a slow phase to pass, at most the run's `retries` tim
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import paths
 from clientlab.analysis import stats
+from clientlab.analysis.figures import mode_verdict, two_figures
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, driver_env
@@ -59,6 +61,20 @@ ROUND_TIMEOUT_FLOOR_S = 30.0
 STDERR_SHOWN = 400          # characters of a failed loop's stderr in its message
 MOST_PAIRS = 20             # a cell the check paces stops undecided at this many pairs (no time budget)
 MODE_TRIALS = 5             # pairs in each allocator mode: five pairs' min–max is a 94 % interval
+# the fewest GETs a round (and the lab's trial beside it) makes where counts are fitted to the
+# trial budget: a fresh loop's first requests pay its one-time work (httpx's first GET imports
+# its backend: 37-82 ms against 3-4 ms a warm GET of 335 KB), which a round of 29 GETs counts
+# as a fifth of its time and one of 400 as a few per cent (docs/measurement.md, "Plain rounds")
+ROUND_MIN_REQUESTS = 400
+
+
+def check_options(options: RunOptions) -> RunOptions:
+    """The run's options for cells beside their plain loop (crosscheck --plain, truth): MODE_TRIALS
+    pairs held in each allocator mode, each mode judged against the loop's in it needing a 90 %
+    interval; and fitted counts of at least ROUND_MIN_REQUESTS, unless the options set their own
+    floor (0: none, a test's least cell)."""
+    floor = ROUND_MIN_REQUESTS if options.min_requests is None else options.min_requests
+    return dataclasses.replace(options, mode_trials=MODE_TRIALS, min_requests=floor)
 
 
 @dataclass(frozen=True)
@@ -208,6 +224,7 @@ class PlainBeside:
         self.on_note = on_note
         self.loops: dict[tuple[str, str], PlainLoop] = {}
         self.cells: dict[tuple[str, str], Calibration] = {}
+        self.said: set[tuple[str, str, str]] = set()   # the modes whose held pairs' end was said
         self.scratch = paths.scratch_dir()
 
     def calibration(self, driver: str, scenario: str) -> Calibration:
@@ -218,6 +235,31 @@ class PlainBeside:
         to come)."""
         cal = self.calibration(driver, scenario)
         return cal.problem is not None or cal.decision != NOT_DECIDED
+
+    def mode_decided(self, driver: str, scenario: str, mode: str) -> bool:
+        """Whether the pairs held in an allocator mode need no more (the check paces the cells):
+        the loop failed; the mode has MOST_PAIRS; the cell is not judged by its modes (they cost
+        the same on both sides: figures.two_figures); or the mode's verdict (figures.mode_verdict:
+        its held pairs, with the cell's own where every one had both sides in it) is decided.
+        Said once a mode's extra pairs end, with how many it has."""
+        cal = self.calibration(driver, scenario)
+        held = cal.mode_pairs.get(mode, [])
+        if self.most_pairs is None or cal.problem is not None:
+            return True
+        modes = cal.mode_figures()
+        mine = next((m for m in modes if m.mode == mode), None)
+        verdict = mode_verdict(cal.decision, mine) if mine else NOT_DECIDED
+        why = ("at its most pairs" if len(held) >= self.most_pairs
+               else None if len(modes) < 2 or mine is None
+               else "one figure: the modes cost the same on both sides" if not two_figures(modes)
+               else verdict if verdict != NOT_DECIDED else None)
+        if why is not None and len(held) > MODE_TRIALS and self.on_note is not None \
+                and (driver, scenario, mode) not in self.said:
+            self.said.add((driver, scenario, mode))
+            r = stats.summarize([p.ratio for p in held])
+            self.on_note(f"  {driver} × {scenario}, {mode} mode: {why} after {len(held)} held pairs, lab ÷ plain "
+                         f"{r.median:.2f} ({r.ci_low:.2f}–{r.ci_high:.2f}); its verdict {verdict}")
+        return why is not None
 
     def after_trial(self, driver: Driver, scenario: Scenario, work: Scenario, server: Any, trial: Trial) -> None:
         cal = self.calibration(driver.id, scenario.label)

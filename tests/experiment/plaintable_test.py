@@ -80,7 +80,8 @@ def test_a_cell_whose_allocator_modes_cost_apart_shows_both_sides_in_each_with_t
     # the loop's rounds are fresh processes each; the lab's trials are counted by their process
     assert e.plain_modes == "2,703 heap (5 of 5 processes) / 1,587 fresh pages (0 of 5 processes)"
     assert e.lab_modes == "2,703 heap (0 of 1 process) / 1,562 fresh pages (1 of 1 process)"
-    assert e.ratio_modes.startswith("heap 1.00 (0.99–1.01) within / fresh pages 1.02")
+    # each mode judged by its held pairs, how many said
+    assert e.ratio_modes == "heap 1.00 (0.99–1.01) within, 5 held pairs / fresh pages 1.02 (1.01–1.03) within, 5 held pairs"
     # its pairs at large put the lab's fresh-pages process beside the loop's heap ones: no verdict
     assert e.ratio == "1.86 (1.84–1.89) over 5 pairs in the modes they fell into; within by its two modes"
 
@@ -144,7 +145,8 @@ def test_the_truth_findings_section_carries_the_table_and_the_misses(store):
     assert "| driver | small-12: plain req/s | lab req/s | lab ÷ plain | small-1k: plain req/s" in text
     assert ("| python-curl-cffi |  |  |  |  |  |  | 10,000 ±3%<br>2,703 heap (5 of 5 processes) / 1,587 fresh pages "
             "(0 of 5 processes) | 5,376 ±2%<br>2,703 heap (0 of 1 process) / 1,562 fresh pages (1 of 1 process) | 1.86 (1.84–1.89) over 5 pairs in the modes "
-            "they fell into; within by its two modes<br>heap 1.00 (0.99–1.01) within / fresh pages 1.02 (1.01–1.03) within |") in text
+            "they fell into; within by its two modes<br>heap 1.00 (0.99–1.01) within, 5 held pairs / fresh pages 1.02 "
+            "(1.01–1.03) within, 5 held pairs |") in text
     assert "- java-httpclient × json-335k: 1.41 (1.39–1.44) off, 5 pairs. known cause: a new client a job" in text
     assert "Misses (off their plain loop" in text and ": 3; not decided: 1." in text
 

@@ -20,12 +20,15 @@ REF = "python-fake-reference"
 class _Check:
     """A check beside the cells that has decided a cell after `after` of its pairs (None: never)."""
 
-    def __init__(self, after: int | None, most: int = 6):
+    def __init__(self, after: int | None, most: int = 6, mode_after: dict[str, int | None] | None = None):
         self.most_pairs = most
         self.after = after
+        # held pairs that decide each allocator mode (None: never); none given: decided at once
+        self.mode_after = mode_after or {}
         self.pairs: dict[tuple[str, str], int] = {}
         self.kinds: list[str] = []        # the kinds of trial each pair was given
         self.mode_kinds: list[str] = []   # the trials handed over in allocator modes
+        self.handed: list[int] = []       # how many trials each hand-over of allocator modes held
 
     def after_trial(self, driver, scenario, work, server, trial) -> None:
         self.kinds.append(trial.kind)
@@ -37,6 +40,12 @@ class _Check:
 
     def after_modes(self, driver, scenario, work, server, trials) -> None:
         self.mode_kinds.extend(t.kind for t in trials)
+        self.handed.append(len(trials))
+
+    def mode_decided(self, driver: str, scenario: str, mode: str) -> bool:
+        held = self.mode_kinds.count(f"mode:{mode}")
+        after = self.mode_after.get(mode, 0)
+        return held >= self.most_pairs or (after is not None and held >= after)
 
 
 def _paced(bench_server, store, test_drivers, check: _Check, scenario, deadline: Deadline | None = None,
@@ -100,3 +109,22 @@ def test_a_budget_stopped_large_answer_still_gets_its_allocator_modes(bench_serv
                            spent)
     assert result.figures.budget_stopped is True
     assert "mode:heap" in kinds and "mode:fresh pages" in kinds and check.mode_kinds
+
+
+def test_a_mode_its_held_pairs_have_not_decided_takes_more_until_decided_or_at_the_most(bench_server, store,
+                                                                                       test_drivers):
+    # the heap mode is decided after 4 held pairs, the fresh pages' never: the check's most (6)
+    check = _Check(after=3, most=6, mode_after={"heap": 4, "fresh pages": None})
+    result, kinds = _paced(bench_server, store, test_drivers, check, shipped("get-small", count=5, size=200_000))
+    assert result.status == "ok"
+    assert kinds.count("mode:heap") == 4 and kinds.count("mode:fresh pages") == 6
+    # each held trial goes to the check as it is made, its round right after it
+    assert check.mode_kinds.count("mode:heap") == 4 and set(check.handed) == {1}
+
+
+def test_past_the_time_budget_a_mode_gets_its_held_pairs_and_no_more(bench_server, store, test_drivers):
+    spent = Deadline(0.0, ManualClock(1.0))
+    check = _Check(after=None, mode_after={"heap": None, "fresh pages": None})
+    _, kinds = _paced(bench_server, store, test_drivers, check, shipped("get-small", count=5, size=200_000), spent)
+    # RunOptions' mode_trials (2) each, however undecided
+    assert kinds.count("mode:heap") == kinds.count("mode:fresh pages") == 2

@@ -62,7 +62,7 @@ def test_the_table_shows_both_sides_in_each_allocator_mode_with_the_verdict_per_
     # are fresh processes each
     assert "lab 8,000 heap (5 of 5 trials) / 3,030 fresh pages (0 of 5 trials)" in line
     assert "plain 8,000 heap (0 of 5 processes) / 3,030 fresh pages (5 of 5 processes)" in line
-    assert "heap 1.00 (1.00–1.00, 5 pairs) within, fresh pages 1.00 (1.00–1.00, 5 pairs) within" in line
+    assert "heap 1.00 (1.00–1.00, 5 held pairs) within, fresh pages 1.00 (1.00–1.00, 5 held pairs) within" in line
     # the lab's five trials in one process are one process on the heap (a mode is a process's)
     for p in cal.pairs:
         p.lab.process = 0
@@ -197,3 +197,37 @@ def test_a_cell_whose_modes_cost_apart_is_judged_and_exits_mode_by_mode_not_acro
     # modes that cost the same on each side are one figure: the pairs' own decision stands
     cal.mode_pairs = {"heap": held(1.25e-4, 1.25e-4, "heap"), "fresh pages": held(1.25e-4, 1.25e-4, "fresh pages")}
     assert cal.verdict == cal.decision == OFF
+
+
+def test_a_paced_check_wants_more_pairs_held_in_a_mode_until_that_mode_is_decided_or_at_its_most():
+    from clientlab.selfcheck.plainloop import MOST_PAIRS, PlainBeside
+
+    body = 335_114
+    mapped = body // 4096 * 1000
+    said: list[str] = []
+    beside = PlainBeside(None, decide=True, on_note=said.append)
+    cal = beside.calibration("python-httpx", "get-json-335k")
+    cal.pairs = [_pair(1.25e-4, 3.3e-4 * f, body=body, plain_faults=mapped) for f in (1.0, 1.01, 0.99, 1.02, 0.98)]
+
+    def held(lab_s: float, plain_s: float, mode: str, ratios) -> list[Pair]:
+        return [_pair(lab_s, plain_s / r, body=body, kind=f"mode:{mode}") for r in ratios]
+
+    straddling = (1.05, 1.12, 1.08, 1.02, 1.15)
+    # the modes cost apart: the heap mode's held pairs straddle 1.10, the fresh pages' lie within
+    cal.mode_pairs = {"heap": held(1.25e-4, 1.25e-4, "heap", straddling),
+                      "fresh pages": held(3.3e-4, 3.3e-4, "fresh pages", (1.0, 1.01, 0.99, 1.02, 0.98))}
+    assert not beside.mode_decided("python-httpx", "get-json-335k", "heap")
+    # one mode decided does not stop the other
+    assert beside.mode_decided("python-httpx", "get-json-335k", "fresh pages")
+    assert cal.verdict == NOT_DECIDED
+    # pairs that decide the heap mode end its pairs, and the cell's verdict is decided
+    cal.mode_pairs["heap"] += held(1.25e-4, 1.25e-4, "heap", (1.04, 1.03, 1.05, 1.04, 1.03, 1.04, 1.05, 1.03, 1.04))
+    assert beside.mode_decided("python-httpx", "get-json-335k", "heap") and cal.verdict == WITHIN
+    assert said and "heap mode: within after 14 held pairs" in said[-1]
+    # a mode that stays undecided stops at the check's most pairs
+    cal.mode_pairs["heap"] = held(1.25e-4, 1.25e-4, "heap", straddling * 4)
+    assert len(cal.mode_pairs["heap"]) == MOST_PAIRS and beside.mode_decided("python-httpx", "get-json-335k", "heap")
+    # modes that cost the same on both sides are one figure: the cell's own pairs judge it, none held wanted
+    cal.mode_pairs = {"heap": held(1.25e-4, 1.25e-4, "heap", straddling),
+                      "fresh pages": held(1.25e-4, 1.25e-4, "fresh pages", straddling)}
+    assert beside.mode_decided("python-httpx", "get-json-335k", "heap")

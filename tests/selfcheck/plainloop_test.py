@@ -144,3 +144,23 @@ def test_a_large_answers_allocator_modes_reach_the_show_and_both_exports_for_bot
     else:
         assert any(n.startswith(("one figure", "one allocator mode")) for n in cell.figures.notes or ())
         assert allocator_modes_line([cell]) is None and row["mode1_label"] == ""
+
+
+def test_a_plain_round_and_the_trial_beside_it_never_make_fewer_gets_than_the_checks_floor(store, test_drivers):
+    import dataclasses
+
+    # a trial budget this short fits a handful of GETs: the floor holds every trial and round up
+    options = plainloop.check_options(dataclasses.replace(_options(3), trial_seconds=0.001))
+    assert options.min_requests == plainloop.ROUND_MIN_REQUESTS
+    run_id, (cal,) = plainloop.run(store, [test_drivers["python-fake-reference"]],
+                                   [shipped("get-small", count=2000)], options)
+    assert cal.problem is None and len(cal.pairs) == 3
+    floor = plainloop.ROUND_MIN_REQUESTS
+    assert all(p.bare.requests == floor for p in cal.pairs)
+    [cell] = store.cells(run_id)
+    assert all(t["work_requests"] == floor for t in store.trials(cell["id"]) if t["kind"] in ("timed", "warmup"))
+    assert any(f"scaled to fit a 0.001 s trial (at least {floor})" in n for n in cell["figures"]["notes"])
+    # never more than the scenario's own count
+    _, (few,) = plainloop.run(store, [test_drivers["python-fake-reference"]], [shipped("get-small", count=50)],
+                              options)
+    assert all(p.bare.requests == 50 for p in few.pairs)
