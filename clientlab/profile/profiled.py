@@ -16,7 +16,7 @@ from clientlab.drivers.protocol import DriverFault
 from clientlab.profile import folded as fold
 from clientlab.profile.layers import layers, own_side
 from clientlab.profile.rules import Rules
-from clientlab.profile.samplers import ProfilerFailed, Sampler, for_language, process_env
+from clientlab.profile.samplers import ProfilerFailed, Sampler, for_language, process_argv, process_env
 from clientlab.runner.warming import scale
 from clientlab.store.profiles import add_profile
 
@@ -50,11 +50,13 @@ class CellProfiler:
         result = cell.result
         if result is None or result.status != "ok" or cell.running is None or cell.work is None:
             return
-        env = process_env(cell.driver.manifest.language, cell.driver.variant.kind if cell.driver.variant else None)
+        language, runtime = cell.driver.manifest.language, cell.driver.variant.kind if cell.driver.variant else None
+        env = process_env(language, runtime)
+        argv = process_argv(language, runtime, cell.driver.argv) if env else None
         for attempt in range(ATTEMPTS):
             try:
                 if env:
-                    self._own_process(cell, trials, env)
+                    self._own_process(cell, trials, env, argv)
                 added = self._profiled(cell, trials)
                 break
             except (ProfilerFailed, DriverFault) as exc:
@@ -70,16 +72,17 @@ class CellProfiler:
                     trials.pool.release(cell)   # the profiling process serves no timed trial, ever
         result.figures = _with(result.figures, added)
 
-    def _own_process(self, cell: Cell, trials: Trials, env: dict[str, str]) -> None:
+    def _own_process(self, cell: Cell, trials: Trials, env: dict[str, str], argv: list[str] | None) -> None:
         """A process of the driver of its own for the profile, started with `env` (a runtime that
         names its JIT-compiled frames for perf only when started so, a profiler loaded in the
-        process: samplers.process_env), warmed up at the cell's count (a JIT runtime for
-        OWN_WARM_S): the cell's timed trials ran in processes without it."""
+        process: samplers.process_env) and by `argv` where given (samplers.process_argv), warmed up
+        at the cell's count (a JIT runtime for OWN_WARM_S): the cell's timed trials ran in
+        processes without them."""
         assert cell.work is not None
         # the cell's own process stays what it was: kept warm for the driver's next scenario
         # where the pool keeps JIT processes, shared with its other cells where they share one
         trials.pool.release(cell, keep=True)
-        trials.pool.spawn(cell, env=env)
+        trials.pool.spawn(cell, env=env, argv=argv)
         started = time.monotonic()
         # a JIT runtime (a manifest's warmup over 1) for OWN_WARM_S, an interpreter (PHP, Perl) once
         warm_s = OWN_WARM_S if cell.driver.manifest.warmup > 1 else 0.0

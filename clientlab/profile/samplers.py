@@ -513,8 +513,9 @@ def process_env(language: str, runtime: str | None = None) -> dict[str, str] | N
     functions, and interpreted frames on the native stack); None: the cell's own process will do.
     `runtime`: the kind of runtime line a Node driver runs on (`bun`, `deno`), None for Node's."""
     if language == "node" and runtime == "deno":
-        # Deno is V8 too, and ignores NODE_OPTIONS: the same flags through its own variable
-        return {"DENO_V8_FLAGS": "--perf-basic-prof,--interpreted-frames-native-stack"}
+        # Deno is V8 too, and ignores NODE_OPTIONS: the same flags through its own variable, which
+        # takes any V8 flag, so V8's log (process_argv) goes to the lab's folder here
+        return {"DENO_V8_FLAGS": f"--perf-basic-prof,--interpreted-frames-native-stack,--logfile={_v8_log()}"}
     if language == "node" and runtime == "bun":
         # JavaScriptCore writes its JIT code only as JITDump (BUN_JSC_useJITDump), which perf reads
         # through `perf inject --jit`, not through the perf map the lab reads: no flag names its frames
@@ -553,6 +554,24 @@ def process_env(language: str, runtime: str | None = None) -> dict[str, str] | N
         return {INPROC_ENV: str(folder), "PERL5OPT": f"{os.environ.get('PERL5OPT', '')} -d:NYTProf".strip(),
                 "NYTPROF": options}
     return None
+
+
+def process_argv(language: str, runtime: str | None, argv: list[str]) -> list[str] | None:
+    """The argv a driver's profiling process starts with where process_env is not enough, None:
+    its own. --perf-basic-prof turns on V8's log, which Node writes (isolate-0x…-PID-v8.log) in
+    the process's working directory, the driver's folder (driver-protocol §6); NODE_OPTIONS
+    refuses --logfile, Node's command line takes it. A driver started otherwise than by `node`
+    keeps its argv."""
+    if language != "node" or runtime in ("deno", "bun") or not argv or Path(argv[0]).name != "node":
+        return None
+    return [argv[0], f"--logfile={_v8_log()}", *argv[1:]]
+
+
+def _v8_log() -> Path:
+    """V8's log file for a profiling process; V8 puts its isolate-0x…-PID- prefix before the file's
+    name. The folder must exist: V8 writes its log to stdout, the protocol's, where it cannot
+    open the file."""
+    return _inproc_dir() / "v8.log"
 
 
 def _inproc_dir() -> Path:

@@ -52,20 +52,21 @@ class ProcessPool:
         shared = self.shared.get(cell.driver.id) if self.shares(cell) else None
         return shared.pid if shared is not None else None
 
-    def spawn(self, cell: Cell, env: dict[str, str] | None = None) -> float:
+    def spawn(self, cell: Cell, env: dict[str, str] | None = None, argv: list[str] | None = None) -> float:
         """Give the cell a driver process: the one its driver's cells share, the one kept warm
         from an earlier scenario, or a new one (always a new one with `env`, which it gets beside
-        its driver's environment); its start-up time (as measured when it started). The cell's
-        trials from here on say they ran in its next process (TrialLog.process)."""
+        its driver's environment, or with `argv`, which starts it instead of the driver's own);
+        its start-up time (as measured when it started). The cell's trials from here on say they
+        ran in its next process (TrialLog.process)."""
         self.release(cell)
         cell.log.process += 1
-        warm = self._warm_one(cell) if env is None else None
+        warm = self._warm_one(cell) if env is None and argv is None else None
         if warm is not None:
             cell.running, cell.versions, cell.kept_warm = warm, warm.versions, True
             return warm.startup_s
         group = cgroup.open_group("driver")
         t0 = time.perf_counter()
-        argv = [*cell.server.driver_prefix, *cell.driver.argv]
+        argv = [*cell.server.driver_prefix, *(argv or cell.driver.argv)]
         if group is not None:
             argv = group.wrap(argv)
         base = cell.driver.env()

@@ -1,7 +1,7 @@
 """Profiles end to end, with the real profilers and the real bench server: a planted slow path in
 test drivers of seven languages is found and named by the diagnosis; profiled trials leave the
-timed figures as they were; JFR keeps no sample of a Java driver's work after `done`; the flame
-graphs render in Chromium from a file:// URL."""
+timed figures as they were; JFR keeps no sample of a Java driver's work after `done`; a profiled
+Node driver leaves no V8 log in its folder; the flame graphs render in Chromium from a file:// URL."""
 
 from __future__ import annotations
 
@@ -85,6 +85,18 @@ def test_jfr_has_no_sample_of_what_a_java_driver_does_after_done(bench_server, s
     after = {stack: n for stack, n in jfr.items() if "workAfterDone" in stack}
     assert during > 0, f"JFR sampled nothing of the trials' requests: {sorted(jfr.items(), key=lambda kv: -kv[1])[:3]}"
     assert not after, f"JFR kept {sum(after.values())} samples of the work after done ({during} of the requests)"
+
+
+def test_profiling_a_node_driver_leaves_no_v8_log_in_its_folder(bench_server, store):
+    # --perf-basic-prof turns V8's log on, written where the process runs: the driver's folder
+    # (driver-protocol §6), where nobody reads it and it piled up profile after profile
+    driver = _driver({}, "node-http")
+    before = set(driver.folder.glob("isolate-*.log"))
+    cells = profiled_run(bench_server, store, [driver], count=200)
+    assert cells[0]["status"] == "ok", cells[0]["reason"]
+    assert cells[0]["figures"]["profile"]["trials"] > 0, cells[0]["figures"].get("notes")
+    left = sorted(p.name for p in set(driver.folder.glob("isolate-*.log")) - before)
+    assert not left, f"the profiled Node process left {left} in {driver.folder}"
 
 
 def test_profiled_trials_leave_the_timed_figures_unchanged(bench_server, store, test_drivers):
