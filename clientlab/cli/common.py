@@ -135,7 +135,7 @@ def take_lab_lock(no_wait: bool) -> None:
 
     lock = RunLock()
     try:
-        lock.acquire(wait=not no_wait, on_wait=lambda message: err.print(escape(message), highlight=False))
+        lock.acquire(wait=not no_wait, on_wait=lambda message: print_wrapped(err, message))
     except LabBusy as exc:
         err.print(f"[red]busy:[/] {escape(str(exc))}", highlight=False)
         raise SystemExit(EXIT_BUSY) from None

@@ -12,9 +12,10 @@ import threading
 
 import pytest
 
+from clientlab import paths
 from clientlab.measuring import runlock
 from clientlab.measuring.runlock import LabBusy, RunLock
-from tests.support.cli import QUICK, TESTDRIVERS, db_count, lab, wait_for  # noqa: F401 - the fixture
+from tests.support.cli import CLI, QUICK, TESTDRIVERS, db_count, lab, wait_for  # noqa: F401 - the fixture
 
 # holds the machine's run lock: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial
@@ -94,6 +95,24 @@ def test_a_second_run_waits_for_the_first_then_runs(lab):
     finally:
         first.release()
     assert proc.wait(120) == 0, "".join(lines)
+
+
+def test_the_waiting_message_wraps_at_80_columns(lab):
+    first = RunLock("clientlab run -d c-libcurl,go-net-http,python-requests -s get-small,get-json-335k", lab.lock)
+    first.acquire()
+    proc = subprocess.Popen([*CLI, "run", *QUICK, "-s", "get-small"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**lab.env, "COLUMNS": "80"}, cwd=paths.ROOT)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
+    try:
+        wait_for(lambda: any("give up)" in line for line in lines), timeout=60)
+    finally:
+        proc.kill()
+        proc.wait(30)
+        first.release()
+    said = [line.rstrip("\n") for line in lines]
+    assert " ".join(" ".join(said).split()).startswith("waiting for the lab: another measuring run holds it, pid")
+    assert len(said) > 1 and max(map(len, said)) <= 80, said
 
 
 def test_commands_that_only_read_do_not_take_the_lock(lab):
