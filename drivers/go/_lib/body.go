@@ -99,9 +99,17 @@ func File(job *Job, req *Request, status int, http string) (Response, error) {
 }
 
 // HTTPLabel normalises a protocol version to "1.0", "1.1", "2" or "3" (from major/minor numbers).
+// The usual ones are constants: called once a request, it allocates nothing for them.
 func HTTPLabel(major, minor int) string {
-	if major == 2 || major == 3 {
-		return fmt.Sprint(major)
+	switch {
+	case major == 1 && minor == 1:
+		return "1.1"
+	case major == 1 && minor == 0:
+		return "1.0"
+	case major == 2:
+		return "2"
+	case major == 3:
+		return "3"
 	}
 	return fmt.Sprintf("%d.%d", major, minor)
 }

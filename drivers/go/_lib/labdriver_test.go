@@ -125,17 +125,17 @@ func TestRunAllKeepsConcurrency(t *testing.T) {
 	f := &fakeClient{}
 	rep := newReport(j)
 	runAll(j, f, rep)
-	if len(rep.Responses) != 20 || len(rep.Errors) != 2 || f.most.Load() != 3 {
-		t.Fatalf("%d responses, %d errors, %d in flight at most", len(rep.Responses), len(rep.Errors), f.most.Load())
+	if len(rep.responses()) != 20 || len(rep.errors) != 2 || f.most.Load() != 3 {
+		t.Fatalf("%d responses, %d errors, %d in flight at most", len(rep.responses()), len(rep.errors), f.most.Load())
 	}
-	if rep.Responses[0].SHA256 != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
-		t.Fatalf("sha256 %q", rep.Responses[0].SHA256)
+	if rep.responses()[0].SHA256 != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Fatalf("sha256 %q", rep.responses()[0].SHA256)
 	}
 	j.Concurrency, j.Verify = 1, false
 	f = &fakeClient{}
 	rep = newReport(j)
-	if runAll(j, f, rep); f.most.Load() != 1 || rep.Responses[0].SHA256 != "" || rep.Errors[0].R != 1 {
-		t.Fatalf("sequential: %d in flight, %+v", f.most.Load(), rep.Responses[0])
+	if runAll(j, f, rep); f.most.Load() != 1 || rep.responses()[0].SHA256 != "" || rep.errors[0].R != 1 {
+		t.Fatalf("sequential: %d in flight, %+v", f.most.Load(), rep.responses()[0])
 	}
 }
 
