@@ -92,7 +92,8 @@ class TimedTurns:
     def _allocator_modes(self, cell: Cell) -> None:
         """A few trials in each allocator mode, each in a process held in it (runner/allocator.py),
         where the cell's bodies can fall into either; a failure there is noted, and the cell keeps
-        its figures."""
+        its figures. A check that paces the cells (`held`) has its round right after each, and a
+        mode it has not decided after those takes more (_held): to its decision, its most or the budget."""
         if not allocator.due(cell):
             return
         for mode in allocator.TUNABLES:
@@ -126,7 +127,8 @@ class TimedTurns:
                 if held is not None:
                     held.pair(cell, trial)
         except DriverFault as exc:
-            what = f"the {mode} mode was not measured" if count is not None else f"no more pairs held in the {mode} mode"
+            what = (f"the {mode} mode was not measured" if count is not None
+                    else f"no more pairs held in the {mode} mode")
             cell.log.notes.append(f"{what}: {str(exc).splitlines()[0]}")
             return False
         return True

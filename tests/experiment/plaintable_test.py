@@ -81,7 +81,8 @@ def test_a_cell_whose_allocator_modes_cost_apart_shows_both_sides_in_each_with_t
     assert e.plain_modes == "2,703 heap (5 of 5 processes) / 1,587 fresh pages (0 of 5 processes)"
     assert e.lab_modes == "2,703 heap (0 of 1 process) / 1,562 fresh pages (1 of 1 process)"
     # each mode judged by its held pairs, how many said
-    assert e.ratio_modes == "heap 1.00 (0.99–1.01) within, 5 held pairs / fresh pages 1.02 (1.01–1.03) within, 5 held pairs"
+    assert e.ratio_modes == ("heap 1.00 (0.99–1.01) within, 5 held pairs / "
+                             "fresh pages 1.02 (1.01–1.03) within, 5 held pairs")
     # its pairs at large put the lab's fresh-pages process beside the loop's heap ones: no verdict
     assert e.ratio == "1.86 (1.84–1.89) over 5 pairs in the modes they fell into; within by its two modes"
 
