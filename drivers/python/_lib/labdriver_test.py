@@ -167,6 +167,40 @@ def test_response_of_hashes_only_when_verifying():
     assert labdriver.Response.of(200, 11, b"abc", False) == labdriver.Response(200, 3, "1.1", None)
 
 
+def test_rows_kept_by_a_drivers_own_loop_are_reported_in_order_with_added_responses_labelled_after():
+    req0, req1 = labdriver.Request(0, "GET", "http://h/a"), labdriver.Request(1, "GET", "http://h/b")
+    labelled = []
+
+    def label(version):
+        labelled.append(version)
+        return {2: "1.1"}[version]
+
+    report = labdriver.Report(verify=True)
+    report.add(req0, labdriver.Response(200, 3, "1.1", "d0"))
+    rows = report.rows(req1, label)
+    report.add(req0, labdriver.Response(404, 0, "1.1", "d2"))
+    rows.append((200, 5, 2, "d1"))
+    rows.append((201, 6, 2, "d1b"))
+    assert labelled == []  # the label is read only when the report is built
+    assert report.responses == [
+        {"r": 0, "status": 200, "bytes": 3, "http": "1.1", "sha256": "d0"},
+        {"r": 1, "status": 200, "bytes": 5, "http": "1.1", "sha256": "d1"},
+        {"r": 1, "status": 201, "bytes": 6, "http": "1.1", "sha256": "d1b"},
+        {"r": 0, "status": 404, "bytes": 0, "http": "1.1", "sha256": "d2"}]
+    quiet = labdriver.Report(verify=False)
+    quiet.rows(req1).append((200, 5, 11))  # the helper's own labels by default
+    assert quiet.responses == [{"r": 1, "status": 200, "bytes": 5, "http": "1.1"}]
+
+
+def test_a_tally_counts_the_rows_of_a_drivers_own_loop_as_responses():
+    tally = labdriver.Tally()
+    req = labdriver.Request(0, "GET", "http://h/a")
+    tally.add(req, labdriver.Response(200, 3, "1.1"))
+    rows = tally.rows(req)
+    rows.extend([(200, 3, 11)] * 4)
+    assert tally.responses == 5
+
+
 def test_file_sink(tmp_path):
     path = tmp_path / "sink"
     with labdriver.FileSink(str(path), verify=True) as sink:
