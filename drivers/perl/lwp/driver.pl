@@ -81,7 +81,11 @@ sub run {
             my $body = $res->decoded_content(charset => 'none') // die "gzip body could not be decoded\n";
             return $report->body($r, $res->code, $http, \$body);
         }
-        $report->body($r, $res->code, $http, $res->content_ref);
+        # the body as LWP's users take it: $res->content returns a copy of the message's body,
+        # which a program in LWP's documented idiom pays for (content_ref would skip it); a
+        # temporary, freed after this statement as a plain loop's is (a `my` kept in this
+        # closure would keep its buffer from one request to the next)
+        $report->body($r, $res->code, $http, \scalar $res->content);
     });
 }
 
