@@ -83,7 +83,12 @@ export function connectionHeaders(job) {
 
 /**
  * Options for an undici Pool or Agent (the built-in one behind fetch, or the npm package):
- * `job.connections` connections per origin; keep-alive off is `pipelining: 0`, undici's
+ * undici's own number of connections per origin (unlimited) unless the job's
+ * max_host_connections names one. The job's concurrency is what is in flight (runAll's workers),
+ * not a cap on connections: with its default undici sends a sequential loop's next request on a
+ * second connection while the first is still being released, and alternates between the two;
+ * capped at one, the request waits in the pool for the connection's drain, an extra turn of the
+ * event loop a request. Keep-alive off is `pipelining: 0`, undici's
  * documented way to close the connection after every request (it then sends Connection: close);
  * HTTP/2 is `allowH2` (its connector offers http/1.1 and h2 whatever the connect options say: a
  * connection that falls back is closed by ConnectionVersions), h2c is the connector's `useH2c`
@@ -94,7 +99,7 @@ export function connectionHeaders(job) {
  */
 export function undiciOptions(job) {
   const options = {
-    connections: job.connections,
+    connections: job.option('max_host_connections') ?? null,
     allowH2: job.http !== '1.1',
     connect: { ca: job.ca() },
     ...job.timeoutOptions('headersTimeout', 'bodyTimeout'),

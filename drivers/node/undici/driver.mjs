@@ -1,6 +1,6 @@
 /**
- * clientlab driver: undici (npm) request() through one Pool per origin (connections =
- * concurrency), up to `concurrency` requests in flight.
+ * clientlab driver: undici (npm) request() through one Pool per origin (undici's own number
+ * of connections unless max_host_connections names one), up to `concurrency` requests in flight.
  */
 
 import { Response, baseVersions, fileResponse, main, packageVersion } from '../_lib/labdriver.mjs';
