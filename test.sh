@@ -18,7 +18,7 @@ echo "== go test (bench server, network lab, the Go drivers' helper)"
 echo "== cargo test (the Rust drivers' helper, the golden transcript among its tests)"
 (cd drivers/rust && cargo test --locked -q -p labdriver)
 echo "== the golden transcript through the other helpers (Go's, Rust's and Python's run in their own tests)"
-node --test --test-reporter=dot drivers/node/_lib/test/transcript.test.mjs
+node --test --test-reporter=dot drivers/node/_lib/test/transcript.test.mjs drivers/node/_lib/test/undici-options.test.mjs
 make -s -C drivers/c/_lib/test test
 prove -Q drivers/perl/_lib/t
 php drivers/php/_lib/test/transcript_test.php
