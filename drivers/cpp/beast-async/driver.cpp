@@ -73,6 +73,10 @@ class session : public std::enable_shared_from_this<session> {
         beast_request(req_, w_->job, q_, c_.origin, w_->targets[static_cast<size_t>(q_->r)]);
         parser_.emplace();
         parser_->body_limit(std::numeric_limits<std::uint64_t>::max()); /* a departure (driver.toml) */
+        /* the last body's buffer, emptied: a program reading into one response<string_body> from
+           GET to GET (Beast's example's res, reset with res = {}) keeps its string's buffer, and
+           a parser a message (for body_limit) would start every body in a new one */
+        parser_->get().body() = std::move(spare_);
         if (conn_.open)
             write();
         else
@@ -140,6 +144,8 @@ class session : public std::enable_shared_from_this<session> {
         if (ec)
             return fail(ec);
         beast_response(w_->rep, w_->job, q_, parser_->get());
+        spare_ = std::move(parser_->get().body());
+        spare_.clear();
         if (!w_->job->keep_alive || !parser_->get().keep_alive())
             conn_.close();
         next();
@@ -158,6 +164,7 @@ class session : public std::enable_shared_from_this<session> {
     beast_connection conn_;
     http::request<http::string_body> req_;
     std::optional<http::response_parser<http::string_body>> parser_;
+    std::string spare_; /* the last body's buffer (next) */
     const lab_request *q_ = nullptr;
 };
 
