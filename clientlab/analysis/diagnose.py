@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from clientlab.analysis.figures import FRESH_BODY, FRESH_SHARE, MMAP_THRESHOLD_MAX, PAGE
+from clientlab.analysis.figures import PAGE, mapped_anew
 from clientlab.record import Cell, CellFigures, Finding, ServerSummary
 from clientlab.store.fingerprint import digest
 
@@ -321,8 +321,7 @@ def body_memory_from_the_kernel(cell: CellView) -> Finding | None:
         return None
     body = s.resp_body_bytes / requests
     per_request = faults / requests
-    # past glibc's largest mmap threshold (32 MiB) every such body is mapped: no mode to be in
-    if requests < MIN_REQUESTS or not FRESH_BODY <= body < MMAP_THRESHOLD_MAX or per_request * PAGE < FRESH_SHARE * body:
+    if requests < MIN_REQUESTS or not mapped_anew(faults, requests, s.resp_body_bytes):
         return None
     system_us = (f.cpu_sys_s or 0.0) / requests * 1e6
     held = [m for m in f.modes or () if m.cause == "allocator"]

@@ -72,20 +72,32 @@ MMAP_THRESHOLD_MAX = 32 * 1024 * 1024   # glibc's dynamic mmap threshold rises n
 FRESH_SHARE = 0.5         # ... when the faults of a request cover this share of its body's pages
 
 
+def mapped_anew(page_faults: float | None, requests: int, work_bytes: float) -> bool | None:
+    """Whether `requests` answers, `work_bytes` of bodies in all, had each body's memory mapped
+    anew from the kernel (a page fault for every 4 KB of it: their faults cover FRESH_SHARE of
+    its pages) or kept on the heap; None where that cannot be told: faults not read, or a body
+    with no mode to be in (under FRESH_BODY glibc keeps it on the heap, from MMAP_THRESHOLD_MAX
+    on it maps every one)."""
+    if page_faults is None or not requests:
+        return None
+    body = work_bytes / requests
+    if not FRESH_BODY <= body < MMAP_THRESHOLD_MAX:
+        return None
+    return page_faults / requests * PAGE >= FRESH_SHARE * body
+
+
 def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
     """Two modes when some trials took each large body's memory anew from the kernel (a page
     fault per 4 KB of it) and others kept bodies on the heap: two processes' allocator states,
     even when their times are closer than stats.modes' gap, but not when they cost the same
     within their own spread (stats.same_within_spread): then the cell has one figure. Fastest
     mode first."""
-    if not requests:
-        return None
     fresh, heap = [], []
     for t in timed:
-        body = (t.work_bytes or 0) / requests
-        if t.page_faults is None or body < FRESH_BODY:
+        anew = mapped_anew(t.page_faults, requests, t.work_bytes or 0)
+        if anew is None:
             return None
-        (fresh if t.page_faults / requests * PAGE >= FRESH_SHARE * body else heap).append(t.wall_s or 0.0)
+        (fresh if anew else heap).append(t.wall_s or 0.0)
     if min(len(fresh), len(heap)) < stats.MODE_MIN_TRIALS or stats.same_within_spread(fresh, heap):
         return None
     return sorted([stats.Mode(stats.median(fresh), len(fresh)), stats.Mode(stats.median(heap), len(heap))],
@@ -94,12 +106,6 @@ def _fault_modes(timed: list[Trial], requests: int) -> list[stats.Mode] | None:
 
 MODE_KIND = "mode:"   # the kind of a trial in a process held in one allocator mode (runner/allocator.py)
 HEAP_MODE, FRESH_MODE = "heap", "fresh pages"
-
-
-def _fresh(t: Trial, requests: int) -> bool:
-    """Whether a trial's bodies were mapped anew: its faults cover FRESH_SHARE of their pages."""
-    body = (t.work_bytes or 0) / requests
-    return (t.page_faults or 0) / requests * PAGE >= FRESH_SHARE * body
 
 
 @dataclass(frozen=True)
@@ -121,24 +127,26 @@ class OwnProcesses:
 
 def own_processes(timed: list[Trial], requests: int) -> OwnProcesses | None:
     """The cell's processes by allocator mode (OwnProcesses); None where a trial does not say
-    which process ran it (a store written before trials said so)."""
+    which process ran it (a store written before trials said so) or how many page faults it
+    took, or where its bodies have no mode to be in (mapped_anew)."""
     if not timed or not requests or any(t.process is None for t in timed):
         return None
-    if any(not FRESH_BODY <= (t.work_bytes or 0) / requests < MMAP_THRESHOLD_MAX for t in timed):
-        return None   # no body the allocator may map anew: no mode to be in
-    by: dict[int, list[Trial]] = {}
-    for t in timed:
-        by.setdefault(t.process or 0, []).append(t)
+    anew = [mapped_anew(t.page_faults, requests, t.work_bytes or 0) for t in timed]
+    if None in anew:
+        return None   # no body the allocator may map anew (no mode to be in), or no faults read
+    by: dict[int, list[tuple[Trial, bool | None]]] = {}
+    for t, fresh_pages in zip(timed, anew):
+        by.setdefault(t.process or 0, []).append((t, fresh_pages))
     heap = fresh = 0
     changes = []
     for process, mine in sorted(by.items()):
-        modes = {_fresh(t, requests) for t in mine}
+        modes = {fresh_pages for _, fresh_pages in mine}
         if modes == {False}:
             heap += 1
         elif modes == {True}:
             fresh += 1
         else:
-            said = ", ".join(f"trial {t.idx} {FRESH_MODE if _fresh(t, requests) else HEAP_MODE}" for t in mine)
+            said = ", ".join(f"trial {t.idx} {FRESH_MODE if fresh_pages else HEAP_MODE}" for t, fresh_pages in mine)
             changes.append(f"process {process + 1} changed allocator mode in the middle of its life: {said}")
     return OwnProcesses(heap, fresh, len(changes), tuple(changes))
 
@@ -212,11 +220,12 @@ def allocator_modes(trials: list[Trial], requests: int) -> tuple[HeldModes | Non
             for m in (HEAP_MODE, FRESH_MODE)}
     if not requests or not all(held.values()):
         return None, None
-    if any(_fresh(t, requests) for t in held[HEAP_MODE]) or not all(_fresh(t, requests) for t in held[FRESH_MODE]):
+    if any(mapped_anew(t.page_faults, requests, t.work_bytes or 0) for t in held[HEAP_MODE]) \
+            or not all(mapped_anew(t.page_faults, requests, t.work_bytes or 0) for t in held[FRESH_MODE]):
         return None, ("one allocator mode: held in each by glibc's tunables, its processes took the same "
                       "pages for a body (its bodies do not come from glibc's malloc)")
     timed = [t for t in trials if t.kind == "timed" and t.ok and t.wall_s and t.page_faults is not None]
-    fresh_own = sum(1 for t in timed if _fresh(t, requests))
+    fresh_own = sum(1 for t in timed if mapped_anew(t.page_faults, requests, t.work_bytes or 0))
     walls = {m: [(t.wall_s or 0.0) / requests for t in held[m]] for m in held}
     heap = stats.Mode(stats.median([t.wall_s or 0.0 for t in held[HEAP_MODE]]), len(timed) - fresh_own)
     fresh = stats.Mode(stats.median([t.wall_s or 0.0 for t in held[FRESH_MODE]]), fresh_own)

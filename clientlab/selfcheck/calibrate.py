@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from clientlab import paths
 from clientlab.analysis import stats
-from clientlab.analysis.figures import (FRESH_BODY, FRESH_MODE, FRESH_SHARE, PAGE, OwnProcesses, own_processes,
-                                        plain_verdict)
+from clientlab.analysis.figures import FRESH_MODE, OwnProcesses, mapped_anew, own_processes, plain_verdict
 from clientlab.drivers.job import plan
 from clientlab.drivers.manifest import Driver
 from clientlab.drivers.protocol import DriverFault, DriverProcess
@@ -266,18 +265,15 @@ class Calibration:
 
     def fresh_pages(self) -> tuple[tuple[int, int], tuple[int, int]] | None:
         """Of the pairs (not those held in a mode), how many of the lab's trials and of the loop's
-        rounds took a large body's pages anew (figures.FRESH_SHARE of them in page faults), each
-        of how many were read; None where no side could be told."""
+        rounds took a large body's pages anew (figures.mapped_anew: the bodies the lab's trial
+        read, the loop's at the same count), each of how many were told; None where no side
+        could be told."""
         lab, loop = [], []
         for p in self.pairs:
-            n = p.bare.requests
-            body = (p.lab.work_bytes or 0) / n if n else 0
-            if body < FRESH_BODY:
-                continue
-            if p.lab.page_faults is not None:
-                lab.append(p.lab.page_faults / n * PAGE >= FRESH_SHARE * body)
-            if p.bare.page_faults is not None:
-                loop.append(p.bare.page_faults / n * PAGE >= FRESH_SHARE * body)
+            for side, faults in ((lab, p.lab.page_faults), (loop, p.bare.page_faults)):
+                anew = mapped_anew(faults, p.bare.requests, p.lab.work_bytes or 0)
+                if anew is not None:
+                    side.append(anew)
         if not lab and not loop:
             return None
         return (sum(lab), len(lab)), (sum(loop), len(loop))

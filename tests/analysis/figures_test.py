@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import replace
 
-from clientlab.analysis.figures import allocator_modes, cell_figures, plain_verdict
+from clientlab.analysis.figures import allocator_modes, cell_figures, own_processes, plain_verdict
 from clientlab.record import PlainMode
 from clientlab.store import Trial
 
@@ -84,6 +84,20 @@ def test_the_cells_own_processes_are_counted_by_mode_and_one_that_changed_mode_i
     heap, fresh = cell_figures([dataclasses.replace(t, process=None) for t in own] + held, "requests", REQUESTS,
                                None).modes
     assert heap.processes is None and held_modes(heap, fresh, "req/s").startswith("10,000 heap (3 of 5 trials)")
+
+
+def test_bodies_are_mapped_anew_when_their_faults_cover_half_their_pages_where_glibc_has_two_modes():
+    from clientlab.analysis.figures import mapped_anew
+
+    assert mapped_anew(41 * REQUESTS, REQUESTS, BODY * REQUESTS) is True     # 82 pages a body
+    assert mapped_anew(40 * REQUESTS, REQUESTS, BODY * REQUESTS) is False
+    assert mapped_anew(None, REQUESTS, BODY * REQUESTS) is None               # faults not read
+    # 12 B always on the heap, 40 MiB always mapped anew: no mode to be in, whatever the faults
+    assert mapped_anew(0, REQUESTS, 12 * REQUESTS) is None
+    big = 40 * 2**20
+    assert mapped_anew(big // 4096 * REQUESTS, REQUESTS, big * REQUESTS) is None
+    trials = [_in(0, _trial(0.10, 0.0)), dataclasses.replace(_in(1, _trial(0.25, 82.0)), page_faults=None)]
+    assert own_processes(trials, REQUESTS) is None   # a process whose mode is not known is in none
 
 
 def test_trials_in_two_allocator_states_that_cost_differently_are_two_modes():

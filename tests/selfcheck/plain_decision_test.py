@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from clientlab.analysis import stats
@@ -71,6 +73,21 @@ def test_the_table_shows_both_sides_in_each_allocator_mode_with_the_verdict_per_
     kept = {m["mode"]: m for m in cal.to_figure()["modes"]}
     assert (kept["heap"]["lab_processes"], kept["heap"]["lab_processes_of"], kept["heap"]["lab_own"]) == (1, 1, 5)
     assert kept["fresh pages"]["plain_samples"] == [pytest.approx(3.3e-4)] * 5
+
+
+def test_each_sides_allocator_mode_is_told_as_the_cells_own_processes_are():
+    body = 335_114
+    mapped = body // 4096 * 1000   # a page fault for every 4 KB of every body
+    cal = Calibration("perl-www-curl", "get-json-335k", reference="plain",
+                      pairs=[_pair(1e-4, 2e-4, body=body, lab_faults=10, plain_faults=mapped) for _ in range(3)])
+    assert cal.fresh_pages() == ((0, 3), (3, 3))
+    # glibc maps every body of 40 MiB anew: no side is in a mode, as no process of the cell is
+    big = 40 * 2**20
+    pairs = [_pair(1e-2, 1e-2, body=big, lab_faults=big // 4096 * 1000, plain_faults=big // 4096 * 1000)
+             for _ in range(3)]
+    cal = Calibration("perl-www-curl", "get-40m", reference="plain",
+                      pairs=[Pair(dataclasses.replace(p.lab, process=i), p.bare) for i, p in enumerate(pairs)])
+    assert cal.lab_processes() is None and cal.fresh_pages() is None
 
 
 def test_a_known_cause_stands_beside_a_miss_which_still_counts_as_off():
