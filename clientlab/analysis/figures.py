@@ -191,9 +191,8 @@ def mode_verdict(decision: str | None, mode: PlainMode) -> str:
     """One allocator mode's verdict where a cell is judged mode by mode (plain_verdict): its held
     pairs' decision, and the cell's own pairs' (`decision`) where every one of them had both sides
     in this mode; two sets of pairs that disagree decide nothing between them."""
-    m = mode
-    mine = [m.decision or NOT_DECIDED]
-    if m.lab_own and m.lab_own == m.lab_own_of and m.plain_own and m.plain_own == m.plain_own_of:
+    mine = [mode.decision or NOT_DECIDED]
+    if mode.lab_own and mode.lab_own == mode.lab_own_of and mode.plain_own and mode.plain_own == mode.plain_own_of:
         mine.append(decision or NOT_DECIDED)
     decided = {d for d in mine if d != NOT_DECIDED}
     return decided.pop() if len(decided) == 1 else NOT_DECIDED
