@@ -25,7 +25,7 @@ from clientlab.output.markdown import markdown_text
 from clientlab.output.runstatus import status_words, times_line
 from clientlab.output.table import CAPTION, results_table
 from clientlab.output.whatran import print_what_ran
-from clientlab.output.wrap import print_wrapped
+from clientlab.wrap import print_wrapped
 from clientlab.record import Cell, RunConfig
 from clientlab.runner.options import RunOptions
 from clientlab.store import Store
@@ -137,7 +137,7 @@ def take_lab_lock(no_wait: bool) -> None:
     try:
         lock.acquire(wait=not no_wait, on_wait=lambda message: print_wrapped(err, message))
     except LabBusy as exc:
-        err.print(f"[red]busy:[/] {escape(str(exc))}", highlight=False)
+        print_wrapped(err, f"busy: {exc}")
         raise SystemExit(EXIT_BUSY) from None
     click.get_current_context().call_on_close(lock.release)
 

@@ -41,7 +41,7 @@ from clientlab.drivers import build as builder
 from clientlab.drivers import manifest, runtimes
 from clientlab.netlab.lab import open_server_side
 from clientlab.output.progress import ProgressEvents
-from clientlab.output.wrap import print_wrapped
+from clientlab.wrap import print_wrapped
 from clientlab.runner import (
     INTERLEAVES,
     PLACEMENTS,

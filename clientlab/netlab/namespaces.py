@@ -15,12 +15,14 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from rich.console import Console
+
 from clientlab.errors import LabError
 from clientlab.measuring.runlock import RunLock, lock_path
+from clientlab.wrap import print_wrapped
 
 PREFIX = "clab-"
 CLIENT_NS, SERVER_NS = "clab-client", "clab-server"
@@ -59,7 +61,7 @@ def claim(wait: bool = True) -> RunLock:
     names, so a second lab (a test run beside a measuring one, `net clean`) would tear down the
     first's. Held by another process: wait for it, saying who holds it (or raise LabBusy)."""
     lock = RunLock(path=lock_path(NETLAB_LOCK, env=None), what="the network lab")
-    lock.acquire(wait, on_wait=lambda text: print(text, file=sys.stderr, flush=True))
+    lock.acquire(wait, on_wait=lambda text: print_wrapped(Console(stderr=True), text))
     return lock
 
 

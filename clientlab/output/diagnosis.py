@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from clientlab.output.wrap import print_wrapped
+from clientlab.wrap import print_wrapped
 from clientlab.record import Cell, Finding
 
 STYLE = {"warn": "bold yellow", "info": "cyan"}

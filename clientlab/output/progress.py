@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from rich.text import Text
 
-from clientlab.output.wrap import wrapped
+from clientlab.wrap import wrapped
 from clientlab.runner import CellResult
 from clientlab.store import Trial
 

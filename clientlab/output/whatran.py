@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from clientlab.output.cellfigures import DEPARTED
-from clientlab.output.wrap import print_wrapped
+from clientlab.wrap import print_wrapped
 from clientlab.record import Cell
 
 

@@ -115,6 +115,16 @@ def test_the_waiting_message_wraps_at_80_columns(lab):
     assert len(said) > 1 and max(map(len, said)) <= 80, said
 
 
+def test_the_busy_message_of_no_wait_wraps_at_80_columns(lab):
+    with RunLock("clientlab run -d c-libcurl,go-net-http,python-requests -s get-small,get-json-335k", lab.lock):
+        proc = subprocess.run([*CLI, "run", *QUICK, "-s", "get-small", "--no-wait"], capture_output=True, text=True,
+                              env={**lab.env, "COLUMNS": "80"}, cwd=paths.ROOT, timeout=120)
+    said = proc.stderr.splitlines()
+    assert proc.returncode == 75, proc.stderr
+    assert " ".join(" ".join(said).split()).startswith("busy: another measuring run holds the lab: pid")
+    assert len(said) > 1 and max(map(len, said)) <= 80, said
+
+
 def test_commands_that_only_read_do_not_take_the_lock(lab):
     assert lab.run("run", *QUICK, "-s", "get-small").returncode == 0
     with RunLock("clientlab run (busy)", lab.lock):

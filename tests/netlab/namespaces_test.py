@@ -1,0 +1,34 @@
+"""The network lab's claim on the machine: who holds it, said readably while a second lab waits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+from clientlab import paths
+from clientlab.measuring.runlock import RunLock
+from tests.support.cli import wait_for
+
+
+def test_the_network_labs_waiting_message_wraps_at_80_columns(tmp_path):
+    lock = tmp_path / "netlab.lock"
+    holder = RunLock("clientlab run -d c-libcurl,go-net-http,python-requests -s get-small,get-json-335k --net lossy",
+                     lock, what="the network lab")
+    holder.acquire()
+    # the machine's own network-lab lock is never moved by an environment variable: this waiter's is
+    waiter = subprocess.Popen([sys.executable, "-c", "import pathlib, sys; from clientlab.netlab import namespaces; "
+                               f"namespaces.lock_path = lambda *a, **k: pathlib.Path({str(lock)!r}); namespaces.claim()"],
+                              stderr=subprocess.PIPE, text=True, env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"},
+                              cwd=paths.ROOT)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(waiter.stderr), daemon=True).start()
+    try:
+        wait_for(lambda: any("give up)" in line for line in lines), timeout=60)
+    finally:
+        waiter.kill()
+        waiter.wait(30)
+        holder.release()
+    said = [line.rstrip("\n") for line in lines]
+    assert " ".join(" ".join(said).split()).startswith("waiting for the network lab:"), said
+    assert len(said) > 1 and max(map(len, said)) <= 80, said
