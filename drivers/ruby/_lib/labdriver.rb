@@ -11,11 +11,13 @@
 # not claim), and the calibration loop (bare: the same requests on one kept client, timed by the
 # driver's own clock).
 #
-# Standard library only (json, digest, securerandom, uri, openssl).
+# Standard library only (json, digest, securerandom, uri; openssl when a driver's client runs
+# on Ruby's own OpenSSL). openssl is loaded only then: a client on another TLS stack (libcurl's)
+# would otherwise carry its thousands of objects in every collection of its heap, which its
+# plain loop does not.
 
 require "digest"
 require "json"
-require "openssl"
 require "securerandom"
 require "uri"
 
@@ -414,6 +416,7 @@ module LabDriver
 
   # A verifying TLS context trusting the job's CA (never disables verification).
   def ssl_context(job)
+    require "openssl"
     ctx = OpenSSL::SSL::SSLContext.new
     ctx.set_params(verify_mode: OpenSSL::SSL::VERIFY_PEER, verify_hostname: true)
     if job.tls_ca
@@ -424,8 +427,12 @@ module LabDriver
     ctx
   end
 
-  # Versions every Ruby driver reports: the interpreter and the OpenSSL it runs with.
-  def base_versions
+  # Versions every Ruby driver reports: the interpreter, and the OpenSSL its client runs on
+  # unless `openssl: false` (a client on another TLS stack, which names its own).
+  def base_versions(openssl: true)
+    return { "ruby" => RUBY_VERSION } unless openssl
+
+    require "openssl"
     { "ruby" => RUBY_VERSION, "openssl" => OpenSSL::OPENSSL_LIBRARY_VERSION,
       "ruby-openssl" => OpenSSL::VERSION }
   end

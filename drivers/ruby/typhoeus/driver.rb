@@ -25,7 +25,7 @@ class TyphoeusDriver < LabDriver::Driver
   def versions
     info = Ethon::Curl.version_info
     libs = Ethon::Curl.version.split.map { |part| part.split("/", 2) }.select { |pair| pair.size == 2 }.to_h
-    LabDriver.base_versions.merge(
+    LabDriver.base_versions(openssl: false).merge(
       "typhoeus" => Typhoeus::VERSION, "ethon" => Ethon::VERSION, "ffi" => FFI::VERSION,
       "libcurl" => info[:version], "libcurl-ssl" => info[:ssl_version],
       "nghttp2" => libs.fetch("nghttp2", "none"), "zlib" => info[:libz_version]
