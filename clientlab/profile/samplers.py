@@ -51,8 +51,10 @@ class Sampler(Protocol):
     # halt: sampling off at once, without waiting for the profiler to finish; stop: halt, then wait
     # for it to write what it sampled. A trial halts every sampler before it stops any: perf takes a
     # while to write its data, and a sampler still on meanwhile would sample the driver's work after
-    # `done` (its report, closing its client), which is none of the trial's CPU
-    def halt(self) -> None: ...
+    # `done` (its report, closing its client), which is none of the trial's CPU. `done_at`: the
+    # Unix time the lab read `done`; a profiler whose samples carry their time keeps none after
+    # it, since a driver writes its report at once, while the lab is still stopping its meter
+    def halt(self, done_at: float | None = None) -> None: ...
     def stop(self) -> None: ...
     def folded(self) -> Folded: ...
     def close(self) -> None: ...
@@ -171,7 +173,7 @@ class Perf:
         if b"ack" not in got:
             raise ProfilerFailed(f"perf record did not acknowledge '{what}'")
 
-    def halt(self) -> None:
+    def halt(self, done_at: float | None = None) -> None:
         if self.proc is not None and not self._halted:
             self._halted = True
             self._command("disable")
@@ -246,7 +248,7 @@ class _Attached:
             self.proc = _start(self.command(pids[0]), stderr)
         _wait_for(err, self.ready_line, self.proc, self.name)
 
-    def halt(self) -> None:
+    def halt(self, done_at: float | None = None) -> None:
         if self.proc is not None and not self._halted:
             self._halted = True
             self.proc.send_signal(signal.SIGINT)  # it stops sampling, then writes its file
@@ -351,7 +353,7 @@ class InProcess:
         self.dir = Path(found)
         self.before = {p.name for p in self.dir.glob(f"{self.pid}-*.{self.ext}")}
 
-    def halt(self) -> None:
+    def halt(self, done_at: float | None = None) -> None:
         pass  # the driver's helper stopped it before `done`
 
     def stop(self) -> None:
@@ -442,9 +444,9 @@ class Jfr:
             raise ProfilerFailed("jfr: no JVM in the driver's process tree")
         self.window = (time.time(), 0.0)
 
-    def halt(self) -> None:
+    def halt(self, done_at: float | None = None) -> None:
         if not self.window[1]:
-            self.window = (self.window[0], time.time())  # the samples kept end here
+            self.window = (self.window[0], done_at or time.time())  # the samples kept end here
 
     def stop(self) -> None:
         self.halt()

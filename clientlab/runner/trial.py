@@ -57,7 +57,7 @@ class Sampler(Protocol):
 
     def start(self, pids: list[int]) -> None: ...
 
-    def halt(self) -> None: ...
+    def halt(self, done_at: float | None = None) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -244,12 +244,14 @@ def timed_phase(proc: DriverProcess, server: ServerSide, job: dict, timeout_s: f
     meter = meter or TreeMeter(proc.pid, group=group)
     meter.start()
     proc.send({"type": "go"})
+    done_at = None
     try:
         done = _wait_done(proc, timeout_s, watch, stall_s)
+        done_at = time.time()
     finally:
         usage = meter.stop(time.perf_counter())  # also stops the sampler when the driver failed
         for sampler in samplers:   # every one off before any is waited for (samplers.Sampler)
-            sampler.halt()
+            sampler.halt(done_at)
         for sampler in samplers:
             sampler.stop()
     disturbance = noise.stop()

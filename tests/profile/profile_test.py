@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from clientlab.profile import folded as fold
@@ -10,6 +12,7 @@ from clientlab.profile.differential import Path, Weighted, combined, paths
 from clientlab.profile.layers import layers, perf_side
 from clientlab.profile.model import LAYERS
 from clientlab.profile.rules import RULES_DIR, Rules, _raw
+from clientlab.profile.samplers import Jfr
 
 PERF_SCRIPT = """\
 python3 4242/4242
@@ -240,6 +243,25 @@ def test_jfr_samples_fold_root_first_with_their_inlined_frames():
     import json
     assert fold.parse_jfr_json(json.dumps(doc)) == {
         "clientlab.lab.Main.main (java);jdk.internal.net.http.Http1Response.readBody (java);java.lang.String.indexOf (java)": 2}
+
+
+def test_jfr_keeps_no_sample_taken_after_done_was_read():
+    jfr = Jfr()
+    try:
+        jfr.window = (1_000.0, 0.0)
+        jfr.halt(done_at=1_010.0)
+        assert jfr.window == (1_000.0, 1_010.0)
+
+        def sample(at: str, method: str) -> dict:
+            frame = {"method": {"name": method, "type": {"name": "lab/Driver"}}}
+            return {"values": {"startTime": at, "stackTrace": {"frames": [frame]}}}
+
+        doc = {"recording": {"events": [sample("1970-01-01T00:16:45Z", "runAll"),
+                                        sample("1970-01-01T00:16:51Z", "writeReport")]}}
+        kept = fold.parse_jfr_json(json.dumps(doc), jfr.window)
+        assert list(kept) == ["lab.Driver.runAll (java)"], kept
+    finally:
+        jfr.close()
 
 
 def test_beside_a_profiler_of_the_languages_frames_perf_names_what_it_places_firmly():
