@@ -9,6 +9,7 @@ from rich.table import Table
 from clientlab.cli.common import EXIT_BUSY, err, main, out
 from clientlab.errors import LabInputError
 from clientlab.runner import stop_on_sigterm
+from clientlab.wrap import print_wrapped
 
 
 @main.group("net")
@@ -96,7 +97,7 @@ def net_clean_cmd() -> None:
     try:
         claim = namespaces.claim(wait=False)
     except LabBusy as exc:
-        err.print(f"[red]busy:[/] {escape(str(exc))}; nothing removed", highlight=False)
+        print_wrapped(err, f"busy: {exc}; nothing removed")
         raise SystemExit(EXIT_BUSY) from None
     try:
         removed = namespaces.remove_all()
