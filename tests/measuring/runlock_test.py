@@ -15,7 +15,7 @@ import pytest
 from clientlab import paths
 from clientlab.measuring import runlock
 from clientlab.measuring.runlock import LabBusy, RunLock
-from tests.support.cli import CLI, QUICK, TESTDRIVERS, db_count, lab, wait_for  # noqa: F401 - the fixture
+from tests.support.cli import CLI, QUICK, TESTDRIVERS, db_count, lab, lines_while_waiting, wait_for  # noqa: F401 - the fixture
 
 # holds the machine's run lock: run alone, not beside other tests (test.sh)
 pytestmark = pytest.mark.serial
@@ -102,15 +102,10 @@ def test_the_waiting_message_wraps_at_80_columns(lab):
     first.acquire()
     proc = subprocess.Popen([*CLI, "run", *QUICK, "-s", "get-small"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**lab.env, "COLUMNS": "80"}, cwd=paths.ROOT)
-    lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
     try:
-        wait_for(lambda: any("give up)" in line for line in lines), timeout=60)
+        said = lines_while_waiting(proc)
     finally:
-        proc.kill()
-        proc.wait(30)
         first.release()
-    said = [line.rstrip("\n") for line in lines]
     assert " ".join(" ".join(said).split()).startswith("waiting for the lab: another measuring run holds it, pid")
     assert len(said) > 1 and max(map(len, said)) <= 80, said
 

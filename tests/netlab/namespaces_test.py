@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 
 from clientlab import paths
 from clientlab.measuring.runlock import RunLock
-from tests.support.cli import wait_for
+from tests.support.cli import lines_while_waiting
 
 
 def test_the_network_labs_waiting_message_wraps_at_80_columns(tmp_path):
@@ -21,15 +20,10 @@ def test_the_network_labs_waiting_message_wraps_at_80_columns(tmp_path):
                                f"namespaces.lock_path = lambda *a, **k: pathlib.Path({str(lock)!r}); namespaces.claim()"],
                               stderr=subprocess.PIPE, text=True, env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"},
                               cwd=paths.ROOT)
-    lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(waiter.stderr), daemon=True).start()
     try:
-        wait_for(lambda: any("give up)" in line for line in lines), timeout=60)
+        said = lines_while_waiting(waiter)
     finally:
-        waiter.kill()
-        waiter.wait(30)
         holder.release()
-    said = [line.rstrip("\n") for line in lines]
     assert " ".join(" ".join(said).split()).startswith("waiting for the network lab:"), said
     assert len(said) > 1 and max(map(len, said)) <= 80, said
 

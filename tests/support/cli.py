@@ -86,6 +86,21 @@ def wait_for(condition, timeout: float = 120, every: float = 0.1):  # noqa: ANN0
     raise AssertionError(f"gave up waiting after {timeout} s")
 
 
+def lines_while_waiting(proc: subprocess.Popen, timeout: float = 60) -> list[str]:
+    """The stderr lines of a process that waits for a lock, up to the end of its message (the
+    "(Ctrl-C to give up)" that closes it); the process is then killed."""
+    import threading
+
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
+    try:
+        wait_for(lambda: any("give up)" in line for line in lines), timeout=timeout)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    return [line.rstrip("\n") for line in lines]
+
+
 def descendants(pid: int) -> list[int]:
     """The processes `pid` started, and theirs (to end exactly those after a test)."""
     found, todo = [], [pid]
